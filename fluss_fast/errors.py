@@ -1,0 +1,47 @@
+"""FlussError and ErrorCode, shaped exactly like pyfluss's (``str(e)`` == ``"FlussError(code=7): msg"``)."""
+from __future__ import annotations
+
+from .rpc import errors as _table
+
+
+class FlussError(Exception):
+    """Every failure reaches the user as this: a message naming what failed where, and a code.
+
+    ``error_code`` is the server's code (-1 or > 0) or ``ErrorCode.CLIENT_ERROR`` (-2) for failures
+    detected in the client.
+    """
+
+    def __init__(self, message: str, error_code: int = _table.CLIENT_ERROR):
+        super().__init__(message, error_code)
+        self.message = message
+        self.error_code = error_code
+
+    @property
+    def is_retriable(self) -> bool:
+        return _table.is_retriable(self.error_code)
+
+    def __str__(self) -> str:
+        if self.error_code == _table.CLIENT_ERROR:
+            return f"FlussError: {self.message}"
+        return f"FlussError(code={self.error_code}): {self.message}"
+
+    def __repr__(self) -> str:
+        return f"FlussError({self.message!r}, {self.error_code})"
+
+    def __reduce__(self):
+        # Spark ships exceptions between processes; keep them picklable.
+        return (type(self), (self.message, self.error_code))
+
+    @classmethod
+    def from_code(cls, code: int, message: str | None = None) -> "FlussError":
+        return cls(message or _table.default_message(code), code)
+
+
+class ErrorCode:
+    """Named constants for Fluss API error codes (every code of the server table, plus CLIENT_ERROR)."""
+
+    CLIENT_ERROR = _table.CLIENT_ERROR
+
+
+for _name, _code in _table.BY_NAME.items():
+    setattr(ErrorCode, _name, _code)

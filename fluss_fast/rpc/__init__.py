@@ -1,0 +1,1 @@
+"""The Fluss wire protocol, shared by the client and the embedded server."""
