@@ -43,8 +43,10 @@ def crc32c(data, crc: int = 0) -> int:
     if not 0 <= crc <= _MASK:
         raise OverflowError("crc must be an unsigned 32-bit value")
     mv = memoryview(data)
+    if not mv.c_contiguous:
+        raise BufferError("crc32c needs a C-contiguous buffer")
     if mv.ndim != 1 or mv.format not in ("B", "b", "c"):
-        mv = mv.cast("B")  # raises TypeError for non-contiguous buffers, like the extension
+        mv = mv.cast("B")
     n = mv.nbytes
     t0, t1, t2, t3, t4, t5, t6, t7 = _T
     crc ^= _MASK

@@ -1,0 +1,557 @@
+"""ARROW log format payloads (DATA.md §2): one schema-less Arrow IPC RecordBatch message per batch.
+
+Layout of the records part of an ARROW batch::
+
+    [change-type vector: RecordCount bytes, only when the batch is not append-only]
+    [FF FF FF FF][int32 M][Message flatbuffer, M bytes][body: buffers, 8-aligned]
+
+A header-only batch (RecordCount 0) carries nothing at all. Compression is Arrow IPC *buffer*
+compression with the table's codec; the Fluss header never says which codec was used, so the writer
+must use exactly the table's.
+
+Besides encoding and decoding (both through pyarrow's C++ IPC code), this module implements the
+server-side column projection of a stored batch on the Arrow metadata alone: it parses and rewrites
+the small ``Message``/``RecordBatch`` flatbuffer and copies the kept buffer spans, never touching
+(or decompressing) the data.
+"""
+from __future__ import annotations
+
+import struct
+from typing import List, Optional, Sequence, Tuple
+
+import pyarrow as pa
+
+from ..datatypes import SchemaInfo
+from ..errors import FlussError
+from .errors import CorruptBatchError
+from .logbatch import (
+    LOG_OVERHEAD, V0_HEADER_SIZE, V1_HEADER_SIZE, V2_HEADER_SIZE, BatchHeader, build_batch,
+)
+
+__all__ = [
+    "COMPRESSIONS", "ArrowLogCodec", "arrow_schema_of", "field_shapes", "read_message_meta",
+    "write_message_meta", "MessageMeta",
+]
+
+#: table.log.arrow.compression.type values -> pyarrow codec names (None = uncompressed)
+COMPRESSIONS = {"NONE": None, "LZ4_FRAME": "lz4", "ZSTD": "zstd"}
+# Arrow flatbuffer enum values (Schema.fbs / Message.fbs)
+_CODEC_LZ4_FRAME = 0
+_CODEC_ZSTD = 1
+_METADATA_V5 = 4
+_HEADER_RECORD_BATCH = 3
+_CONTINUATION = b"\xff\xff\xff\xff"
+
+_U16 = struct.Struct("<H")
+_I32 = struct.Struct("<i")
+_U32 = struct.Struct("<I")
+_I64 = struct.Struct("<q")
+_I8 = struct.Struct("<b")
+_I16 = struct.Struct("<h")
+_U8 = struct.Struct("<B")
+_PAIR = struct.Struct("<qq")
+
+
+def arrow_schema_of(schema: SchemaInfo) -> pa.Schema:
+    """The Arrow schema of the table's log batches (DATA.md §2.4)."""
+    return schema.to_arrow()
+
+
+# -- field shapes: how many FieldNodes and buffers each top-level field owns ----------------------
+
+def _shape(t: pa.DataType) -> Tuple[int, int]:
+    T = pa.types
+    if T.is_struct(t):
+        nodes, bufs = 1, 1
+        for i in range(t.num_fields):
+            n, b = _shape(t.field(i).type)
+            nodes += n
+            bufs += b
+        return nodes, bufs
+    if T.is_map(t):
+        # map = list of a non-null struct<key, value> ("entries")
+        kn, kb = _shape(t.key_type)
+        vn, vb = _shape(t.item_type)
+        return 2 + kn + vn, 2 + 1 + kb + vb
+    if T.is_list(t) or T.is_large_list(t):
+        n, b = _shape(t.value_type)
+        return 1 + n, 2 + b
+    if T.is_fixed_size_list(t):
+        n, b = _shape(t.value_type)
+        return 1 + n, 1 + b
+    if T.is_string(t) or T.is_binary(t) or T.is_large_string(t) or T.is_large_binary(t):
+        return 1, 3
+    if T.is_null(t):
+        return 1, 0
+    return 1, 2
+
+
+def field_shapes(arrow_schema: pa.Schema) -> List[Tuple[int, int]]:
+    """``[(node_count, buffer_count)]`` per top-level field, in the IPC pre-order layout."""
+    return [_shape(f.type) for f in arrow_schema]
+
+
+# -- a minimal flatbuffer reader/writer for Message{RecordBatch} -----------------------------------
+
+class MessageMeta:
+    """The parts of an IPC ``Message`` whose header is a ``RecordBatch``."""
+
+    __slots__ = ("version", "length", "nodes", "buffers", "codec", "method", "body_length",
+                 "has_variadic")
+
+    def __init__(self, length: int, nodes: list, buffers: list, codec: Optional[int],
+                 body_length: int, version: int = _METADATA_V5, method: int = 0,
+                 has_variadic: bool = False) -> None:
+        self.version = version
+        self.length = length
+        self.nodes = nodes            # [(length, null_count)]
+        self.buffers = buffers        # [(offset, length)] relative to the body
+        self.codec = codec            # None = uncompressed, else 0 LZ4_FRAME / 1 ZSTD
+        self.method = method
+        self.body_length = body_length
+        self.has_variadic = has_variadic
+
+
+class _FbTable:
+    __slots__ = ("mv", "pos", "vt", "vt_len")
+
+    def __init__(self, mv: memoryview, pos: int) -> None:
+        end = len(mv)
+        if pos < 0 or pos + 4 > end:
+            raise CorruptBatchError(f"flatbuffer table offset {pos} outside the metadata")
+        vt = pos - _I32.unpack_from(mv, pos)[0]
+        if vt < 0 or vt + 4 > end:
+            raise CorruptBatchError(f"flatbuffer vtable offset {vt} outside the metadata")
+        vt_len = _U16.unpack_from(mv, vt)[0]
+        if vt_len < 4 or vt + vt_len > end:
+            raise CorruptBatchError(f"flatbuffer vtable size {vt_len} invalid")
+        self.mv, self.pos, self.vt, self.vt_len = mv, pos, vt, vt_len
+
+    def _field(self, index: int, size: int) -> int:
+        slot = 4 + 2 * index
+        if slot + 2 > self.vt_len:
+            return 0
+        off = _U16.unpack_from(self.mv, self.vt + slot)[0]
+        if off and self.pos + off + size > len(self.mv):
+            raise CorruptBatchError(f"flatbuffer field {index} lies outside the metadata")
+        return self.pos + off if off else 0
+
+    def scalar(self, index: int, fmt: struct.Struct, default):
+        at = self._field(index, fmt.size)
+        return fmt.unpack_from(self.mv, at)[0] if at else default
+
+    def ref(self, index: int) -> int:
+        """Absolute position of an offset field's target, or 0 when absent."""
+        at = self._field(index, 4)
+        return at + _U32.unpack_from(self.mv, at)[0] if at else 0
+
+    def table(self, index: int) -> Optional["_FbTable"]:
+        at = self.ref(index)
+        return _FbTable(self.mv, at) if at else None
+
+    def struct_pairs(self, index: int) -> list:
+        at = self.ref(index)
+        if not at:
+            return []
+        if at + 4 > len(self.mv):
+            raise CorruptBatchError("flatbuffer vector outside the metadata")
+        n = _U32.unpack_from(self.mv, at)[0]
+        start = at + 4
+        if start + 16 * n > len(self.mv):
+            raise CorruptBatchError(f"flatbuffer vector of {n} structs overruns the metadata")
+        return list(_PAIR.iter_unpack(self.mv[start:start + 16 * n]))
+
+
+def read_message_meta(meta) -> MessageMeta:
+    """Parses an IPC Message flatbuffer (the M bytes after the 8-byte prefix) holding a RecordBatch."""
+    mv = memoryview(meta).cast("B") if not isinstance(meta, memoryview) else meta
+    if len(mv) < 8:
+        raise CorruptBatchError(f"Arrow IPC metadata of {len(mv)} bytes is too short")
+    msg = _FbTable(mv, _U32.unpack_from(mv, 0)[0])
+    version = msg.scalar(0, _I16, 0)
+    header_type = msg.scalar(1, _U8, 0)
+    if header_type != _HEADER_RECORD_BATCH:
+        raise CorruptBatchError(f"Arrow IPC message is not a RecordBatch (header type {header_type})")
+    body_length = msg.scalar(3, _I64, 0)
+    rb = msg.table(2)
+    if rb is None:
+        raise CorruptBatchError("Arrow IPC RecordBatch message without a header")
+    length = rb.scalar(0, _I64, 0)
+    nodes = rb.struct_pairs(1)
+    buffers = rb.struct_pairs(2)
+    comp = rb.table(3)
+    codec = method = None
+    if comp is not None:
+        codec = comp.scalar(0, _I8, 0)
+        method = comp.scalar(1, _I8, 0)
+    has_variadic = bool(rb.ref(4))
+    return MessageMeta(length, nodes, buffers, codec, body_length, version, method or 0,
+                       has_variadic)
+
+
+def write_message_meta(m: MessageMeta) -> bytes:
+    """A Message{RecordBatch} flatbuffer for ``m``, padded so that ``8 + len`` is a multiple of 8.
+
+    Laid out front to back: root offset, Message vtable/table, RecordBatch vtable/table,
+    BodyCompression vtable/table, nodes vector, buffers vector. Every offset points forward (as
+    flatbuffers require for uoffsets), and 8-byte fields and the struct vectors are 8-aligned.
+    """
+    out = bytearray()
+
+    def pad_to(align: int, mod: int = 0) -> None:
+        while len(out) % align != mod:
+            out.append(0)
+
+    # root offset, then the Message vtable (4 fields: version, header_type, header, bodyLength)
+    out += b"\0\0\0\0"
+    msg_vt = len(out)
+    out += struct.pack("<HHHHHH", 12, 24, 16, 18, 4, 8)
+    pad_to(8)
+    msg_tbl = len(out)
+    struct.pack_into("<I", out, 0, msg_tbl)
+    out += struct.pack("<iIqhBx", msg_tbl - msg_vt, 0, m.body_length, m.version, _HEADER_RECORD_BATCH)
+    pad_to(8)
+    # RecordBatch vtable: length, nodes, buffers[, compression]
+    rb_vt = len(out)
+    if m.codec is not None:
+        out += struct.pack("<HHHHHH", 12, 24, 8, 4, 16, 20)
+    else:
+        out += struct.pack("<HHHHH", 10, 24, 8, 4, 16)
+    pad_to(8)
+    rb_tbl = len(out)
+    struct.pack_into("<I", out, msg_tbl + 4, rb_tbl - (msg_tbl + 4))
+    out += struct.pack("<iIqII", rb_tbl - rb_vt, 0, m.length, 0, 0)
+    comp_tbl = None
+    if m.codec is not None:
+        comp_vt = len(out)
+        out += struct.pack("<HHHH", 8, 8, 4, 5)
+        pad_to(4)
+        comp_tbl = len(out)
+        out += struct.pack("<ibbxx", comp_tbl - comp_vt, m.codec, m.method)
+        struct.pack_into("<I", out, rb_tbl + 20, comp_tbl - (rb_tbl + 20))
+    for field_at, pairs in ((rb_tbl + 4, m.nodes), (rb_tbl + 16, m.buffers)):
+        pad_to(8, 4)
+        vec = len(out)
+        struct.pack_into("<I", out, field_at, vec - field_at)
+        out += _U32.pack(len(pairs))
+        for a, b in pairs:
+            out += _PAIR.pack(a, b)
+    pad_to(8)
+    return bytes(out)
+
+
+def _as_bytes_view(buf) -> memoryview:
+    mv = memoryview(buf)
+    if mv.ndim != 1 or mv.format not in ("B", "b", "c"):
+        mv = mv.cast("B")
+    return mv
+
+
+def _canonical(t: pa.DataType):
+    """A type key that ignores nested field names, nullability and timestamp zones."""
+    T = pa.types
+    if T.is_timestamp(t):
+        return ("ts", t.unit)
+    if T.is_map(t):
+        return ("map", _canonical(t.key_type), _canonical(t.item_type))
+    if T.is_list(t):
+        return ("list", _canonical(t.value_type))
+    if T.is_struct(t):
+        return ("struct",) + tuple(_canonical(t.field(i).type) for i in range(t.num_fields))
+    return t
+
+
+class ArrowLogCodec:
+    """Encodes/decodes the ARROW payload of a table's log batches (one codec per schema id).
+
+    ``compression`` is the table's ``table.log.arrow.compression.type`` (NONE, LZ4_FRAME, ZSTD) and
+    ``level`` its zstd level. ``table_name`` only improves error messages.
+    """
+
+    def __init__(self, schema: SchemaInfo, compression: str = "ZSTD", level: int = 3, *,
+                 table_name: Optional[str] = None) -> None:
+        comp = (compression or "NONE").upper()
+        if comp not in COMPRESSIONS:
+            raise ValueError(f"unknown Arrow compression {compression!r}; expected one of "
+                             f"{', '.join(COMPRESSIONS)}")
+        self.schema = schema
+        self.compression = comp
+        self.level = level
+        self.table_name = table_name
+        self.arrow_schema = arrow_schema_of(schema)
+        name = COMPRESSIONS[comp]
+        if name is None:
+            self._codec_id = None
+            self._options = None
+        else:
+            codec = pa.Codec(name, compression_level=level) if name == "zstd" else pa.Codec(name)
+            self._codec_id = _CODEC_ZSTD if name == "zstd" else _CODEC_LZ4_FRAME
+            self._options = pa.ipc.IpcWriteOptions(compression=codec)
+        self._shapes_cache: dict = {}
+        self._empty_cache: dict = {}
+
+    def __repr__(self) -> str:
+        return f"ArrowLogCodec({self.table_name or ''!s}, {self.compression})"
+
+    # -- encoding ----------------------------------------------------------------------------------
+    def _where(self) -> str:
+        return f"table '{self.table_name}'" if self.table_name else "table"
+
+    def conform(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """``batch`` relabelled with the table's Arrow schema, or FlussError naming the column.
+
+        Only differences that do not change the bytes on the wire are accepted: field names
+        (top level and nested), nullability labels, and timestamp zones.
+        """
+        target = self.arrow_schema
+        if batch.schema.equals(target):
+            return batch
+        if batch.num_columns != len(target):
+            raise FlussError(
+                f"{self._where()}: record batch has {batch.num_columns} columns "
+                f"({', '.join(batch.schema.names)}), the table has {len(target)} "
+                f"({', '.join(target.names)})")
+        cols = []
+        for i, field in enumerate(target):
+            col = batch.column(i)
+            if not col.type.equals(field.type):
+                if _canonical(col.type) != _canonical(field.type):
+                    raise FlussError(
+                        f"{self._where()}, column '{field.name}' (position {i}): record batch "
+                        f"column '{batch.schema.field(i).name}' has Arrow type {col.type}, "
+                        f"expected {field.type}")
+                col = col.view(field.type)
+            if not field.nullable and col.null_count:
+                raise FlussError(
+                    f"{self._where()}, column '{field.name}' is NOT NULL but the record batch "
+                    f"holds {col.null_count} null value(s)")
+            cols.append(col)
+        return pa.RecordBatch.from_arrays(cols, schema=target)
+
+    def encode(self, batch: pa.RecordBatch):
+        """The IPC RecordBatch message for ``batch`` (a bytes-like ``pa.Buffer``)."""
+        batch = self.conform(batch)
+        if self._options is None:
+            return batch.serialize()
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, batch.schema, options=self._options) as writer:
+            writer.write_batch(batch)
+        out = sink.getvalue()
+        # stream = [schema message (no body)][our message][8-byte end-of-stream]
+        start = 8 + _I32.unpack_from(out, 4)[0]
+        return out.slice(start, out.size - 8 - start)
+
+    def build(self, batch: pa.RecordBatch, *, schema_id: int, writer_id: int = -1,
+              batch_sequence: int = -1, change_types: Optional[bytes] = None) -> bytes:
+        """A whole V0 log batch. With ``change_types`` (one byte per row, DATA.md §2.5) the batch is
+        a changelog batch (not append-only), as the server writes for primary-key tables."""
+        rows = batch.num_rows
+        append_only = change_types is None
+        if not append_only and len(change_types) != rows:
+            raise ValueError(f"change-type vector has {len(change_types)} entries for {rows} rows")
+        if rows == 0:
+            payload = b""
+        elif append_only:
+            payload = self.encode(batch)
+        else:
+            payload = b"".join((bytes(change_types), self.encode(batch)))
+        return build_batch(payload, schema_id=schema_id, record_count=rows,
+                           append_only=append_only, writer_id=writer_id,
+                           batch_sequence=batch_sequence)
+
+    # -- decoding ----------------------------------------------------------------------------------
+    def _empty(self, schema: pa.Schema) -> pa.RecordBatch:
+        key = id(schema)
+        hit = self._empty_cache.get(key)
+        if hit is not None and hit[0] is schema:
+            return hit[1]
+        rb = pa.RecordBatch.from_arrays([pa.array([], type=f.type) for f in schema], schema=schema)
+        self._empty_cache[key] = (schema, rb)
+        return rb
+
+    def projected_schema(self, fields: Sequence[int]) -> pa.Schema:
+        return pa.schema([self.arrow_schema.field(i) for i in fields])
+
+    def decode(self, buf, header: BatchHeader, *, arrow_schema: Optional[pa.Schema] = None,
+               projected=None) -> Tuple[pa.RecordBatch, Optional[bytes]]:
+        """``(record batch, change-type vector or None)`` of the batch ``header`` inside ``buf``.
+
+        Uncompressed data is not copied: the arrays point into ``buf`` (which must then stay
+        unchanged while they live). ``arrow_schema`` overrides the codec's (another schema id);
+        ``projected`` is the Arrow schema (or the list of field positions) of a batch the server
+        projected.
+        """
+        schema = arrow_schema if arrow_schema is not None else self.arrow_schema
+        if projected is not None:
+            schema = projected if isinstance(projected, pa.Schema) else pa.schema(
+                [schema.field(i) for i in projected])
+        mv = _as_bytes_view(buf)
+        pos = header.position
+        start = pos + header.header_size
+        end = pos + header.total_size
+        if end > len(mv):
+            raise CorruptBatchError(
+                f"batch at byte {pos}: truncated (size {header.total_size}, "
+                f"{len(mv) - pos} bytes left)", position=pos)
+        rows = header.record_count
+        change_types = None
+        if not header.append_only:
+            if start + rows > end:
+                raise CorruptBatchError(
+                    f"batch at byte {pos}: change-type vector of {rows} bytes overruns the batch",
+                    position=pos)
+            change_types = bytes(mv[start:start + rows])
+            start += rows
+        if rows == 0 or start == end:
+            if rows:
+                raise CorruptBatchError(
+                    f"batch at byte {pos}: {rows} records but no Arrow message", position=pos)
+            return self._empty(schema), change_types
+        try:
+            rb = pa.ipc.read_record_batch(pa.py_buffer(mv[start:end]), schema)
+        except (pa.ArrowException, ValueError, OSError) as exc:
+            raise CorruptBatchError(f"batch at byte {pos}: bad Arrow IPC message: {exc}",
+                                    position=pos) from None
+        if rb.num_rows != rows:
+            raise CorruptBatchError(
+                f"batch at byte {pos}: Arrow message holds {rb.num_rows} rows, "
+                f"header says {rows}", position=pos)
+        return rb, change_types
+
+    # -- server-side projection --------------------------------------------------------------------
+    def _shapes(self, schema: pa.Schema) -> List[Tuple[int, int]]:
+        key = id(schema)
+        hit = self._shapes_cache.get(key)
+        if hit is not None and hit[0] is schema:
+            return hit[1]
+        shapes = field_shapes(schema)
+        self._shapes_cache[key] = (schema, shapes)
+        return shapes
+
+    def project_batch(self, buf, header: BatchHeader, fields: Sequence[int], *,
+                      arrow_schema: Optional[pa.Schema] = None) -> bytes:
+        """The batch ``header`` of ``buf`` keeping only top-level ``fields`` (ascending positions).
+
+        Works on the Arrow metadata only: kept FieldNodes and buffer spans are copied verbatim
+        (still compressed), the RecordBatch flatbuffer is rebuilt. The header keeps its fields but
+        gets the new Length and no statistics; the CRC is left stale, as the Java server does.
+        Falls back to decode + re-encode only for a body whose buffers are not laid out in order
+        on 8-byte boundaries (no known writer does that).
+        """
+        schema = arrow_schema if arrow_schema is not None else self.arrow_schema
+        fields = list(fields)
+        nfields = len(schema)
+        if not fields:
+            raise ValueError("projection needs at least one field")
+        for a, b in zip(fields, fields[1:]):
+            if b <= a:
+                raise ValueError(f"projected fields must be strictly ascending, got {fields}")
+        if fields[0] < 0 or fields[-1] >= nfields:
+            raise ValueError(f"projected field positions {fields} out of range for "
+                             f"{nfields} columns")
+        mv = _as_bytes_view(buf)
+        pos = header.position
+        end = pos + header.total_size
+        if end > len(mv):
+            raise CorruptBatchError(f"batch at byte {pos}: truncated", position=pos)
+        rows = header.record_count
+        start = pos + header.header_size
+        if rows == 0 or start == end:
+            return bytes(mv[pos:end])
+        ct_len = 0 if header.append_only else rows
+        msg = start + ct_len
+        if msg + 8 > end or bytes(mv[msg:msg + 4]) != _CONTINUATION:
+            raise CorruptBatchError(f"batch at byte {pos}: Arrow message lacks the continuation "
+                                    f"marker", position=pos)
+        meta_len = _I32.unpack_from(mv, msg + 4)[0]
+        body = msg + 8 + meta_len
+        if meta_len < 8 or body > end:
+            raise CorruptBatchError(f"batch at byte {pos}: bad Arrow metadata length {meta_len}",
+                                    position=pos)
+        meta = read_message_meta(mv[msg + 8:body])
+        if body + meta.body_length > end:
+            raise CorruptBatchError(f"batch at byte {pos}: Arrow body of {meta.body_length} bytes "
+                                    f"overruns the batch", position=pos)
+        shapes = self._shapes(schema)
+        want_nodes = sum(s[0] for s in shapes)
+        want_bufs = sum(s[1] for s in shapes)
+        if len(meta.nodes) != want_nodes or len(meta.buffers) != want_bufs or meta.has_variadic:
+            raise CorruptBatchError(
+                f"batch at byte {pos}: Arrow message has {len(meta.nodes)} nodes / "
+                f"{len(meta.buffers)} buffers, schema {header.schema_id} needs {want_nodes} / "
+                f"{want_bufs}", position=pos)
+        bufs = meta.buffers
+        nbuf = len(bufs)
+        ordered = all(off % 8 == 0 and off >= 0 and ln >= 0 for off, ln in bufs) and all(
+            bufs[i][0] + bufs[i][1] <= bufs[i + 1][0] for i in range(nbuf - 1)) and (
+            not bufs or bufs[-1][0] + bufs[-1][1] <= meta.body_length)
+        if not ordered:
+            return self._project_by_reencoding(mv, header, fields, schema, ct_len)
+
+        keep = set(fields)
+        new_nodes = []
+        new_bufs = []
+        spans = []           # (start, end) relative to the body, merged when contiguous
+        cursor = 0
+        ni = bi = 0
+        for f, (n, b) in enumerate(shapes):
+            if f in keep:
+                new_nodes.extend(meta.nodes[ni:ni + n])
+                first, last = bi, bi + b  # buffers [first, last) of this field
+                if b:
+                    s = bufs[first][0]
+                    e = bufs[last][0] if last < nbuf else meta.body_length
+                    shift = cursor - s
+                    for off, ln in bufs[first:last]:
+                        new_bufs.append((off + shift, ln))
+                    if spans and spans[-1][1] == s:
+                        spans[-1] = (spans[-1][0], e)
+                    else:
+                        spans.append((s, e))
+                    cursor += e - s
+            ni += n
+            bi += b
+        pad = (-cursor) % 8
+        new_meta = write_message_meta(MessageMeta(
+            meta.length, new_nodes, new_bufs, meta.codec, cursor + pad, meta.version, meta.method))
+        fixed = {0: V0_HEADER_SIZE, 1: V1_HEADER_SIZE}.get(header.magic, V2_HEADER_SIZE)
+        head = bytearray(mv[pos:pos + fixed])
+        total = fixed + ct_len + 8 + len(new_meta) + cursor + pad
+        _I32.pack_into(head, 8, total - LOG_OVERHEAD)
+        if header.magic == 1:
+            _I32.pack_into(head, 48, 0)
+        elif header.magic == 2:
+            _I32.pack_into(head, 52, 0)
+        parts = [head]
+        if ct_len:
+            parts.append(mv[start:start + ct_len])
+        parts.append(_CONTINUATION + _I32.pack(len(new_meta)) + new_meta)
+        for s, e in spans:
+            parts.append(mv[body + s:body + e])
+        if pad:
+            parts.append(b"\0" * pad)
+        return b"".join(parts)
+
+    def _project_by_reencoding(self, mv, header: BatchHeader, fields, schema, ct_len) -> bytes:
+        rb, change_types = self.decode(mv, header, arrow_schema=schema)
+        sub = pa.schema([schema.field(i) for i in fields])
+        rb = pa.RecordBatch.from_arrays([rb.column(i) for i in fields], schema=sub)
+        if self._options is None:
+            msg = rb.serialize()
+        else:
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, sub, options=self._options) as writer:
+                writer.write_batch(rb)
+            out = sink.getvalue()
+            s = 8 + _I32.unpack_from(out, 4)[0]
+            msg = out.slice(s, out.size - 8 - s)
+        fixed = {0: V0_HEADER_SIZE, 1: V1_HEADER_SIZE}.get(header.magic, V2_HEADER_SIZE)
+        pos = header.position
+        head = bytearray(mv[pos:pos + fixed])
+        total = fixed + ct_len + msg.size
+        _I32.pack_into(head, 8, total - LOG_OVERHEAD)
+        if header.magic == 1:
+            _I32.pack_into(head, 48, 0)
+        elif header.magic == 2:
+            _I32.pack_into(head, 52, 0)
+        return b"".join((head, change_types or b"", msg))
