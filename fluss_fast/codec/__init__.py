@@ -1,9 +1,7 @@
 """Byte codecs shared by the client and the embedded server.
 
 Each codec ``X`` is a pure-Python module ``X.py`` with a Cython twin ``_X.pyx`` of the same API; the
-twin module picks the compiled versions at import (see ``_select``). ``FLUSS_FAST_NO_EXTENSIONS=1``
+pure module picks the compiled versions at import (see ``_select``). ``FLUSS_FAST_NO_EXTENSIONS=1``
 forces the pure versions, and ``LOADED`` records which extensions were actually used.
 """
-from ._select import LOADED, NO_EXTENSIONS
-
-__all__ = ["LOADED", "NO_EXTENSIONS"]
+from ._select import NO_EXTENSIONS, LOADED  # noqa: F401

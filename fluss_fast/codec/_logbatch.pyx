@@ -5,7 +5,7 @@
 and create no per-batch Python objects; error messages are formatted only on failure, identical to
 the pure twin's.
 """
-from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, INT64_MAX
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, INT64_MAX, INT64_MIN
 from libc.string cimport memcpy
 from cpython.buffer cimport (PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE,
                              PyBUF_WRITABLE)
@@ -627,6 +627,7 @@ def assign_offsets(buf, int64_t base_offset, int64_t commit_timestamp):
     cdef Problem problem = OK
     cdef Py_ssize_t pos = 0
     cdef int64_t offset = base_offset
+    cdef int64_t step
     cdef unsigned char *base
     try:
         _get_view(buf, &view, PyBUF_WRITABLE)
@@ -642,9 +643,10 @@ def assign_offsets(buf, int64_t base_offset, int64_t commit_timestamp):
                 break
             ff_lb_put64(base + pos, offset)
             ff_lb_put64(base + pos + 13, commit_timestamp)
-            if <int64_t>w.h.last_offset_delta + 1 > INT64_MAX - offset:
+            step = <int64_t>w.h.last_offset_delta + 1
+            if (step > 0 and offset > INT64_MAX - step) or (step < 0 and offset < INT64_MIN - step):
                 raise OverflowError("assigned offsets exceed int64")
-            offset += <int64_t>w.h.last_offset_delta + 1
+            offset += step
             pos += w.h.total_size
             w.batch_count += 1
         if problem != OK:

@@ -29,6 +29,8 @@ import struct
 from typing import Iterator, Optional
 
 from ._select import pick
+# The selected checksum (compiled when available): the header logic here is pure either way, and
+# FLUSS_FAST_NO_EXTENSIONS makes this pure too.
 from .crc32c import crc32c
 from .errors import CorruptBatchError
 
@@ -405,7 +407,7 @@ def assign_offsets(buf, base_offset: int, commit_timestamp: int) -> int:
         _I64.pack_into(mv, pos, offset)
         mv[pos + 13:pos + 21] = ts
         offset += h.last_offset_delta + 1
-        if offset > _INT64[1]:
+        if not _INT64[0] <= offset <= _INT64[1]:
             raise OverflowError("assigned offsets exceed int64")
         pos += h.total_size
         index += 1

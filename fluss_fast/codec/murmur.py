@@ -66,8 +66,7 @@ def _blocks(mv: memoryview, h: int) -> int:
     return h
 
 
-def fluss_murmur32(data, seed: int = _DEFAULT_SEED) -> int:
-    """Fluss/Flink MurmurHash3 variant of ``data`` (any contiguous buffer), as signed int32."""
+def _fluss_hash(data, seed: int) -> int:
     mv = _byte_view(data)
     n = len(mv)
     h = _blocks(mv, seed & _M)
@@ -76,41 +75,14 @@ def fluss_murmur32(data, seed: int = _DEFAULT_SEED) -> int:
     return _signed(_fmix(h ^ (n & _M)))
 
 
-def int_murmur(code: int) -> int:
-    """Fluss ``MathUtils.murmurHash(int)``: a non-negative int32 spread of ``code``."""
-    k = _mix_h(0, _mix_k(code & _M)) ^ 4
-    k = _signed(_fmix(k))
+def _int_hash(code: int) -> int:
+    k = _signed(_fmix(_mix_h(0, _mix_k(code & _M)) ^ 4))
     if k >= 0:
         return k
     return -k if k != -0x80000000 else 0
 
 
-def _check_buckets(num_buckets: int) -> None:
-    if num_buckets <= 0:
-        raise ValueError(f"num_buckets must be positive, got {num_buckets}")
-
-
-def bucket_for_key(key_bytes, num_buckets: int) -> int:
-    """Fluss's default bucket of an encoded bucket key (also used by LANCE tables)."""
-    _check_buckets(num_buckets)
-    return int_murmur(fluss_murmur32(key_bytes, _DEFAULT_SEED)) % num_buckets
-
-
-def buckets_for_keys(keys, num_buckets: int) -> List[int]:
-    """``[bucket_for_key(k, num_buckets) for k in keys]``, the writer's batched form."""
-    _check_buckets(num_buckets)
-    return [int_murmur(fluss_murmur32(k, _DEFAULT_SEED)) % num_buckets for k in keys]
-
-
-def paimon_bucket(key_bytes, num_buckets: int) -> int:
-    """Bucket of a PAIMON lake table: ``abs(h % n)`` with Java's truncating ``%``."""
-    _check_buckets(num_buckets)
-    # abs of a truncated remainder is the remainder of the absolute value
-    return abs(fluss_murmur32(key_bytes, _DEFAULT_SEED)) % num_buckets
-
-
-def murmur3_32(data, seed: int = 0) -> int:
-    """Standard MurmurHash3_x86_32 of ``data``, as signed int32."""
+def _standard_hash(data, seed: int) -> int:
     mv = _byte_view(data)
     n = len(mv)
     h = _blocks(mv, seed & _M)
@@ -120,10 +92,53 @@ def murmur3_32(data, seed: int = 0) -> int:
     return _signed(_fmix(h ^ (n & _M)))
 
 
+def _check_buckets(num_buckets: int) -> None:
+    if num_buckets <= 0:
+        raise ValueError(f"num_buckets must be positive, got {num_buckets}")
+
+
+# The public functions below only wrap the private ones: pick() may rebind the public names to
+# the compiled versions, and the pure functions must stay pure.
+
+
+def fluss_murmur32(data, seed: int = _DEFAULT_SEED) -> int:
+    """Fluss/Flink MurmurHash3 variant of ``data`` (any contiguous buffer), as signed int32."""
+    return _fluss_hash(data, seed)
+
+
+def int_murmur(code: int) -> int:
+    """Fluss ``MathUtils.murmurHash(int)``: a non-negative int32 spread of ``code``."""
+    return _int_hash(code)
+
+
+def bucket_for_key(key_bytes, num_buckets: int) -> int:
+    """Fluss's default bucket of an encoded bucket key (also used by LANCE tables)."""
+    _check_buckets(num_buckets)
+    return _int_hash(_fluss_hash(key_bytes, _DEFAULT_SEED)) % num_buckets
+
+
+def buckets_for_keys(keys, num_buckets: int) -> List[int]:
+    """``[bucket_for_key(k, num_buckets) for k in keys]``, the writer's batched form."""
+    _check_buckets(num_buckets)
+    return [_int_hash(_fluss_hash(k, _DEFAULT_SEED)) % num_buckets for k in keys]
+
+
+def paimon_bucket(key_bytes, num_buckets: int) -> int:
+    """Bucket of a PAIMON lake table: ``abs(h % n)`` with Java's truncating ``%``."""
+    _check_buckets(num_buckets)
+    # abs of a truncated remainder is the remainder of the absolute value
+    return abs(_fluss_hash(key_bytes, _DEFAULT_SEED)) % num_buckets
+
+
+def murmur3_32(data, seed: int = 0) -> int:
+    """Standard MurmurHash3_x86_32 of ``data``, as signed int32."""
+    return _standard_hash(data, seed)
+
+
 def iceberg_bucket(key_bytes, num_buckets: int) -> int:
     """Bucket of an ICEBERG lake table: ``(murmur3_32(key, 0) & 0x7fffffff) % n``."""
     _check_buckets(num_buckets)
-    return (murmur3_32(key_bytes, 0) & 0x7FFFFFFF) % num_buckets
+    return (_standard_hash(key_bytes, 0) & 0x7FFFFFFF) % num_buckets
 
 
 fluss_murmur32_py = fluss_murmur32

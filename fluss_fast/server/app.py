@@ -24,7 +24,6 @@ import os
 import shutil
 import socket
 import struct
-import sys
 import tempfile
 import threading
 import traceback
@@ -53,6 +52,9 @@ _LEN = struct.Struct(">i")
 _pack_resp = _RESP_HDR.pack
 _unpack_req = _REQ_HDR.unpack_from
 _unpack_len = _LEN.unpack_from
+_unpack_key_version = struct.Struct(">hh").unpack_from
+# Real API versions are 0..2 today; anything far beyond is not a Fluss client talking.
+_MAX_SANE_VERSION = 255
 
 _INITIAL_BUFFER = 256 * 1024
 _MIN_FREE = 16 * 1024
@@ -237,6 +239,12 @@ class _Connection(asyncio.BufferedProtocol):
                 self._fail_connection(length)
                 return
             total = 4 + length
+            if end - pos >= 8:
+                api_key, api_version = _unpack_key_version(buf, pos + 4)
+                if api_key < 0 or not 0 <= api_version <= _MAX_SANE_VERSION:
+                    # No Fluss client sends this; do not wait for a body that garbage promised.
+                    self._fail_connection(length, api_key, api_version)
+                    return
             if end - pos < total:
                 if total > len(buf):
                     # Big frame: read the rest straight into a buffer of its exact size.
@@ -258,8 +266,11 @@ class _Connection(asyncio.BufferedProtocol):
         else:
             self._start = pos
 
-    def _fail_connection(self, length: int):
-        if length < _frame.REQUEST_HEADER_SIZE:
+    def _fail_connection(self, length: int, api_key: int = 0, api_version: int = 0):
+        if api_key < 0 or api_version < 0 or api_version > _MAX_SANE_VERSION:
+            why = (f"Invalid request header: api key {api_key}, api version {api_version} "
+                   "(the bytes are not a Fluss request)")
+        elif length < _frame.REQUEST_HEADER_SIZE:
             why = f"Invalid request frame: length {length} is smaller than the {_frame.REQUEST_HEADER_SIZE}-byte header"
         else:
             why = (f"Request frame of {length + 4} bytes exceeds the maximum request size "
@@ -453,7 +464,6 @@ class FlussServer:
         self._connections: set = set()
         self._background: list = []
         self._started = False
-        self._stopped = asyncio.Event() if False else None
 
     # -- topology ------------------------------------------------------------------------------
     def leader_of(self, table_id: int, partition_id: Optional[int], bucket: int) -> int:
@@ -605,8 +615,10 @@ async def _maybe_await(value):
 def _load_tablet_service(server: FlussServer):
     """The data plane lives in ``server.tablet`` (another part of the tree); without it the tablet
     listeners still answer metadata and report the data APIs as not implemented."""
+    import importlib
+
     try:
-        from . import tablet
+        tablet = importlib.import_module(__package__ + ".tablet")
     except ModuleNotFoundError as e:
         if e.name in ("fluss_fast.server.tablet",):
             return None

@@ -1,0 +1,1 @@
+"""The client: runtime, connections, metadata cache, admin, tables, writers and scanners."""

@@ -1,0 +1,365 @@
+"""``FlussAdmin``: database, table, partition, offset and cluster operations, as in pyfluss 1.0.0
+(plus the older guide's spellings: ``await conn.get_admin()``, ``get_table``, ``offset_type=``)."""
+from __future__ import annotations
+
+import asyncio
+from typing import Dict, List, Optional
+
+from ..errors import FlussError
+from ..metadata import (DatabaseDescriptor, DatabaseInfo, LakeSnapshot, OffsetSpec, PartitionInfo, ServerNode,
+                        TableBucket, TableDescriptor, TableInfo, TablePath)
+from ..rpc import fluss_api_pb2 as pb
+from ..rpc.api import Api
+from .cluster import partition_name_of
+from .runtime import on_runtime
+
+CLIENT_ERROR = -2
+
+
+def _type_name(v) -> str:
+    return "None" if v is None else type(v).__name__
+
+
+def _check(arg: str, value, cls):
+    if not isinstance(value, cls):
+        raise TypeError(f"argument '{arg}': '{_type_name(value)}' object is not an instance of '{cls.__name__}'")
+    return value
+
+
+def _check_bool(arg: str, value) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"argument '{arg}': '{_type_name(value)}' object is not an instance of 'bool'")
+    return value
+
+
+def _check_spec(arg: str, spec) -> Dict[str, str]:
+    if not isinstance(spec, dict):
+        raise TypeError(f"argument '{arg}': '{_type_name(spec)}' object is not an instance of 'dict'")
+    for k, v in spec.items():
+        for item in (k, v):
+            if not isinstance(item, str):
+                raise TypeError(f"argument '{arg}': '{_type_name(item)}' object is not an instance of 'str'")
+    return spec
+
+
+def _bucket_ids(bucket_ids) -> List[int]:
+    if isinstance(bucket_ids, (str, bytes)) or not hasattr(bucket_ids, "__iter__"):
+        raise TypeError(f"argument 'bucket_ids': '{_type_name(bucket_ids)}' object cannot be converted to 'Sequence'")
+    out = []
+    for b in bucket_ids:
+        if isinstance(b, bool) or not isinstance(b, int):
+            raise TypeError(f"argument 'bucket_ids': '{_type_name(b)}' object cannot be interpreted as an integer")
+        out.append(int(b))
+    for b in out:
+        if b < 0:
+            raise FlussError(f"Invalid bucket_id: {b}. Bucket IDs must be non-negative", CLIENT_ERROR)
+    return out
+
+
+def _offset_spec(offset_spec, offset_type, timestamp) -> OffsetSpec:
+    if offset_spec is not None and offset_type is not None:
+        raise TypeError("pass either offset_spec or offset_type, not both")
+    if offset_spec is None and offset_type is None:
+        raise TypeError("missing required argument 'offset_spec'")
+    if offset_spec is not None:
+        if isinstance(offset_spec, str):
+            offset_type, offset_spec = offset_spec, None
+        else:
+            return _check("offset_spec", offset_spec, OffsetSpec)
+    kind = str(offset_type).lower()
+    if kind == "earliest":
+        return OffsetSpec.earliest()
+    if kind == "latest":
+        return OffsetSpec.latest()
+    if kind == "timestamp":
+        if timestamp is None:
+            raise FlussError("offset_type 'timestamp' needs a 'timestamp' (epoch milliseconds)", CLIENT_ERROR)
+        return OffsetSpec.timestamp(timestamp)
+    raise FlussError(f"Invalid offset_type '{offset_type}': expected 'earliest', 'latest' or 'timestamp'",
+                     CLIENT_ERROR)
+
+
+def _fill_spec(msg, spec: Dict[str, str]) -> None:
+    for k, v in spec.items():
+        kv = msg.partition_key_values.add()
+        kv.key = k
+        kv.value = v
+
+
+def _with_context(exc: FlussError, what: str) -> FlussError:
+    """Name the object at fault when the server's message does not."""
+    if what and what not in exc.message:
+        return FlussError(f"{exc.message} ({what})", exc.error_code)
+    return exc
+
+
+class FlussAdmin:
+    """Administrative client: every method is async (``await``-able from any event loop)."""
+
+    def __init__(self, ctx):
+        self._ctx = ctx
+        self._runtime = ctx.runtime
+
+    def __await__(self):
+        # The older guide wrote ``admin = await conn.get_admin()``.
+        if False:  # pragma: no cover - makes this a generator
+            yield
+        return self
+
+    def __repr__(self) -> str:
+        return "FlussAdmin()"
+
+    async def _call(self, api_key, req, what: str = ""):
+        try:
+            return await self._ctx.coordinator(api_key, req)
+        except FlussError as exc:
+            raise _with_context(exc, what) from None
+
+    # -- databases ---------------------------------------------------------------------------------
+    @on_runtime
+    async def create_database(self, database_name: str, database_descriptor: Optional[DatabaseDescriptor] = None,
+                              ignore_if_exists: bool = False) -> None:
+        _check("database_name", database_name, str)
+        if database_descriptor is not None:
+            _check("database_descriptor", database_descriptor, DatabaseDescriptor)
+        _check_bool("ignore_if_exists", ignore_if_exists)
+        req = pb.CreateDatabaseRequest(database_name=database_name, ignore_if_exists=ignore_if_exists)
+        req.database_json = (database_descriptor or DatabaseDescriptor()).to_json_bytes()
+        await self._call(Api.CREATE_DATABASE, req, f"database '{database_name}'")
+
+    @on_runtime
+    async def drop_database(self, database_name: str, ignore_if_not_exists: bool = False,
+                            cascade: bool = True) -> None:
+        _check("database_name", database_name, str)
+        _check_bool("ignore_if_not_exists", ignore_if_not_exists)
+        _check_bool("cascade", cascade)
+        req = pb.DropDatabaseRequest(database_name=database_name, ignore_if_not_exists=ignore_if_not_exists,
+                                     cascade=cascade)
+        await self._call(Api.DROP_DATABASE, req, f"database '{database_name}'")
+
+    @on_runtime
+    async def list_databases(self) -> List[str]:
+        resp = await self._call(Api.LIST_DATABASES, pb.ListDatabasesRequest())
+        return list(resp.database_name)
+
+    @on_runtime
+    async def database_exists(self, database_name: str) -> bool:
+        _check("database_name", database_name, str)
+        resp = await self._call(Api.DATABASE_EXISTS, pb.DatabaseExistsRequest(database_name=database_name))
+        return bool(resp.exists)
+
+    @on_runtime
+    async def get_database_info(self, database_name: str) -> DatabaseInfo:
+        _check("database_name", database_name, str)
+        resp = await self._call(Api.GET_DATABASE_INFO, pb.GetDatabaseInfoRequest(database_name=database_name),
+                                f"database '{database_name}'")
+        try:
+            desc = DatabaseDescriptor.from_json_bytes(resp.database_json)
+        except Exception as exc:  # noqa: BLE001
+            raise FlussError(f"Could not read the descriptor of database '{database_name}': {exc}", -1) from None
+        return DatabaseInfo(database_name, desc, resp.created_time, resp.modified_time)
+
+    # -- tables ------------------------------------------------------------------------------------
+    @on_runtime
+    async def list_tables(self, database_name: str) -> List[str]:
+        _check("database_name", database_name, str)
+        resp = await self._call(Api.LIST_TABLES, pb.ListTablesRequest(database_name=database_name),
+                                f"database '{database_name}'")
+        return list(resp.table_name)
+
+    @on_runtime
+    async def table_exists(self, table_path: TablePath) -> bool:
+        _check("table_path", table_path, TablePath)
+        req = pb.TableExistsRequest()
+        table_path._to_pb(req.table_path)
+        resp = await self._call(Api.TABLE_EXISTS, req)
+        return bool(resp.exists)
+
+    @on_runtime
+    async def create_table(self, table_path: TablePath, table_descriptor: TableDescriptor,
+                           ignore_if_exists: Optional[bool] = None) -> None:
+        _check("table_path", table_path, TablePath)
+        _check("table_descriptor", table_descriptor, TableDescriptor)
+        ignore = False if ignore_if_exists is None else _check_bool("ignore_if_exists", ignore_if_exists)
+        req = pb.CreateTableRequest(table_json=table_descriptor.to_json_bytes(), ignore_if_exists=ignore)
+        table_path._to_pb(req.table_path)
+        await self._call(Api.CREATE_TABLE, req, f"table '{table_path}'")
+        self._ctx.metadata.invalidate_path(table_path)
+
+    @on_runtime
+    async def drop_table(self, table_path: TablePath, ignore_if_not_exists: bool = False) -> None:
+        _check("table_path", table_path, TablePath)
+        _check_bool("ignore_if_not_exists", ignore_if_not_exists)
+        req = pb.DropTableRequest(ignore_if_not_exists=ignore_if_not_exists)
+        table_path._to_pb(req.table_path)
+        try:
+            await self._call(Api.DROP_TABLE, req, f"table '{table_path}'")
+        finally:
+            self._ctx.metadata.invalidate_path(table_path)
+
+    @on_runtime
+    async def get_table_info(self, table_path: TablePath) -> TableInfo:
+        _check("table_path", table_path, TablePath)
+        req = pb.GetTableInfoRequest()
+        table_path._to_pb(req.table_path)
+        resp = await self._call(Api.GET_TABLE_INFO, req, f"table '{table_path}'")
+        from .cluster import _parse_descriptor
+
+        desc = _parse_descriptor(table_path, resp.table_json)
+        md = self._ctx.metadata
+        cached = md.cached_table(table_path)
+        if cached is not None and (cached.table_id != resp.table_id or cached.schema_id != resp.schema_id):
+            md.invalidate(cached.table_id)
+        return TableInfo(table_path, resp.table_id, resp.schema_id, desc, resp.created_time, resp.modified_time)
+
+    # Older guide: ``await admin.get_table(path)``.
+    get_table = get_table_info
+
+    @on_runtime
+    async def get_latest_lake_snapshot(self, table_path: TablePath) -> LakeSnapshot:
+        _check("table_path", table_path, TablePath)
+        req = pb.GetLakeSnapshotRequest()
+        table_path._to_pb(req.table_path)
+        resp = await self._call(Api.GET_LAKE_SNAPSHOT, req, f"table '{table_path}'")
+        offsets = {}
+        for b in resp.bucket_snapshots:
+            if b.HasField("log_offset"):
+                pid = b.partition_id if b.HasField("partition_id") else None
+                offsets[TableBucket._make(resp.table_id, pid, b.bucket_id)] = b.log_offset
+        return LakeSnapshot._make(resp.snapshotId, offsets)
+
+    # -- partitions --------------------------------------------------------------------------------
+    @on_runtime
+    async def create_partition(self, table_path: TablePath, partition_spec: Dict[str, str],
+                               ignore_if_exists: bool = False) -> None:
+        _check("table_path", table_path, TablePath)
+        _check_spec("partition_spec", partition_spec)
+        _check_bool("ignore_if_exists", ignore_if_exists)
+        req = pb.CreatePartitionRequest(ignore_if_not_exists=ignore_if_exists)
+        table_path._to_pb(req.table_path)
+        _fill_spec(req.partition_spec, partition_spec)
+        await self._call(Api.CREATE_PARTITION, req, f"partition {partition_spec} of table '{table_path}'")
+
+    @on_runtime
+    async def drop_partition(self, table_path: TablePath, partition_spec: Dict[str, str],
+                             ignore_if_not_exists: bool = False) -> None:
+        _check("table_path", table_path, TablePath)
+        _check_spec("partition_spec", partition_spec)
+        _check_bool("ignore_if_not_exists", ignore_if_not_exists)
+        req = pb.DropPartitionRequest(ignore_if_not_exists=ignore_if_not_exists)
+        table_path._to_pb(req.table_path)
+        _fill_spec(req.partition_spec, partition_spec)
+        try:
+            await self._call(Api.DROP_PARTITION, req, f"partition {partition_spec} of table '{table_path}'")
+        finally:
+            md = self._ctx.metadata
+            meta = md.cached_table(table_path)
+            if meta is not None:
+                try:
+                    name = partition_name_of(partition_spec, meta.partition_keys)
+                except KeyError:
+                    name = None
+                part = md._partitions.get(meta.table_id, {}).get(name) if name else None
+                if part is not None:
+                    md.invalidate(meta.table_id, part.partition_id)
+
+    @on_runtime
+    async def list_partition_infos(self, table_path: TablePath,
+                                   partition_spec: Optional[Dict[str, str]] = None) -> List[PartitionInfo]:
+        _check("table_path", table_path, TablePath)
+        req = pb.ListPartitionInfosRequest()
+        table_path._to_pb(req.table_path)
+        if partition_spec is not None:
+            _check_spec("partition_spec", partition_spec)
+            _fill_spec(req.partial_partition_spec, partition_spec)
+        resp = await self._call(Api.LIST_PARTITION_INFOS, req, f"table '{table_path}'")
+        out = []
+        for info in resp.partitions_info:
+            spec = {kv.key: kv.value for kv in info.partition_spec.partition_key_values}
+            name = "$".join(kv.value for kv in info.partition_spec.partition_key_values)
+            out.append(PartitionInfo(info.partition_id, name, spec))
+        return out
+
+    # -- offsets -----------------------------------------------------------------------------------
+    @on_runtime
+    async def list_offsets(self, table_path: TablePath, bucket_ids: List[int], offset_spec=None, *,
+                           offset_type: Optional[str] = None, timestamp: Optional[int] = None) -> Dict[int, int]:
+        _check("table_path", table_path, TablePath)
+        buckets = _bucket_ids(bucket_ids)
+        spec = _offset_spec(offset_spec, offset_type, timestamp)
+        return await self._list_offsets(table_path, None, buckets, spec)
+
+    @on_runtime
+    async def list_partition_offsets(self, table_path: TablePath, partition_name: str, bucket_ids: List[int],
+                                     offset_spec=None, *, offset_type: Optional[str] = None,
+                                     timestamp: Optional[int] = None) -> Dict[int, int]:
+        _check("table_path", table_path, TablePath)
+        _check("partition_name", partition_name, str)
+        buckets = _bucket_ids(bucket_ids)
+        spec = _offset_spec(offset_spec, offset_type, timestamp)
+        return await self._list_offsets(table_path, partition_name, buckets, spec)
+
+    async def _list_offsets(self, path: TablePath, partition_name: Optional[str], buckets: List[int],
+                            spec: OffsetSpec) -> Dict[int, int]:
+        if not buckets:
+            raise FlussError("Buckets are empty.", CLIENT_ERROR)
+        md = self._ctx.metadata
+        last_error = None
+        for attempt in range(3):
+            meta = await md.table(path, refresh=True)
+            partition_id = None
+            if partition_name is not None:
+                partition_id, _ = await md.partition_by_name(path, partition_name, refresh=True)
+            by_leader: Dict[int, List[int]] = {}
+            for b in buckets:
+                leader = md.leader(meta.table_id, partition_id, b)
+                if leader is None:
+                    where = f"TableBucket(table_id={meta.table_id}, " + (
+                        f"partition_id={partition_id}, " if partition_id is not None else "") + f"bucket={b})"
+                    raise FlussError(f"No leader found for table bucket: {where} of table '{path}'.", -1
+                                     if not meta.is_partitioned or partition_id is not None else CLIENT_ERROR)
+                by_leader.setdefault(leader, []).append(b)
+
+            async def one(leader: int, ids: List[int]):
+                req = pb.ListOffsetsRequest(follower_server_id=-1, offset_type=spec.offset_type,
+                                            table_id=meta.table_id)
+                if partition_id is not None:
+                    req.partition_id = partition_id
+                req.bucket_id.extend(ids)
+                if spec.offset_type == OffsetSpec.TIMESTAMP:
+                    req.startTimestamp = spec.timestamp_ms
+                return await self._ctx.tablet(leader, Api.LIST_OFFSETS, req)
+
+            results = await asyncio.gather(*(one(n, ids) for n, ids in by_leader.items()), return_exceptions=True)
+            out: Dict[int, int] = {}
+            retry = False
+            for res in results:
+                if isinstance(res, BaseException):
+                    if isinstance(res, FlussError) and res.is_retriable and attempt < 2:
+                        retry, last_error = True, res
+                        continue
+                    raise res
+                for br in res.buckets_resp:
+                    if br.HasField("error_code") and br.error_code != 0:
+                        err = FlussError(
+                            (br.error_message or f"error {br.error_code}")
+                            + f" (bucket {br.bucket_id} of table '{path}'"
+                            + (f", partition '{partition_name}'" if partition_name is not None else "") + ")",
+                            br.error_code)
+                        if err.is_retriable and attempt < 2:
+                            retry, last_error = True, err
+                            continue
+                        raise err
+                    if not br.HasField("offset"):
+                        raise FlussError(f"The server sent no offset for bucket {br.bucket_id} of table '{path}'", -1)
+                    out[br.bucket_id] = br.offset
+            if not retry:
+                return out
+            md.invalidate(meta.table_id, partition_id)
+            await asyncio.sleep(0.1 * (attempt + 1))
+        raise last_error
+
+    # -- cluster -----------------------------------------------------------------------------------
+    @on_runtime
+    async def get_server_nodes(self) -> List[ServerNode]:
+        return await self._ctx.metadata.refresh_servers()

@@ -1,0 +1,137 @@
+"""``FlussConnection``: the entry point, as in pyfluss 1.0.0 (``await FlussConnection.create(config)``),
+plus the older guide's ``FlussConnection.connect(config)``."""
+from __future__ import annotations
+
+import asyncio
+from typing import Optional
+
+from ..config import Config
+from ..errors import FlussError
+from ..metadata import TablePath
+from .admin import FlussAdmin
+from .context import ClientContext
+from .runtime import get_runtime, on_runtime
+
+
+def _as_config(config) -> Config:
+    if isinstance(config, Config):
+        return config
+    if isinstance(config, dict):
+        return Config(config)
+    if config is None:
+        return Config()
+    raise TypeError(f"argument 'config': '{type(config).__name__}' object is not an instance of 'Config'")
+
+
+async def _open_context(config: Config) -> ClientContext:
+    ctx = ClientContext(config.copy())
+    try:
+        await ctx.metadata.bootstrap()
+    except BaseException:
+        await ctx.close()
+        raise
+    return ctx
+
+
+class _Closing:
+    """Awaitable handle of a close already under way."""
+
+    __slots__ = ("_future",)
+
+    def __init__(self, future):
+        self._future = future
+
+    def __await__(self):
+        return asyncio.wrap_future(self._future).__await__()
+
+    def result(self, timeout=None):
+        return self._future.result(timeout)
+
+
+class FlussConnection:
+    """A connection to a Fluss cluster: hands out the admin client and tables."""
+
+    def __init__(self, ctx: ClientContext):
+        self._ctx = ctx
+        self._runtime = ctx.runtime
+        self._admin: Optional[FlussAdmin] = None
+
+    @staticmethod
+    async def create(config: Config) -> "FlussConnection":
+        cfg = _as_config(config)
+        runtime = get_runtime()
+        ctx = await runtime.run(_open_context(cfg))
+        return FlussConnection(ctx)
+
+    @staticmethod
+    async def connect(config) -> "FlussConnection":
+        """The older guide's name for ``create``; also takes a plain dict."""
+        return await FlussConnection.create(_as_config(config))
+
+    @staticmethod
+    def _create_blocking(config, timeout: Optional[float] = None) -> "FlussConnection":
+        cfg = _as_config(config)
+        runtime = get_runtime()
+        ctx = runtime.call(_open_context(cfg), timeout)
+        return FlussConnection(ctx)
+
+    @property
+    def config(self) -> Config:
+        return self._ctx.config
+
+    @property
+    def closed(self) -> bool:
+        return self._ctx.closed
+
+    def get_admin(self) -> FlussAdmin:
+        if self._ctx.closed:
+            raise FlussError("The FlussConnection has been closed")
+        if self._admin is None:
+            self._admin = FlussAdmin(self._ctx)
+        return self._admin
+
+    @on_runtime
+    async def get_table(self, table_path: TablePath):
+        if not isinstance(table_path, TablePath):
+            raise TypeError(f"argument 'table_path': '{type(table_path).__name__}' object is not an instance of "
+                            f"'TablePath'")
+        self._ctx._check_open()
+        meta = await self._ctx.metadata.table(table_path, refresh=True)
+        from .table import FlussTable
+
+        return FlussTable(self._ctx, meta)
+
+    def close(self) -> "_Closing":
+        """Starts closing at once; awaiting the result waits until it is done. (The older guide
+        called ``conn.close()`` without ``await``; that must close too.)"""
+        return _Closing(self._runtime.submit(self._ctx.close()))
+
+    async def _close_impl(self) -> None:
+        await self._ctx.close()
+
+    close.__runtime_impl__ = _close_impl
+
+    def __enter__(self) -> "FlussConnection":
+        return self
+
+    def __exit__(self, exc_type=None, exc_value=None, traceback=None) -> bool:
+        # pyfluss's __exit__ does nothing; closing here frees the sockets without changing results.
+        if not self._ctx.closed:
+            try:
+                if self._runtime.in_runtime_thread():
+                    self._runtime.loop.create_task(self._ctx.close())
+                else:
+                    self._runtime.call(self._ctx.close(), 10)
+            except FlussError:
+                pass
+        return False
+
+    async def __aenter__(self) -> "FlussConnection":
+        return self
+
+    async def __aexit__(self, exc_type=None, exc_value=None, traceback=None) -> bool:
+        await self.close()
+        return False
+
+    def __repr__(self) -> str:
+        return "FlussConnection()"

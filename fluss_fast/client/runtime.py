@@ -1,0 +1,242 @@
+"""The client runtime: one daemon thread running an event loop (uvloop when available) that owns
+every socket of every connection in the process.
+
+Callers on any thread or event loop reach it through ``submit`` / ``run`` / ``call``; the
+``on_runtime`` decorator turns a coroutine method into one that runs its body on the runtime and can
+be awaited from any loop. After ``fork()`` the child gets a fresh runtime on first use (the parent's
+thread does not exist in the child).
+"""
+from __future__ import annotations
+
+import asyncio
+import atexit
+import concurrent.futures
+import functools
+import os
+import threading
+from typing import Any, Awaitable, Callable, Coroutine, Optional, TypeVar
+
+from ..errors import FlussError
+
+T = TypeVar("T")
+
+_SHUTDOWN_GRACE_S = 2.0
+
+
+def _new_loop() -> asyncio.AbstractEventLoop:
+    if os.environ.get("FLUSS_FAST_NO_UVLOOP") != "1":
+        try:
+            import uvloop
+
+            return uvloop.new_event_loop()
+        except ImportError:  # pragma: no cover - uvloop is a dependency on Linux/macOS
+            pass
+    return asyncio.new_event_loop()
+
+
+class Runtime:
+    """A background event loop thread; created lazily, one per process (see ``get_runtime``)."""
+
+    def __init__(self, name: str = "fluss-fast-runtime"):
+        self._name = name
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._thread: Optional[threading.Thread] = None
+        self._thread_id: Optional[int] = None
+        self._closed = False
+        self._closers: list = []
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        loop = self._loop
+        if loop is None or self._pid != os.getpid():
+            loop = self._start()
+        return loop
+
+    def _start(self) -> asyncio.AbstractEventLoop:
+        if self._pid != os.getpid():
+            raise FlussError("This fluss_fast connection was created in another process (before fork); "
+                             "create a new connection in this process")
+        with self._lock:
+            if self._closed:
+                raise FlussError("The fluss_fast runtime has been shut down")
+            if self._loop is not None:
+                return self._loop
+            loop = _new_loop()
+            ready = threading.Event()
+
+            def run():
+                asyncio.set_event_loop(loop)
+                self._thread_id = threading.get_ident()
+                ready.set()
+                try:
+                    loop.run_forever()
+                finally:
+                    try:
+                        loop.run_until_complete(loop.shutdown_asyncgens())
+                    except Exception:  # noqa: BLE001 - best effort at exit
+                        pass
+                    loop.close()
+
+            t = threading.Thread(target=run, name=self._name, daemon=True)
+            t.start()
+            ready.wait()
+            self._thread = t
+            self._loop = loop
+            return loop
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def in_runtime_thread(self) -> bool:
+        return self._thread_id is not None and threading.get_ident() == self._thread_id
+
+    def add_closer(self, fn: Callable[[], Awaitable[None]]) -> None:
+        """Register an async callable run on the loop at shutdown (e.g. close a connection)."""
+        self._closers.append(fn)
+
+    def remove_closer(self, fn) -> None:
+        try:
+            self._closers.remove(fn)
+        except ValueError:
+            pass
+
+    def shutdown(self, timeout: float = _SHUTDOWN_GRACE_S) -> None:
+        """Close registered resources, cancel what is left, stop the loop and join the thread."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            loop, thread = self._loop, self._thread
+        if loop is None or thread is None or self._pid != os.getpid() or not thread.is_alive():
+            return
+        if self.in_runtime_thread():
+            loop.call_soon(loop.stop)
+            return
+
+        async def stop():
+            closers, self._closers = self._closers, []
+            if closers:
+                await asyncio.wait([asyncio.ensure_future(_safe(c())) for c in closers], timeout=timeout / 2)
+            me = asyncio.current_task()
+            tasks = [t for t in asyncio.all_tasks() if t is not me and not t.done()]
+            for t in tasks:
+                t.cancel()
+            if tasks:
+                await asyncio.wait(tasks, timeout=timeout / 2)
+
+        try:
+            fut = asyncio.run_coroutine_threadsafe(stop(), loop)
+            fut.result(timeout)
+        except Exception:  # noqa: BLE001 - shutdown must not raise
+            pass
+        try:
+            loop.call_soon_threadsafe(loop.stop)
+        except RuntimeError:
+            pass
+        thread.join(timeout)
+
+    # -- entry points ------------------------------------------------------------------------------
+    def submit(self, coro: Coroutine[Any, Any, T]) -> "concurrent.futures.Future[T]":
+        """Schedule ``coro`` on the runtime loop from any thread."""
+        try:
+            loop = self.loop
+        except BaseException:
+            coro.close()
+            raise
+        return asyncio.run_coroutine_threadsafe(coro, loop)
+
+    async def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Await ``coro`` on the runtime from whatever loop the caller runs on."""
+        try:
+            loop = self.loop
+        except BaseException:
+            coro.close()
+            raise
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            return await coro
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
+
+    def call(self, coro: Coroutine[Any, Any, T], timeout: Optional[float] = None) -> T:
+        """Block the calling thread until ``coro`` finished on the runtime."""
+        if self.in_runtime_thread():
+            coro.close()
+            raise FlussError("A blocking fluss_fast call was made on the client runtime thread; "
+                             "await the async method instead")
+        fut = self.submit(coro)
+        try:
+            return fut.result(timeout)
+        except concurrent.futures.TimeoutError:
+            fut.cancel()
+            raise FlussError(f"The operation did not finish within {timeout} s", 25) from None
+        except KeyboardInterrupt:
+            fut.cancel()
+            raise
+
+    def call_soon(self, fn: Callable, *args) -> None:
+        self.loop.call_soon_threadsafe(fn, *args)
+
+
+async def _safe(aw):
+    try:
+        await aw
+    except BaseException:  # noqa: BLE001 - shutdown must go on
+        pass
+
+
+_runtime: Optional[Runtime] = None
+_runtime_lock = threading.Lock()
+
+
+def get_runtime() -> Runtime:
+    """The process-wide runtime (created on first use; a new one in a forked child)."""
+    global _runtime
+    rt = _runtime
+    if rt is not None and rt._pid == os.getpid() and not rt.closed:
+        return rt
+    with _runtime_lock:
+        rt = _runtime
+        if rt is None or rt._pid != os.getpid() or rt.closed:
+            rt = Runtime()
+            _runtime = rt
+        return rt
+
+
+def _after_fork_in_child() -> None:
+    global _runtime, _runtime_lock
+    # The parent's loop thread does not exist here; its lock may have been held at fork time.
+    _runtime = None
+    _runtime_lock = threading.Lock()
+
+
+def _shutdown_at_exit() -> None:
+    rt = _runtime
+    if rt is not None and rt._pid == os.getpid():
+        rt.shutdown()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+atexit.register(_shutdown_at_exit)
+
+
+def on_runtime(fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., Coroutine[Any, Any, T]]:
+    """Run the body of an async method on ``self._runtime``; awaitable from any event loop.
+
+    The undecorated coroutine function stays reachable as ``__runtime_impl__`` so the blocking
+    facade can run the same body with ``runtime.call``.
+    """
+
+    @functools.wraps(fn)
+    async def wrapper(self, *args, **kwargs):
+        return await self._runtime.run(fn(self, *args, **kwargs))
+
+    wrapper.__runtime_impl__ = fn
+    return wrapper

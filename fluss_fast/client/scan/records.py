@@ -1,0 +1,288 @@
+"""What a scan hands to the user: ScanRecord / ScanRecords (record scanner) and RecordBatch.
+
+Nothing here is built before it is asked for. A poll result is a set of *chunks*: a slice of a
+decoded Arrow batch with its offsets, change types and commit timestamp. ``ScanRecords`` makes
+``ScanRecord`` objects for a bucket the first time that bucket is touched, and a record's ``row``
+dict is only built on first access, from per-batch Python column lists that are converted once and
+shared by every record of that batch (also across polls, when ``max-poll-records`` splits a batch).
+"""
+from __future__ import annotations
+
+from typing import Dict, Iterator, List, Optional
+
+import pyarrow as pa
+
+from ...metadata import ChangeType, TableBucket
+from .convert import column_to_pylist
+
+__all__ = ["RowSource", "Chunk", "ScanRecord", "ScanRecords", "RecordBatch"]
+
+_CHANGE_TYPES = [ChangeType(i) for i in range(5)]
+_APPEND_ONLY = ChangeType.AppendOnly
+
+
+class RowSource:
+    """One decoded batch (already projected/filtered to the user's columns), shared by its chunks.
+
+    Column lists are converted on first row access and kept: converting a whole column at once is
+    one C loop, converting value by value would be one Python call per value.
+    """
+
+    __slots__ = ("batch", "names", "_cols")
+
+    def __init__(self, batch: pa.RecordBatch):
+        self.batch = batch
+        self.names = batch.schema.names
+        self._cols = None
+
+    def columns(self) -> list:
+        cols = self._cols
+        if cols is None:
+            cols = self._cols = [column_to_pylist(c) for c in self.batch.columns]
+        return cols
+
+    def row(self, i: int) -> dict:
+        return dict(zip(self.names, [c[i] for c in self.columns()]))
+
+
+class Chunk:
+    """Rows ``[start, start + count)`` of ``source`` for one bucket.
+
+    ``offsets`` is None when the rows have consecutive offsets starting at ``base_offset``, else a
+    list (a filter dropped rows in between). ``change_types`` is None for append-only data, else
+    one byte per row of ``source``. ``next_offset`` is where the bucket's position goes once the
+    chunk is consumed.
+    """
+
+    __slots__ = ("bucket", "source", "start", "count", "base_offset", "offsets", "change_types",
+                 "timestamp", "next_offset")
+
+    def __init__(self, bucket, source: RowSource, start: int, count: int, base_offset: int,
+                 offsets, change_types, timestamp: int, next_offset: int):
+        self.bucket = bucket
+        self.source = source
+        self.start = start
+        self.count = count
+        self.base_offset = base_offset
+        self.offsets = offsets
+        self.change_types = change_types
+        self.timestamp = timestamp
+        self.next_offset = next_offset
+
+    def offset_at(self, k: int) -> int:
+        """Offset of the chunk's k-th row."""
+        if self.offsets is None:
+            return self.base_offset + k
+        return self.offsets[k]
+
+    @property
+    def last_offset(self) -> int:
+        return self.offset_at(self.count - 1) if self.count else self.base_offset - 1
+
+    def split(self, k: int):
+        """(first k rows, the rest); the first part's next offset is the rest's first offset."""
+        rest_base = self.offset_at(k)
+        head = Chunk(self.bucket, self.source, self.start, k, self.base_offset,
+                     None if self.offsets is None else self.offsets[:k], self.change_types,
+                     self.timestamp, rest_base)
+        tail = Chunk(self.bucket, self.source, self.start + k, self.count - k, rest_base,
+                     None if self.offsets is None else self.offsets[k:], self.change_types,
+                     self.timestamp, self.next_offset)
+        return head, tail
+
+    def arrow(self) -> pa.RecordBatch:
+        b = self.source.batch
+        if self.start == 0 and self.count == b.num_rows:
+            return b
+        return b.slice(self.start, self.count)
+
+    def records(self) -> List["ScanRecord"]:
+        src, start, ts = self.source, self.start, self.timestamp
+        cts = self.change_types
+        new = ScanRecord.__new__
+        out = []
+        append = out.append
+        if self.offsets is None:
+            off = self.base_offset - start
+            for i in range(start, start + self.count):
+                r = new(ScanRecord)
+                r._src = src
+                r._i = i
+                r._offset = off + i
+                r._ts = ts
+                r._ct = _APPEND_ONLY if cts is None else _CHANGE_TYPES[cts[i]]
+                r._row = None
+                append(r)
+        else:
+            for k, o in enumerate(self.offsets):
+                i = start + k
+                r = new(ScanRecord)
+                r._src = src
+                r._i = i
+                r._offset = o
+                r._ts = ts
+                r._ct = _APPEND_ONLY if cts is None else _CHANGE_TYPES[cts[i]]
+                r._row = None
+                append(r)
+        return out
+
+
+class ScanRecord:
+    """A single scan record: ``offset``, ``timestamp``, ``change_type`` and the ``row`` dict."""
+
+    __slots__ = ("_src", "_i", "_offset", "_ts", "_ct", "_row")
+
+    def __init__(self):
+        raise TypeError("No constructor defined for ScanRecord")
+
+    @property
+    def offset(self) -> int:
+        return self._offset
+
+    @property
+    def timestamp(self) -> int:
+        return self._ts
+
+    @property
+    def change_type(self) -> ChangeType:
+        return self._ct
+
+    @property
+    def row(self) -> Dict[str, object]:
+        row = self._row
+        if row is None:
+            row = self._row = self._src.row(self._i)
+        return row
+
+    def __str__(self) -> str:
+        return (f"ScanRecord(offset={self._offset}, timestamp={self._ts}, "
+                f"change_type={self._ct.short_string()})")
+
+    __repr__ = __str__
+
+
+class ScanRecords:
+    """Records of one poll, grouped by bucket; flat iteration and per-bucket access."""
+
+    __slots__ = ("_chunks", "_records", "_count")
+
+    def __init__(self, chunks_by_bucket: Optional[Dict[TableBucket, List[Chunk]]] = None):
+        self._chunks = chunks_by_bucket or {}
+        self._records: Dict[TableBucket, List[ScanRecord]] = {}
+        self._count = sum(c.count for chunks in self._chunks.values() for c in chunks)
+
+    def _bucket_records(self, bucket) -> List[ScanRecord]:
+        recs = self._records.get(bucket)
+        if recs is None:
+            chunks = self._chunks.get(bucket)
+            if chunks is None:
+                return []
+            if len(chunks) == 1:
+                recs = chunks[0].records()
+            else:
+                recs = []
+                for c in chunks:
+                    recs.extend(c.records())
+            self._records[bucket] = recs
+        return recs
+
+    def buckets(self) -> List[TableBucket]:
+        return list(self._chunks)
+
+    def records(self, bucket: TableBucket) -> List[ScanRecord]:
+        return list(self._bucket_records(bucket))
+
+    def count(self) -> int:
+        return self._count
+
+    def is_empty(self) -> bool:
+        return self._count == 0
+
+    def keys(self) -> List[TableBucket]:
+        return list(self._chunks)
+
+    def values(self) -> Iterator[List[ScanRecord]]:
+        for b in list(self._chunks):
+            yield list(self._bucket_records(b))
+
+    def items(self) -> Iterator:
+        for b in list(self._chunks):
+            yield b, list(self._bucket_records(b))
+
+    def __len__(self) -> int:
+        return self._count
+
+    def _flat(self, idx: int) -> ScanRecord:
+        for b, chunks in self._chunks.items():
+            n = sum(c.count for c in chunks)
+            if idx < n:
+                return self._bucket_records(b)[idx]
+            idx -= n
+        raise RuntimeError("internal error: total_count out of sync with records")
+
+    def __getitem__(self, key):
+        if isinstance(key, TableBucket):
+            return self.records(key)
+        if isinstance(key, slice):
+            return [self._flat(i) for i in range(*key.indices(self._count))]
+        try:
+            idx = key.__index__()
+        except AttributeError:
+            raise TypeError("index must be int, slice, or TableBucket") from None
+        n = self._count
+        if idx < 0:
+            idx += n
+        if idx < 0 or idx >= n:
+            raise IndexError(f"index {idx} out of range for ScanRecords of size {n}")
+        return self._flat(idx)
+
+    def __contains__(self, bucket) -> bool:
+        return isinstance(bucket, TableBucket) and bucket in self._chunks
+
+    def __iter__(self) -> Iterator[ScanRecord]:
+        for b in list(self._chunks):
+            yield from self._bucket_records(b)
+
+    def __str__(self) -> str:
+        return f"ScanRecords(records={self._count}, buckets={len(self._chunks)})"
+
+    __repr__ = __str__
+
+
+class RecordBatch:
+    """An Arrow batch of one bucket with the offsets of its first and last row."""
+
+    __slots__ = ("_batch", "_bucket", "_base_offset", "_last_offset")
+
+    def __init__(self, batch: pa.RecordBatch, bucket: TableBucket, base_offset: int,
+                 last_offset: int):
+        self._batch = batch
+        self._bucket = bucket
+        self._base_offset = base_offset
+        self._last_offset = last_offset
+
+    @staticmethod
+    def _from_chunk(chunk: Chunk) -> "RecordBatch":
+        return RecordBatch(chunk.arrow(), chunk.bucket, chunk.base_offset, chunk.last_offset)
+
+    @property
+    def batch(self) -> pa.RecordBatch:
+        return self._batch
+
+    @property
+    def bucket(self) -> TableBucket:
+        return self._bucket
+
+    @property
+    def base_offset(self) -> int:
+        return self._base_offset
+
+    @property
+    def last_offset(self) -> int:
+        return self._last_offset
+
+    def __str__(self) -> str:
+        return (f"RecordBatch(bucket={self._bucket}, base_offset={self._base_offset}, "
+                f"last_offset={self._last_offset}, rows={self._batch.num_rows})")
+
+    __repr__ = __str__

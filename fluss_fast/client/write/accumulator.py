@@ -1,0 +1,349 @@
+"""The record accumulator: open batches per (partition, bucket), bounded by a memory budget.
+
+Callers (any thread, including a user's event loop thread) append rows or Arrow slices under one
+lock; the sender (runtime thread) drains ready batches under the same lock and does everything
+slow (finishing row builders, Arrow IPC, compression, CRC) outside it. The memory budget
+(``writer.buffer.memory-size``) counts the estimated bytes of every batch not yet completed; an
+append that does not fit waits on the caller's own thread (never the runtime's) until the sender
+frees space, or fails after ``writer.buffer.wait-timeout-ms``. Nothing is ever dropped.
+
+Batch sizing follows the Java client: the target is ``writer.batch-size``, or, with dynamic
+sizing, a per-partition estimate that grows 10% when a batch filled more than 80% of it and
+shrinks 5% when it filled less than half, within ``[writer.dynamic-batch-size-min, batch-size]``.
+"""
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from typing import Callable, Optional
+
+from ...errors import FlussError
+from .batch import KIND_LOG, WriteBatch
+
+_GROW_ABOVE = 0.8
+_SHRINK_BELOW = 0.5
+_GROW = 1.1
+_SHRINK = 0.95
+
+
+class BucketState:
+    __slots__ = ("partition_id", "bucket", "open", "queue", "inflight", "backoff_until", "gate")
+
+    def __init__(self, partition_id, bucket):
+        self.partition_id = partition_id
+        self.bucket = bucket
+        self.open: Optional[WriteBatch] = None
+        self.queue = collections.deque()  # sealed batches, oldest (lowest sequence) first
+        self.inflight = 0
+        self.backoff_until = 0.0
+        # True while retried batches wait: nothing else goes out for this bucket until the
+        # in-flight requests have come back, so retries reach the server in sequence order.
+        self.gate = False
+
+
+class BatchSizeEstimator:
+    def __init__(self, enabled: bool, max_size: int, min_size: int):
+        self.enabled = enabled
+        self.max = max(1, max_size)
+        self.min = max(1, min(min_size, self.max))
+        self._est = {}
+
+    def target(self, partition_id) -> int:
+        if not self.enabled:
+            return self.max
+        return self._est.get(partition_id, self.max)
+
+    def observe(self, partition_id, size: int) -> None:
+        if not self.enabled:
+            return
+        cur = self._est.get(partition_id, self.max)
+        if size > cur * _GROW_ABOVE:
+            nxt = int(cur * _GROW)
+        elif size < cur * _SHRINK_BELOW:
+            nxt = int(cur * _SHRINK)
+        else:
+            return
+        self._est[partition_id] = min(self.max, max(self.min, nxt))
+
+
+class RecordAccumulator:
+    def __init__(self, *, table_name: str, memory_size: int, wait_timeout_ms: int, batch_size: int,
+                 dynamic: bool, dynamic_min: int, linger_ms: int, assigner, new_builder: Callable,
+                 wake: Callable[[], None], runtime_thread: Callable[[], Optional[int]]):
+        self.table_name = table_name
+        self._lock = threading.Lock()
+        self._space = threading.Condition(self._lock)
+        self.limit = memory_size
+        # u64::MAX means "wait forever" (pyfluss's default)
+        self._wait_timeout = None if wait_timeout_ms >= (1 << 62) else wait_timeout_ms / 1000.0
+        self.used = 0
+        self._waiters = 0
+        self.estimator = BatchSizeEstimator(dynamic, batch_size, dynamic_min)
+        self.linger = max(0, linger_ms) / 1000.0
+        self.assigner = assigner
+        self._new_builder = new_builder
+        self._wake = wake
+        self._runtime_thread = runtime_thread
+        self._states = {}
+        self._active = {}  # states with an open or queued batch
+        self._incomplete = {}  # batch -> None, insertion ordered
+        self.flushing = 0
+        self.closing = False
+        self.row_bytes = 64.0  # running estimate of one row's Arrow size; refined as batches finish
+
+    # -- caller side --------------------------------------------------------------------------
+    def _state(self, partition_id, bucket) -> BucketState:
+        key = (partition_id, bucket)
+        st = self._states.get(key)
+        if st is None:
+            st = self._states[key] = BucketState(partition_id, bucket)
+        return st
+
+    def _reserve(self, nbytes: int) -> None:
+        """Wait (lock held, released while waiting) until ``nbytes`` fit in the budget."""
+        if self.used + nbytes <= self.limit or self.used == 0:
+            self.used += nbytes
+            return
+        if threading.get_ident() == self._runtime_thread():
+            raise FlussError(f"table '{self.table_name}': the write buffer is full "
+                             f"({self.used} of {self.limit} bytes) and a write was made on the "
+                             f"client's own runtime thread, which cannot wait for it to drain")
+        deadline = None if self._wait_timeout is None else time.monotonic() + self._wait_timeout
+        self._waiters += 1
+        self._wake()  # full buffer: let the sender ship open batches without waiting for linger
+        try:
+            while self.used + nbytes > self.limit and self.used > 0:
+                if self.closing:
+                    raise FlussError(f"table '{self.table_name}': the writer was closed")
+                if deadline is None:
+                    self._space.wait(1.0)
+                else:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise FlussError(
+                            f"table '{self.table_name}': the write buffer stayed full for "
+                            f"{int(self._wait_timeout * 1000)} ms (writer.buffer.wait-timeout-ms): "
+                            f"{self.used} of {self.limit} bytes (writer.buffer.memory-size) are "
+                            f"held by unacknowledged batches; could not add {nbytes} bytes")
+                    self._space.wait(left)
+        finally:
+            self._waiters -= 1
+        self.used += nbytes
+
+    def _open_batch(self, st: BucketState) -> WriteBatch:
+        b = WriteBatch(KIND_LOG, st, st.partition_id, st.bucket)
+        st.open = b
+        self._incomplete[b] = None
+        self._active[(st.partition_id, st.bucket)] = st
+        self._wake()
+        return b
+
+    def _seal(self, st: BucketState, full: bool, num_buckets: int) -> None:
+        b = st.open
+        st.open = None
+        st.queue.append(b)
+        self.estimator.observe(st.partition_id, b.est_bytes)
+        if full:
+            self.assigner.on_batch_full(st.partition_id, st.bucket, num_buckets)
+            self._wake()
+
+    def append_row(self, row, partition_id, bucket: Optional[int], num_buckets: int):
+        """Add one row; returns the future of the batch it went into."""
+        est = int(self.row_bytes)
+        with self._lock:
+            if self.closing:
+                raise FlussError(f"table '{self.table_name}': the writer was closed")
+            self._reserve(est)
+            b = None
+            try:
+                if bucket is None:
+                    bucket = self.assigner.bucket(partition_id, num_buckets)
+                st = self._states.get((partition_id, bucket)) or self._state(partition_id, bucket)
+                b = st.open
+                if b is None:
+                    b = self._open_batch(st)
+                builder = b.builder
+                if builder is None:
+                    builder = b.builder = self._new_builder()
+                size = builder.append(row)
+            except BaseException:
+                self.used -= est
+                if b is not None and not b.record_count and st.open is b:
+                    # a rejected first row must not leave an empty batch for flush() to wait on
+                    st.open = None
+                    self._incomplete.pop(b, None)
+                    b.complete(-1)
+                raise
+            actual = size - b.builder_bytes
+            b.builder_bytes = size
+            # the reservation was a guess; book what the row really takes
+            self.used += actual - est
+            self.row_bytes += (actual - self.row_bytes) * 0.05
+            b.record_count += 1
+            b.est_bytes += actual
+            if b.est_bytes >= self.estimator.target(partition_id):
+                self._seal(st, True, num_buckets)
+            return b.future
+
+    def append_chunk(self, rb, nbytes: int, partition_id, bucket: Optional[int], num_buckets: int):
+        """Add an Arrow record batch (already conformed to the table schema and sized to fit)."""
+        with self._lock:
+            if self.closing:
+                raise FlussError(f"table '{self.table_name}': the writer was closed")
+            self._reserve(nbytes)
+            if bucket is None:
+                bucket = self.assigner.bucket(partition_id, num_buckets)
+            st = self._states.get((partition_id, bucket)) or self._state(partition_id, bucket)
+            b = st.open
+            if b is not None and b.record_count and \
+                    b.est_bytes + nbytes > self.estimator.target(partition_id):
+                self._seal(st, True, num_buckets)
+                b = None
+            if b is None:
+                b = self._open_batch(st)
+            if b.builder is not None and len(b.builder):
+                # keep append order: rows appended so far come before this chunk
+                b.chunks.append(b.builder.build())
+                b.builder = None
+                b.builder_bytes = 0
+            b.chunks.append(rb)
+            b.record_count += rb.num_rows
+            b.est_bytes += nbytes
+            if b.est_bytes >= self.estimator.target(partition_id):
+                self._seal(st, True, num_buckets)
+            return b.future
+
+    def target_size(self, partition_id) -> int:
+        return self.estimator.target(partition_id)
+
+    # -- sender side (runtime thread) -----------------------------------------------------------
+    def drain(self, now: float, leader_of: Callable, max_inflight: int, request_max: int):
+        """Take the batches that may go out now.
+
+        Returns ``(by_node, next_wake, no_leader)``: ``{node_id: [batch, ...]}`` with at most one
+        batch per bucket and no more than ``request_max`` estimated bytes per node (a single
+        larger batch still goes alone), when to look again (None = only when woken), and the
+        partition ids (None for the table) whose leaders are unknown.
+        """
+        by_node = {}
+        node_bytes = {}
+        next_wake = None
+        no_leader = set()
+        with self._lock:
+            force = self.flushing > 0 or self.closing or self._waiters > 0
+            for key, st in list(self._active.items()):
+                if st.inflight >= max_inflight or (st.gate and st.inflight > 0):
+                    continue
+                if st.backoff_until > now:
+                    next_wake = st.backoff_until if next_wake is None else min(next_wake, st.backoff_until)
+                    continue
+                if st.queue:
+                    b = st.queue[0]
+                elif st.open is not None:
+                    b = st.open
+                    if not b.record_count:
+                        continue
+                    due = b.created + self.linger
+                    if not force and now < due:
+                        next_wake = due if next_wake is None else min(next_wake, due)
+                        continue
+                else:
+                    del self._active[key]
+                    continue
+                node = leader_of(b.partition_id, b.bucket)
+                if node is None:
+                    no_leader.add(b.partition_id)
+                    continue
+                size = b.est_bytes
+                used = node_bytes.get(node, 0)
+                if used and used + size > request_max:
+                    next_wake = now
+                    continue
+                if b is st.open:
+                    st.open = None
+                    self.estimator.observe(st.partition_id, b.est_bytes)
+                else:
+                    st.queue.popleft()
+                st.inflight += 1
+                st.gate = any(q.requeued for q in st.queue)
+                lst = by_node.get(node)
+                if lst is None:
+                    by_node[node] = [b]
+                else:
+                    lst.append(b)
+                node_bytes[node] = used + size
+                if st.queue or (st.open is not None and st.open.record_count and force):
+                    if st.inflight < max_inflight and not st.gate:
+                        next_wake = now
+                if not st.queue and st.open is None:
+                    del self._active[key]
+        return by_node, next_wake, no_leader
+
+    def requeue(self, batch: WriteBatch, backoff_until: float) -> None:
+        """Put a batch that failed retriably back at the head of its bucket, in sequence order."""
+        st = batch.state
+        with self._lock:
+            st.inflight -= 1
+            batch.requeued = True
+            q = st.queue
+            i = 0
+            if batch.sequence >= 0:
+                while i < len(q) and q[i].requeued and 0 <= q[i].sequence < batch.sequence:
+                    i += 1
+            q.insert(i, batch)
+            st.gate = True
+            st.backoff_until = max(st.backoff_until, backoff_until)
+            self._active[(st.partition_id, st.bucket)] = st
+
+    def completed(self, batch: WriteBatch, sent: bool = True) -> None:
+        """Free the budget of a finished batch (acknowledged or failed)."""
+        st = batch.state
+        with self._lock:
+            if sent:
+                st.inflight -= 1
+            self._incomplete.pop(batch, None)
+            self.used -= batch.est_bytes
+            if self.used < 0:
+                self.used = 0
+            self._space.notify_all()
+
+    def observe_rows(self, nbytes: int, rows: int) -> None:
+        if rows > 0:
+            per_row = max(8.0, nbytes / rows)
+            self.row_bytes = 0.7 * self.row_bytes + 0.3 * per_row if self.row_bytes else per_row
+
+    def incomplete(self) -> list:
+        with self._lock:
+            return list(self._incomplete)
+
+    def has_pending(self) -> bool:
+        with self._lock:
+            return bool(self._incomplete)
+
+    def take_unsent(self) -> list:
+        """Remove and return every batch that has not gone out (for failing them on close)."""
+        out = []
+        with self._lock:
+            for st in self._active.values():
+                out.extend(st.queue)
+                st.queue.clear()
+                if st.open is not None:
+                    out.append(st.open)
+                    st.open = None
+            self._active.clear()
+        return out
+
+    def begin_flush(self) -> list:
+        with self._lock:
+            self.flushing += 1
+            return list(self._incomplete)
+
+    def end_flush(self) -> None:
+        with self._lock:
+            self.flushing -= 1
+
+    def set_closing(self) -> None:
+        with self._lock:
+            self.closing = True
+            self._space.notify_all()

@@ -1,0 +1,64 @@
+"""Bucket choice for rows without a bucket key, and by bucket key hash.
+
+Tables without a bucket key spread rows themselves: ``sticky`` (the default) keeps sending to one
+bucket until its batch is full and then moves to another random one, so batches fill up quickly
+even with many buckets; ``round_robin`` gives every write the next bucket. Bucket-key tables hash
+the encoded key with Fluss's MurmurHash variant (DATA.md §6.3) via ``codec.murmur``.
+"""
+from __future__ import annotations
+
+import random
+from typing import Optional
+
+from ...codec import murmur
+
+
+class StickyBucketAssigner:
+    __slots__ = ("_current", "_rng")
+
+    def __init__(self):
+        self._current = {}  # partition id -> bucket
+        self._rng = random.Random()
+
+    def bucket(self, partition_id: Optional[int], num_buckets: int) -> int:
+        b = self._current.get(partition_id)
+        if b is None:
+            b = self._current[partition_id] = self._rng.randrange(num_buckets)
+        return b
+
+    def on_batch_full(self, partition_id: Optional[int], bucket: int, num_buckets: int) -> None:
+        # Only move on when the full batch was the sticky one; a concurrent writer may already have.
+        if self._current.get(partition_id) == bucket and num_buckets > 1:
+            nxt = self._rng.randrange(num_buckets - 1)
+            self._current[partition_id] = nxt + 1 if nxt >= bucket else nxt
+
+
+class RoundRobinBucketAssigner:
+    __slots__ = ("_counter",)
+
+    def __init__(self):
+        self._counter = {}
+
+    def bucket(self, partition_id: Optional[int], num_buckets: int) -> int:
+        n = self._counter.get(partition_id)
+        if n is None:
+            n = random.randrange(num_buckets)
+        self._counter[partition_id] = n + 1
+        return n % num_buckets
+
+    def on_batch_full(self, partition_id, bucket, num_buckets) -> None:
+        pass
+
+
+def make_no_key_assigner(name: str):
+    if name == "round_robin":
+        return RoundRobinBucketAssigner()
+    return StickyBucketAssigner()
+
+
+def bucket_of_key(key_bytes, num_buckets: int) -> int:
+    return murmur.bucket_for_key(key_bytes, num_buckets)
+
+
+def buckets_of_keys(keys, num_buckets: int):
+    return murmur.buckets_for_keys(keys, num_buckets)

@@ -1,0 +1,127 @@
+"""Write batches and their result handles.
+
+A ``WriteBatch`` is the unit the accumulator fills (per partition and bucket), the sender ships
+and the server acknowledges with one base offset. Its payload is kept apart from the 48-byte
+header because the header carries the idempotence writer id and batch sequence, which are
+assigned when the batch is first drained and re-assigned only when the writer id is reset; the
+encoded payload is reused by every retry.
+"""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import time
+from typing import Optional
+
+from ...codec.logbatch import build_batch
+from ..runtime import on_runtime
+
+#: batch kinds; the sender picks the request type (ProduceLog now, PutKv later) from the kind
+KIND_LOG = "LOG"
+KIND_KV = "KV"
+
+
+class WriteBatch:
+    """Records for one (partition, bucket), in append order.
+
+    ``chunks`` holds ready Arrow record batches (slices of the caller's data, or finished row
+    builders); ``builder`` collects per-row appends. A row builder always sits after every chunk
+    of the batch, so finishing it and appending the result to ``chunks`` keeps the order.
+    """
+
+    __slots__ = (
+        "kind", "partition_id", "bucket", "chunks", "builder", "record_count", "est_bytes",
+        "created", "writer_id", "sequence", "attempts", "first_attempt", "future", "payload",
+        "records", "records_key", "ambiguous", "requeued", "state", "builder_bytes", "__weakref__",
+    )
+
+    def __init__(self, kind: str, state, partition_id: Optional[int], bucket: int):
+        self.kind = kind
+        self.state = state  # the accumulator's BucketState this batch belongs to
+        self.partition_id = partition_id
+        self.bucket = bucket
+        self.chunks = []
+        self.builder = None
+        self.builder_bytes = 0  # estimated size of the rows in ``builder``
+        self.record_count = 0
+        self.est_bytes = 0
+        self.created = time.monotonic()
+        self.writer_id = -1
+        self.sequence = -1
+        self.attempts = 0
+        self.first_attempt = 0.0
+        self.future = concurrent.futures.Future()
+        self.payload = None  # encoded records without the batch header
+        self.records = None  # header + payload for (writer_id, sequence) == records_key
+        self.records_key = None
+        # set when a send failed in a way that leaves open whether the server appended it
+        self.ambiguous = False
+        self.requeued = False
+
+    def records_for(self, schema_id: int, payload_count: int) -> bytes:
+        key = (self.writer_id, self.sequence)
+        if self.records is None or self.records_key != key:
+            self.records = build_batch(self.payload, schema_id=schema_id, record_count=payload_count,
+                                       writer_id=self.writer_id, batch_sequence=self.sequence)
+            self.records_key = key
+        return self.records
+
+    @property
+    def done(self) -> bool:
+        return self.future.done()
+
+    def complete(self, base_offset: int) -> None:
+        if not self.future.done():
+            self.future.set_result(base_offset)
+        self.chunks = None
+        self.payload = self.records = None
+
+    def fail(self, error: BaseException) -> None:
+        if not self.future.done():
+            self.future.set_exception(error)
+        self.chunks = None
+        self.payload = self.records = None
+
+    def __repr__(self) -> str:
+        return (f"WriteBatch(partition={self.partition_id}, bucket={self.bucket}, "
+                f"records={self.record_count}, seq={self.sequence})")
+
+
+class WriteResultHandle:
+    """The acknowledgement of one write: ignore it (fire and forget) or ``await handle.wait()``.
+
+    Every record of a batch shares the batch's outcome, so ``wait`` raises the FlussError of the
+    batch the record went out in. An Arrow write split over several buckets or partitions waits
+    for all of its batches and raises the first failure.
+    """
+
+    __slots__ = ("_future", "_runtime")
+
+    def __init__(self, future, runtime):
+        # one concurrent.futures.Future, or a tuple of them
+        self._future = future
+        self._runtime = runtime
+
+    def _futures(self):
+        f = self._future
+        return f if isinstance(f, tuple) else (f,)
+
+    @on_runtime
+    async def wait(self) -> None:
+        for f in self._futures():
+            await asyncio.wrap_future(f)
+
+    @property
+    def done(self) -> bool:
+        return all(f.done() for f in self._futures())
+
+    @property
+    def base_offset(self) -> Optional[int]:
+        """Offset the server gave the first record of this write's (first) batch; None until acked."""
+        f = self._futures()[0] if self._futures() else None
+        if f is not None and f.done() and f.exception() is None:
+            return f.result()
+        return None
+
+    def __repr__(self) -> str:
+        return f"WriteResultHandle({'done' if self.done else 'pending'})"

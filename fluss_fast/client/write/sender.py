@@ -1,0 +1,423 @@
+"""The sender: a task on the runtime loop that ships ready batches and settles their outcomes.
+
+Each round it drains the accumulator (at most one batch per bucket, at most
+``writer.request-max-size`` estimated bytes per leader), groups the batches by leader into one
+ProduceLog per node, and sends every request as its own task, so requests to different nodes and
+successive requests to one node are pipelined (up to ``writer.max-inflight-requests-per-bucket``
+per bucket). Finishing row builders, Arrow IPC, compression and CRC happen in ``encode`` (a worker
+thread by default; pyarrow releases the GIL there, so the caller's appends keep running).
+
+Errors: retriable codes are retried with exponential backoff while ``writer.retries`` and the
+delivery window (``request-timeout``) allow; the invalid-metadata codes (1 network, 12 not
+leader, 21 unknown bucket, 44 leader not available) also refresh the table's metadata. With
+idempotence, 32 (duplicate) is success with the original offsets, and 31/33 follow the Java
+client's rules (see ``_settle``).
+"""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import os
+import threading
+import time
+from typing import Callable, Optional
+
+from ...errors import FlussError
+from ...rpc import errors as codes
+from ...rpc.errors import Errors
+from ...rpc import fluss_api_pb2 as pb
+from ...rpc.api import Api
+
+log = logging.getLogger(__name__)
+
+_INVALID_METADATA = frozenset((1, 12, 21, 44))
+# After these the server may or may not have appended the batch.
+_AMBIGUOUS = frozenset((1, 25, -1))
+_BACKOFF_BASE = 0.1
+_BACKOFF_MAX = 1.0
+
+# "thread" (default): encode in a worker thread; "loop": on the runtime thread.
+ENCODE_MODE = os.environ.get("FLUSS_FAST_WRITE_ENCODE", "thread")
+_pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
+_pool_lock = threading.Lock()
+
+
+def _encode_pool() -> concurrent.futures.ThreadPoolExecutor:
+    global _pool
+    if _pool is None:
+        with _pool_lock:
+            if _pool is None:
+                _pool = concurrent.futures.ThreadPoolExecutor(max_workers=2,
+                                                              thread_name_prefix="fluss-fast-encode")
+    return _pool
+
+
+def _forget_pool_after_fork():
+    global _pool
+    _pool = None
+
+
+os.register_at_fork(after_in_child=_forget_pool_after_fork)
+
+
+class Sender:
+    def __init__(self, *, ctx, meta, accumulator, idempotence, encode: Callable, table_name: str,
+                 acks: int, retries: int, max_inflight: int, request_max_size: int,
+                 request_timeout_ms: int, on_failure: Callable, partition_name: Callable):
+        self._ctx = ctx
+        self._meta = meta
+        self._table_id = meta.table_id
+        self._acc = accumulator
+        self._idem = idempotence
+        self._encode = encode
+        self._table_name = table_name
+        self._acks = acks
+        self._retries = retries
+        self._max_inflight = max_inflight
+        self._request_max = request_max_size
+        self._timeout_ms = min(request_timeout_ms, (1 << 31) - 1)
+        self._delivery = request_timeout_ms / 1000.0
+        self._on_failure = on_failure
+        self._partition_name = partition_name
+        self._loop = None
+        self._thread_id = None
+        self._event = None
+        self._wake_pending = False
+        self._stopping = False
+        self._task = None
+        self._tasks = set()
+        self._refreshing = False
+        self._stall_since = None
+        self._stall_error = None
+        self.requests_sent = 0
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def start(self, runtime) -> None:
+        self._task = runtime.submit(self._run())
+
+    def wake(self) -> None:
+        """Thread-safe and cheap when a wake-up is already on its way."""
+        if self._wake_pending:
+            return
+        self._wake_pending = True
+        loop = self._loop
+        if loop is None:
+            return
+        if threading.get_ident() == self._thread_id:
+            self._event.set()
+        else:
+            try:
+                loop.call_soon_threadsafe(self._event.set)
+            except RuntimeError:  # loop closed: the runtime is gone, nothing to wake
+                pass
+
+    async def stop(self) -> None:
+        """Ask the loop to end once every batch is settled, and wait for it (on the runtime)."""
+        self._stopping = True
+        self.wake()
+        if self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    # -- the loop ------------------------------------------------------------------------------
+    async def _run(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._thread_id = threading.get_ident()
+        self._event = asyncio.Event()
+        register = getattr(self._ctx, "register_task", None)
+        if register is not None:
+            register(asyncio.current_task())
+        try:
+            await self._loop_body()
+        except asyncio.CancelledError:
+            # the connection was closed under us: nothing unsent can go out any more
+            self._acc.set_closing()
+            self._fail_unsent(FlussError(f"table '{self._table_name}': the FlussConnection was "
+                                         f"closed before these records were sent"))
+            raise
+
+    async def _loop_body(self) -> None:
+        acc = self._acc
+        idem = self._idem
+        while True:
+            self._wake_pending = False
+            self._event.clear()
+            pending = acc.has_pending()
+            if self._stopping and not pending:
+                return
+            now = time.monotonic()
+            next_wake = None
+            try:
+                if pending and idem.enabled and not idem.has_writer_id:
+                    if not await self._init_writer():
+                        self._check_stall(now)
+                        await asyncio.sleep(_BACKOFF_BASE)
+                        continue
+                by_node, next_wake, no_leader = acc.drain(now, self._leader_of, self._max_inflight,
+                                                          self._request_max)
+                if no_leader:
+                    self._stall(FlussError(f"table '{self._table_name}': no leader known for some "
+                                           f"buckets", Errors.LEADER_NOT_AVAILABLE_EXCEPTION))
+                    self._refresh_metadata(no_leader)
+                    self._check_stall(now)
+                    soon = now + _BACKOFF_BASE
+                    next_wake = soon if next_wake is None else min(next_wake, soon)
+                elif by_node:
+                    self._stall_since = None
+                for node, batches in by_node.items():
+                    sendable = []
+                    for b in batches:
+                        if idem.enabled:
+                            if b.ambiguous and b.writer_id >= 0 and b.writer_id != idem.writer_id:
+                                self._fail(b, FlussError(
+                                    f"{self._where(b)}: a retried batch cannot be re-sent after the "
+                                    f"writer id changed from {b.writer_id} to {idem.writer_id}; "
+                                    f"whether it was written is unknown",
+                                    Errors.UNKNOWN_WRITER_ID_EXCEPTION))
+                                continue
+                            idem.assign(b)
+                        sendable.append(b)
+                    if sendable:
+                        self._spawn(self._send(node, sendable))
+            except Exception as e:  # a bug here must not silently stall every writer's flush
+                log.exception("fluss_fast writer loop for %s failed", self._table_name)
+                self._fail_unsent(e if isinstance(e, FlussError) else FlussError(
+                    f"table '{self._table_name}': writer failed: {e!r}"))
+                next_wake = time.monotonic() + _BACKOFF_BASE
+            if next_wake is not None:
+                delay = next_wake - time.monotonic()
+                if delay <= 0:
+                    await asyncio.sleep(0)
+                    continue
+            else:
+                delay = None
+            if self._wake_pending:
+                continue
+            try:
+                await asyncio.wait_for(self._event.wait(), delay)
+            except asyncio.TimeoutError:
+                pass
+
+    def _spawn(self, coro) -> None:
+        t = asyncio.ensure_future(coro)
+        self._tasks.add(t)
+        t.add_done_callback(self._tasks.discard)
+        register = getattr(self._ctx, "register_task", None)
+        if register is not None:
+            register(t)  # the connection's close() cancels it
+
+    def _leader_of(self, partition_id, bucket):
+        return self._ctx.metadata.leader(self._table_id, partition_id, bucket)
+
+    def _where(self, b) -> str:
+        if b.partition_id is None:
+            return f"table '{self._table_name}' bucket {b.bucket}"
+        name = self._partition_name(b.partition_id)
+        return f"table '{self._table_name}' partition '{name}' bucket {b.bucket}"
+
+    # -- stalls: nothing can be sent at all (no writer id, no leaders) ---------------------------
+    def _stall(self, error: FlussError) -> None:
+        if self._stall_since is None:
+            self._stall_since = time.monotonic()
+        self._stall_error = error
+
+    def _check_stall(self, now: float) -> None:
+        if self._stall_since is not None and now - self._stall_since > self._delivery:
+            err = self._stall_error or FlussError(f"table '{self._table_name}': cannot send")
+            self._stall_since = None
+            self._fail_unsent(FlussError(
+                f"{err.message} (gave up after {int(self._delivery * 1000)} ms, request-timeout)",
+                err.error_code))
+
+    def _fail_unsent(self, error: FlussError) -> None:
+        for b in self._acc.take_unsent():
+            b.fail(error)
+            self._acc.completed(b, sent=False)
+            self._on_failure(error)
+
+    async def _init_writer(self) -> bool:
+        path = self._meta.path
+        req = pb.InitWriterRequest()
+        tp = req.table_path.add()
+        tp.database_name = path.database_name if hasattr(path, "database_name") else path[0]
+        tp.table_name = path.table_name if hasattr(path, "table_name") else path[1]
+        try:
+            resp = await self._ctx.any_tablet(Api.INIT_WRITER, req)
+        except FlussError as e:
+            if not e.is_retriable:
+                self._fail_unsent(FlussError(
+                    f"table '{self._table_name}': could not get a writer id: {e.message}",
+                    e.error_code))
+                return False
+            self._stall(FlussError(f"table '{self._table_name}': could not get a writer id: "
+                                   f"{e.message}", e.error_code))
+            return False
+        self._idem.set_writer_id(resp.writer_id)
+        self._stall_since = None
+        return True
+
+    def _refresh_metadata(self, partition_ids) -> None:
+        if self._refreshing:
+            return
+        self._refreshing = True
+        self._spawn(self._do_refresh(set(partition_ids)))
+
+    async def _do_refresh(self, partition_ids) -> None:
+        md = self._ctx.metadata
+        try:
+            if None in partition_ids or md.table_by_id(self._table_id) is None:
+                await md.refresh_table(self._meta.path)
+            for pid in partition_ids:
+                if pid is not None:
+                    await md.partition_by_id(self._table_id, pid, refresh=True)
+        except FlussError as e:
+            self._stall_error = FlussError(f"table '{self._table_name}': metadata refresh failed: "
+                                           f"{e.message}", e.error_code)
+        except Exception as e:  # keep retrying; the stall timer bounds how long
+            self._stall_error = FlussError(f"table '{self._table_name}': metadata refresh failed: {e!r}")
+        finally:
+            await asyncio.sleep(_BACKOFF_BASE)
+            self._refreshing = False
+            self.wake()
+
+    # -- one request -----------------------------------------------------------------------------
+    async def _send(self, node: int, batches: list) -> None:
+        todo = [b for b in batches if b.payload is None]
+        if todo:
+            try:
+                if ENCODE_MODE == "loop":
+                    errors = [self._encode_one(b) for b in todo]
+                else:
+                    errors = await self._loop.run_in_executor(
+                        _encode_pool(), lambda: [self._encode_one(b) for b in todo])
+            except BaseException as e:  # cancelled or pool gone
+                errors = [e] * len(todo)
+            bad = {id(b): e for b, e in zip(todo, errors) if e is not None}
+            if bad:
+                for b in batches:
+                    e = bad.get(id(b))
+                    if e is not None:
+                        if not isinstance(e, FlussError):
+                            e = FlussError(f"{self._where(b)}: could not encode the batch: {e}")
+                        self._fail(b, e)
+                batches = [b for b in batches if id(b) not in bad]
+                if not batches:
+                    self.wake()
+                    return
+        req = pb.ProduceLogRequest(acks=self._acks, table_id=self._table_id,
+                                   timeout_ms=self._timeout_ms)
+        now = time.monotonic()
+        schema_id = self._meta.schema_id
+        for b in batches:
+            r = req.buckets_req.add()
+            if b.partition_id is not None:
+                r.partition_id = b.partition_id
+            r.bucket_id = b.bucket
+            r.records = b.records_for(schema_id, b.record_count)
+            b.attempts += 1
+            if not b.first_attempt:
+                b.first_attempt = now
+        self.requests_sent += 1
+        try:
+            resp = await self._ctx.tablet(node, Api.PRODUCE_LOG, req)
+        except FlussError as e:
+            for b in batches:
+                self._settle(b, e.error_code, e.message, None)
+            self.wake()
+            return
+        except asyncio.CancelledError:
+            err = FlussError(f"table '{self._table_name}': the write was cancelled (connection closed)")
+            for b in batches:
+                self._fail(b, err)
+            raise
+        except Exception as e:
+            for b in batches:
+                self._settle(b, Errors.NETWORK_EXCEPTION,
+                             repr(e), None)
+            self.wake()
+            return
+        results = {}
+        for r in resp.buckets_resp:
+            pid = r.partition_id if r.HasField("partition_id") else None
+            results[(pid, r.bucket_id)] = r
+        for b in batches:
+            r = results.get((b.partition_id, b.bucket))
+            if r is None:
+                self._settle(b, -1, "the server's response has no entry for this bucket", None)
+            else:
+                code = r.error_code if r.HasField("error_code") else 0
+                base = r.base_offset if r.HasField("base_offset") else -1
+                self._settle(b, code, r.error_message if r.HasField("error_message") else None, base)
+        self.wake()
+
+    def _encode_one(self, b):
+        try:
+            self._encode(b)
+            return None
+        except Exception as e:
+            return e
+
+    # -- outcomes --------------------------------------------------------------------------------
+    def _succeed(self, b, base_offset: int) -> None:
+        if self._idem.enabled:
+            self._idem.acked(b)
+        b.complete(base_offset)
+        self._acc.completed(b)
+
+    def _fail(self, b, error: FlussError) -> None:
+        b.fail(error)
+        self._acc.completed(b)
+        self._on_failure(error)
+
+    def _can_retry(self, b) -> bool:
+        return b.attempts <= self._retries and time.monotonic() - b.first_attempt < self._delivery
+
+    def _retry(self, b, resequence: bool) -> None:
+        if resequence:
+            b.writer_id = -1
+            b.sequence = -1
+        backoff = min(_BACKOFF_BASE * (2 ** max(0, b.attempts - 1)), _BACKOFF_MAX)
+        self._acc.requeue(b, time.monotonic() + backoff)
+
+    def _settle(self, b, code: int, message: Optional[str], base_offset: Optional[int]) -> None:
+        if code == 0:
+            self._succeed(b, base_offset if base_offset is not None else -1)
+            return
+        idem = self._idem
+        if code == 32:  # duplicate: the server already has it and answers with its offsets
+            self._succeed(b, base_offset if base_offset is not None else -1)
+            return
+        text = message or codes.default_message(code)
+        if idem.enabled and code in (31, 33):
+            if code == 31 and idem.already_committed(b):
+                # a later sequence was acknowledged, so this one was written (its ack got lost)
+                self._succeed(b, base_offset if base_offset is not None else -1)
+                return
+            if self._can_retry(b):
+                if b.writer_id != idem.writer_id:
+                    # rejected under a writer id we already dropped: certainly not written
+                    self._retry(b, resequence=True)
+                elif code == 31 and not idem.is_next(b):
+                    # an earlier batch of this bucket failed and will be re-sent first
+                    self._retry(b, resequence=False)
+                else:
+                    # the server lost (33) or disagrees about (31) our state: start a new writer
+                    idem.reset()
+                    self._retry(b, resequence=True)
+                return
+            if b.writer_id == idem.writer_id:
+                idem.reset()
+            self._fail(b, FlussError(f"{self._where(b)}: {text}", code))
+            return
+        if codes.is_retriable(code) and self._can_retry(b):
+            if code in _AMBIGUOUS:
+                b.ambiguous = True
+            if code in _INVALID_METADATA:
+                self._refresh_metadata({b.partition_id})
+            self._retry(b, resequence=False)
+            return
+        if idem.enabled and b.sequence >= 0 and b.writer_id == idem.writer_id:
+            # the sequence this batch used is lost; later batches of the bucket would only see
+            # out-of-order errors, so start over with a new writer id
+            idem.reset()
+        self._fail(b, FlussError(f"{self._where(b)}: {text}", code))

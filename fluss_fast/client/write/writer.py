@@ -1,0 +1,456 @@
+"""AppendWriter: the log-table writer (pyfluss's ``AppendWriter``).
+
+``append`` / ``write_arrow_batch`` / ``write_arrow`` / ``write_pandas`` are plain, thread-safe
+methods: they validate and place the data on the caller's thread (rows through the Cython
+``RowBatchBuilder``, Arrow data as zero-copy slices), then return at once; the sender on the
+runtime thread does the rest. They may block only when the write buffer is full, and only the
+calling thread, so calling them from inside an event loop cannot deadlock the client.
+"""
+from __future__ import annotations
+
+import asyncio
+import datetime as _dt
+import threading
+from typing import Optional
+
+import numpy as np
+import pyarrow as pa
+
+from ... import datatypes as T
+from ...codec.arrowlog import ArrowLogCodec
+from ...codec.columns import RowBatchBuilder
+from ...codec.indexedlog import RowLogCodec
+from ...codec.keys import RowKeyEncoder
+from ...errors import FlussError
+from ..runtime import on_runtime
+from .accumulator import RecordAccumulator
+from .assigners import bucket_of_key, buckets_of_keys, make_no_key_assigner
+from .batch import WriteResultHandle
+from .idempotence import MAX_INFLIGHT_FOR_IDEMPOTENCE, IdempotenceManager
+from .sender import Sender
+
+PARTITION_NOT_EXISTS = 36
+_ACKS = {"all": -1, "-1": -1, "0": 0, "1": 1}
+
+
+def _done_future():
+    import concurrent.futures
+    f = concurrent.futures.Future()
+    f.set_result(-1)
+    return f
+
+
+def parse_acks(value: str) -> int:
+    acks = _ACKS.get(str(value).strip().lower())
+    if acks is None:
+        raise FlussError(f"Invalid value '{value}' for 'writer.acks': expected 'all', '-1', '0' or '1'")
+    return acks
+
+
+# -- partition names (values joined by '$', each value spelled as the Java/Rust clients do) ------
+def _float_text(v: float) -> str:
+    if v != v:
+        return "NaN"
+    if v in (float("inf"), float("-inf")):
+        return "Inf" if v > 0 else "-Inf"
+    if v == int(v) and abs(v) < 1e16:
+        text = str(int(v))
+    else:
+        text = repr(v)
+    return text.replace(".", "_")
+
+
+def _time_of_millis(ms: int) -> str:
+    h, rem = divmod(ms, 3_600_000)
+    m, rem = divmod(rem, 60_000)
+    s, milli = divmod(rem, 1000)
+    return f"{h:02d}-{m:02d}-{s:02d}_{milli:03d}"
+
+
+def _timestamp_text(v) -> str:
+    if hasattr(v, "to_pydatetime") and not isinstance(v, _dt.datetime):
+        v = v.to_pydatetime()
+    nanos_extra = 0
+    if hasattr(v, "nanosecond"):  # pandas.Timestamp keeps nanoseconds
+        nanos_extra = int(v.nanosecond)
+    if v.tzinfo is not None:
+        v = v.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+    micro = v.microsecond
+    milli, micro_rest = divmod(micro, 1000)
+    nano_of_milli = micro_rest * 1000 + nanos_extra
+    base = f"{v.year:04d}-{v.month:02d}-{v.day:02d}-{v.hour:02d}-{v.minute:02d}-{v.second:02d}_"
+    if nano_of_milli:
+        return f"{base}{milli:03d}{nano_of_milli:06d}"
+    if milli:
+        return f"{base}{milli:03d}"
+    return base
+
+
+def partition_value_text(value, dtype: T.DataType) -> str:
+    r = dtype.root
+    if r in (T.STRING, T.CHAR):
+        if not isinstance(value, str):
+            raise TypeError(f"expected str, got {type(value).__name__}")
+        return value
+    if r == T.BOOLEAN:
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"expected bool, got {type(value).__name__}")
+        return "true" if value else "false"
+    if r in (T.BYTES, T.BINARY):
+        return bytes(value).hex()
+    if r in (T.TINYINT, T.SMALLINT, T.INTEGER, T.BIGINT):
+        if isinstance(value, bool) or not hasattr(value, "__index__"):
+            raise TypeError(f"expected int, got {type(value).__name__}")
+        return str(int(value))
+    if r in (T.FLOAT, T.DOUBLE):
+        return _float_text(float(value))
+    if r == T.DATE:
+        if isinstance(value, _dt.datetime) or not isinstance(value, _dt.date):
+            raise TypeError(f"expected datetime.date, got {type(value).__name__}")
+        return f"{value.year:04d}-{value.month:02d}-{value.day:02d}"
+    if r == T.TIME:
+        if not isinstance(value, _dt.time):
+            raise TypeError(f"expected datetime.time, got {type(value).__name__}")
+        ms = ((value.hour * 60 + value.minute) * 60 + value.second) * 1000 + value.microsecond // 1000
+        return _time_of_millis(ms)
+    if r in (T.TIMESTAMP, T.TIMESTAMP_LTZ):
+        return _timestamp_text(value)
+    raise TypeError(f"{dtype} cannot be a partition key")
+
+
+class AppendWriter:
+    """Writes rows, Arrow data and pandas frames to a log table."""
+
+    def __init__(self, table):
+        ctx = table._ctx
+        meta = table._meta
+        self._ctx = ctx
+        self._runtime = ctx.runtime
+        self._meta = meta
+        cfg = ctx.config
+        self._table_name = str(meta.path)
+        desc = meta.descriptor
+        schema = meta.schema
+        self._schema = schema
+        self._arrow_schema = schema.to_arrow()
+        self._num_buckets = meta.num_buckets
+        acks = parse_acks(cfg.writer_acks)
+        retries = cfg.writer_retries
+        max_inflight = cfg.writer_max_inflight_requests_per_bucket
+        idem = bool(cfg.writer_enable_idempotence)
+        if idem:
+            if acks != -1:
+                raise FlussError(f"Idempotent writes require acks='all' (-1), but got acks="
+                                 f"'{cfg.writer_acks}'; set writer.enable-idempotence=false to use it")
+            if retries <= 0:
+                raise FlussError(f"Idempotent writes require retries > 0, but got retries={retries}")
+            if max_inflight > MAX_INFLIGHT_FOR_IDEMPOTENCE:
+                raise FlussError(f"Idempotent writes require max-inflight-requests-per-bucket <= "
+                                 f"{MAX_INFLIGHT_FOR_IDEMPOTENCE}, but got {max_inflight}")
+        if max_inflight < 1:
+            raise FlussError(f"writer.max-inflight-requests-per-bucket must be >= 1, got {max_inflight}")
+        batch_size = cfg.writer_batch_size
+        if batch_size <= 0:
+            raise FlussError(f"writer.batch-size must be > 0, got {batch_size}")
+        self._format = desc.log_format
+        if self._format == "ARROW":
+            self._codec = ArrowLogCodec(schema, desc.compression, desc.compression_level,
+                                        table_name=self._table_name)
+            self._row_codec = None
+        elif self._format in ("INDEXED", "COMPACTED"):
+            self._codec = ArrowLogCodec(schema, "NONE", table_name=self._table_name)  # conform only
+            self._row_codec = RowLogCodec(schema.types, self._format, schema.names)
+        else:
+            raise FlussError(f"table '{self._table_name}': unsupported log format {self._format}")
+        # partitions
+        self._partition_keys = list(desc.partition_keys)
+        self._part_pos = [schema.index_of(k) for k in self._partition_keys]
+        self._part_types = [schema.columns[i].type for i in self._part_pos]
+        self._pids = {}    # partition name -> id
+        self._pnames = {}  # partition id -> name
+        # bucket key (log tables hash only on a declared bucket key)
+        bucket_keys = list(desc.bucket_keys)
+        if bucket_keys and self._num_buckets > 1:
+            self._key_encoder = RowKeyEncoder(schema, [schema.index_of(k) for k in bucket_keys])
+        else:
+            self._key_encoder = None
+        self._closed = False
+        self._err_lock = threading.Lock()
+        self._first_error: Optional[FlussError] = None
+        self._idem = IdempotenceManager(idem)
+        table_name = self._table_name
+        self._acc = RecordAccumulator(
+            table_name=table_name,
+            memory_size=cfg.writer_buffer_memory_size,
+            wait_timeout_ms=cfg.writer_buffer_wait_timeout_ms,
+            batch_size=batch_size,
+            dynamic=cfg.writer_dynamic_batch_size_enabled,
+            dynamic_min=cfg.writer_dynamic_batch_size_min,
+            linger_ms=cfg.writer_batch_timeout_ms,
+            assigner=make_no_key_assigner(cfg.writer_bucket_no_key_assigner),
+            new_builder=lambda: RowBatchBuilder(schema, table_name),
+            wake=self._wake,
+            runtime_thread=lambda: self._runtime._thread_id,
+        )
+        self._sender = Sender(
+            ctx=ctx, meta=meta, accumulator=self._acc, idempotence=self._idem, encode=self._encode,
+            table_name=table_name, acks=acks, retries=retries, max_inflight=max_inflight,
+            request_max_size=cfg.writer_request_max_size,
+            request_timeout_ms=ctx.request_timeout_ms if hasattr(ctx, "request_timeout_ms") else 30000,
+            on_failure=self._record_error, partition_name=self._pnames.get)
+        self._sender.start(self._runtime)
+
+    def _wake(self):
+        self._sender.wake()
+
+    def __repr__(self) -> str:
+        return f"AppendWriter(table={self._table_name})"
+
+    # -- errors ---------------------------------------------------------------------------------
+    def _record_error(self, error: FlussError) -> None:
+        with self._err_lock:
+            if self._first_error is None:
+                self._first_error = error
+
+    def _take_error(self) -> Optional[FlussError]:
+        with self._err_lock:
+            e, self._first_error = self._first_error, None
+            return e
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise FlussError(f"table '{self._table_name}': the writer is closed")
+        if self._ctx.closed:
+            raise FlussError(f"table '{self._table_name}': the FlussConnection has been closed")
+
+    # -- partitions -----------------------------------------------------------------------------
+    def _partition_id(self, name: str) -> int:
+        pid = self._pids.get(name)
+        if pid is not None:
+            return pid
+        md = self._ctx.metadata
+        try:
+            pid, _ = self._runtime.call(md.partition_by_name(self._meta.path, name))
+        except FlussError as e:
+            if e.error_code == PARTITION_NOT_EXISTS:
+                raise FlussError(f"table '{self._table_name}': partition '{name}' does not exist; "
+                                 f"create it first (admin.create_partition)", PARTITION_NOT_EXISTS) from None
+            raise
+        self._pids[name] = pid
+        self._pnames[pid] = name
+        return pid
+
+    def _partition_name_of_values(self, values) -> str:
+        parts = []
+        for key, dtype, v in zip(self._partition_keys, self._part_types, values):
+            if v is None:
+                raise FlussError(f"table '{self._table_name}': partition column '{key}' must not be null")
+            try:
+                parts.append(partition_value_text(v, dtype))
+            except (TypeError, ValueError, AttributeError) as e:
+                raise FlussError(f"table '{self._table_name}', partition column '{key}' ({dtype}): "
+                                 f"bad value {v!r}: {e}") from None
+        return "$".join(parts)
+
+    def _row_values(self, row, positions, names):
+        if isinstance(row, dict):
+            return [row.get(n) for n in names]
+        if isinstance(row, (list, tuple)):
+            if len(row) != len(self._schema.columns):
+                return None  # let the row builder report the arity problem
+            return [row[i] for i in positions]
+        return None
+
+    # -- rows -----------------------------------------------------------------------------------
+    def append(self, row) -> WriteResultHandle:
+        """Append one row (dict by column name, or list/tuple in schema order)."""
+        self._check_open()
+        pid = None
+        bucket = None
+        if self._part_pos:
+            values = self._row_values(row, self._part_pos, self._partition_keys)
+            if values is not None:
+                pid = self._partition_id(self._partition_name_of_values(values))
+        if self._key_encoder is not None:
+            enc = self._key_encoder
+            values = self._row_values(row, enc.positions, enc.names)
+            if values is not None:
+                try:
+                    bucket = bucket_of_key(enc.encode(values), self._num_buckets)
+                except (TypeError, ValueError, OverflowError) as e:
+                    raise FlussError(f"table '{self._table_name}': cannot encode bucket key "
+                                     f"({', '.join(enc.names)}) of row: {e}") from None
+        if (pid is None and self._part_pos) or (bucket is None and self._key_encoder is not None):
+            # malformed row: the builder raises the precise error
+            RowBatchBuilder(self._schema, self._table_name).append(row)
+            raise FlussError(f"table '{self._table_name}': cannot place row {row!r}")
+        fut = self._acc.append_row(row, pid, bucket, self._num_buckets)
+        return WriteResultHandle(fut, self._runtime)
+
+    # -- Arrow ----------------------------------------------------------------------------------
+    def write_arrow_batch(self, batch: pa.RecordBatch) -> WriteResultHandle:
+        """Write a RecordBatch; rows go to their partition and bucket. Zero-copy up to encoding."""
+        self._check_open()
+        if not isinstance(batch, pa.RecordBatch):
+            if isinstance(batch, pa.Table):
+                return self.write_arrow(batch)
+            raise FlussError(f"table '{self._table_name}': write_arrow_batch needs a "
+                             f"pyarrow.RecordBatch, got {type(batch).__name__}")
+        rb = self._codec.conform(batch)
+        futures = []
+        if rb.num_rows:
+            for pid, part in self._split_partitions(rb):
+                for bucket, piece in self._split_buckets(part):
+                    self._append_slices(piece, pid, bucket, futures)
+        if not futures:
+            return WriteResultHandle(_done_future(), self._runtime)
+        return WriteResultHandle(futures[0] if len(futures) == 1 else tuple(futures), self._runtime)
+
+    def write_arrow(self, table: pa.Table) -> WriteResultHandle:
+        """Write a pyarrow Table (batch by batch)."""
+        self._check_open()
+        if isinstance(table, pa.RecordBatch):
+            return self.write_arrow_batch(table)
+        if not isinstance(table, pa.Table):
+            raise FlussError(f"table '{self._table_name}': write_arrow needs a pyarrow.Table, "
+                             f"got {type(table).__name__}")
+        futures = []
+        for rb in table.to_batches():
+            h = self.write_arrow_batch(rb)
+            futures.extend(h._futures())
+        if not futures:
+            return WriteResultHandle(_done_future(), self._runtime)
+        return WriteResultHandle(tuple(futures), self._runtime)
+
+    def write_pandas(self, df) -> WriteResultHandle:
+        """Write a pandas DataFrame (converted with the table's Arrow schema)."""
+        self._check_open()
+        try:
+            table = pa.Table.from_pandas(df, schema=self._arrow_schema, preserve_index=False)
+        except (pa.ArrowException, ValueError, TypeError, KeyError) as e:
+            raise FlussError(f"table '{self._table_name}': cannot convert the DataFrame to the "
+                             f"table schema: {e}") from None
+        return self.write_arrow(table)
+
+    def _append_slices(self, rb: pa.RecordBatch, pid, bucket, futures) -> None:
+        n = rb.num_rows
+        total = rb.nbytes
+        target = self._acc.target_size(pid)
+        if total <= target or n <= 1:
+            futures.append(self._acc.append_chunk(rb, total, pid, bucket, self._num_buckets))
+            return
+        per = max(1, int(n * target / total))
+        for start in range(0, n, per):
+            chunk = rb.slice(start, per)
+            futures.append(self._acc.append_chunk(chunk, chunk.nbytes, pid, bucket, self._num_buckets))
+
+    def _split_partitions(self, rb: pa.RecordBatch):
+        if not self._part_pos:
+            yield None, rb
+            return
+        cols = [rb.column(i) for i in self._part_pos]
+        uniques = [c.unique() for c in cols]
+        if all(len(u) == 1 for u in uniques):
+            name = self._partition_name_of_values([u[0].as_py() for u in uniques])
+            yield self._partition_id(name), rb
+            return
+        values = [c.to_pylist() for c in cols]
+        groups = {}
+        names = {}
+        for i, vals in enumerate(zip(*values)):
+            key = vals
+            lst = groups.get(key)
+            if lst is None:
+                groups[key] = lst = []
+                names[key] = self._partition_name_of_values(vals)
+            lst.append(i)
+        # resolve every partition before queueing anything, so a missing one fails the whole write
+        ids = {key: self._partition_id(names[key]) for key in groups}
+        for key, idx in groups.items():
+            yield ids[key], rb.take(pa.array(idx, type=pa.int64()))
+
+    def _split_buckets(self, rb: pa.RecordBatch):
+        enc = self._key_encoder
+        if enc is None:
+            yield None, rb
+            return
+        cols = [rb.column(i).to_pylist() for i in enc.positions]
+        try:
+            keys = [enc.encode(list(vals)) for vals in zip(*cols)]
+        except (TypeError, ValueError, OverflowError) as e:
+            raise FlussError(f"table '{self._table_name}': cannot encode bucket key "
+                             f"({', '.join(enc.names)}): {e}") from None
+        buckets = np.asarray(buckets_of_keys(keys, self._num_buckets), dtype=np.int64)
+        first = buckets[0]
+        if (buckets == first).all():
+            yield int(first), rb
+            return
+        order = np.argsort(buckets, kind="stable")
+        sorted_b = buckets[order]
+        taken = rb.take(pa.array(order))
+        bounds = np.flatnonzero(np.diff(sorted_b)) + 1
+        starts = np.concatenate(([0], bounds))
+        ends = np.concatenate((bounds, [len(sorted_b)]))
+        for s, e in zip(starts.tolist(), ends.tolist()):
+            yield int(sorted_b[s]), taken.slice(s, e - s)
+
+    # -- encoding (worker thread or runtime thread) ---------------------------------------------
+    def _encode(self, b) -> None:
+        chunks = b.chunks
+        builder = b.builder
+        if builder is not None and len(builder):
+            chunks.append(builder.build())
+            b.builder = None
+        if len(chunks) == 1:
+            rb = chunks[0]
+        else:
+            rb = pa.concat_batches(chunks)
+        if self._row_codec is None:
+            b.payload = self._codec.encode(rb)
+        else:
+            cols = [c.to_pylist() for c in rb.columns]
+            b.payload = self._row_codec.encode_records(list(zip(*cols)))
+        b.record_count = rb.num_rows
+        b.chunks = None
+
+    # -- flush / close --------------------------------------------------------------------------
+    @on_runtime
+    async def flush(self) -> None:
+        """Wait until everything appended before this call is acknowledged; raise the first
+        error of any batch that failed since the previous flush."""
+        batches = self._acc.begin_flush()
+        self._sender.wake()
+        try:
+            if batches:
+                await asyncio.gather(*[asyncio.wrap_future(b.future) for b in batches],
+                                     return_exceptions=True)
+        finally:
+            self._acc.end_flush()
+        err = self._take_error()
+        if err is not None:
+            raise err
+
+    @on_runtime
+    async def close(self) -> None:
+        """Flush, then refuse further writes (also done by the connection's close)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._acc.set_closing()
+        try:
+            await AppendWriter.flush.__runtime_impl__(self)
+        finally:
+            await self._sender.stop()
+
+    async def __aenter__(self) -> "AppendWriter":
+        return self
+
+    async def __aexit__(self, exc_type=None, exc_value=None, traceback=None) -> bool:
+        if exc_type is None:
+            await self.flush()
+        else:
+            try:
+                await self.flush()
+            except FlussError:
+                pass  # the body's exception is the one to report
+        return False

@@ -1,0 +1,691 @@
+# cython: language_level=3, cdivision=True
+"""Compiled twin of ``columns.py``: rows are written straight into Arrow buffers.
+
+Flat types (bool, ints, floats, str, bytes, date, time, timestamp) go into C buffers that become
+``pa.Array.from_buffers`` at build time, with no Python object kept per value. Only the common,
+exactly-typed values take the C path; anything else (numpy scalars, pandas timestamps, aware
+datetimes, wrong types) goes through the pure converter of ``columns.py``, so acceptance rules and
+error messages are the pure module's. Decimal and nested columns keep converted values in a list
+and use pyarrow's converter.
+"""
+from cpython.ref cimport PyObject
+from cpython.dict cimport PyDict_GetItem
+from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.datetime cimport (
+    import_datetime, PyDateTime_CheckExact, PyDate_CheckExact, PyTime_CheckExact,
+    datetime_tzinfo, time_tzinfo,
+)
+from libc.stdlib cimport realloc, free
+from libc.string cimport memcpy, memset
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t
+
+import pyarrow as pa
+from decimal import Decimal
+
+from fluss_fast import datatypes as T
+from fluss_fast.errors import FlussError
+
+import_datetime()
+
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object o, Py_ssize_t* size) except NULL
+    long long PyLong_AsLongLongAndOverflow(object o, int* overflow) except? -1
+    bint PyLong_CheckExact(object o)
+    bint PyFloat_CheckExact(object o)
+    bint PyUnicode_CheckExact(object o)
+    bint PyBytes_CheckExact(object o)
+    bint PyDict_Check(object o)
+    bint PyList_Check(object o)
+    bint PyTuple_Check(object o)
+    double PyFloat_AS_DOUBLE(object o)
+    double PyFloat_AsDouble(object o) except? -1.0
+    int PyDateTime_GET_YEAR(object o)
+    int PyDateTime_GET_MONTH(object o)
+    int PyDateTime_GET_DAY(object o)
+    int PyDateTime_DATE_GET_HOUR(object o)
+    int PyDateTime_DATE_GET_MINUTE(object o)
+    int PyDateTime_DATE_GET_SECOND(object o)
+    int PyDateTime_DATE_GET_MICROSECOND(object o)
+    int PyDateTime_TIME_GET_HOUR(object o)
+    int PyDateTime_TIME_GET_MINUTE(object o)
+    int PyDateTime_TIME_GET_SECOND(object o)
+    int PyDateTime_TIME_GET_MICROSECOND(object o)
+    Py_ssize_t PyDict_Size(object o)
+    PyObject* PyList_GET_ITEM(object o, Py_ssize_t i)
+    PyObject* PyTuple_GET_ITEM(object o, Py_ssize_t i)
+    Py_ssize_t PyList_GET_SIZE(object o)
+    Py_ssize_t PyTuple_GET_SIZE(object o)
+
+cdef extern from *:
+    ctypedef long long int128 "__int128"
+
+cdef enum Kind:
+    K_BOOL
+    K_INT
+    K_FLOAT
+    K_DOUBLE
+    K_STR
+    K_BIN
+    K_FIXED
+    K_DATE
+    K_TIME
+    K_TS
+    K_DEC
+    K_OBJ
+
+cdef struct Buf:
+    char* p
+    Py_ssize_t n
+    Py_ssize_t cap
+
+cdef int buf_reserve(Buf* b, Py_ssize_t need) except -1:
+    """Ensures ``need`` bytes of capacity; new bytes are zeroed (bitmaps rely on it)."""
+    cdef Py_ssize_t cap
+    cdef char* p
+    if need <= b.cap:
+        return 0
+    cap = b.cap * 2
+    if cap < need:
+        cap = need
+    if cap < 64:
+        cap = 64
+    p = <char*>realloc(b.p, cap)
+    if p == NULL:
+        raise MemoryError()
+    memset(p + b.cap, 0, cap - b.cap)
+    b.p = p
+    b.cap = cap
+    return 0
+
+cdef inline void buf_free(Buf* b):
+    free(b.p)
+    b.p = NULL
+    b.n = 0
+    b.cap = 0
+
+cdef inline object buf_take(Buf* b, Py_ssize_t n):
+    return pa.py_buffer(PyBytes_FromStringAndSize(b.p, n))
+
+cdef inline int64_t days_from_civil(int64_t y, int64_t m, int64_t d):
+    # proleptic Gregorian day number relative to 1970-01-01
+    cdef int64_t era, yoe, doy, doe
+    if m <= 2:
+        y -= 1
+    era = (y if y >= 0 else y - 399) // 400
+    yoe = y - era * 400
+    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+cdef inline int64_t floor_div(int64_t a, int64_t b):
+    # cdivision is on: / and % truncate toward zero as in C
+    cdef int64_t q = a // b
+    if (a % b != 0) and ((a < 0) != (b < 0)):
+        q -= 1
+    return q
+
+
+cdef int parse_decimal(object text, int precision, int scale, int128* out):
+    """``str(Decimal)`` -> unscaled value at ``scale``, rounded half away from zero (HALF_UP).
+
+    Returns 0 on success, 1 when the text is not a plain finite number or the value does not fit
+    ``precision`` digits (the caller then asks the pure converter, which decides and explains).
+    """
+    cdef Py_ssize_t n, i = 0, ndig = 0, frac = 0, sig = 0
+    cdef const char* p = PyUnicode_AsUTF8AndSize(text, &n)
+    cdef bint neg = False, point = False
+    cdef int128 acc = 0, limit = 1
+    cdef long long exp = 0, k
+    cdef int c, esign = 1, round_digit = 0, j
+    cdef int128 kept
+    cdef Py_ssize_t start, keep, pos
+    if n == 0:
+        return 1
+    if p[0] == 45:  # '-'
+        neg = True
+        i = 1
+    start = i
+    # digits, at most one '.', then an optional exponent
+    while i < n:
+        c = p[i]
+        if 48 <= c <= 57:
+            ndig += 1
+            if point:
+                frac += 1
+        elif c == 46 and not point:
+            point = True
+        else:
+            break
+        i += 1
+    if ndig == 0:
+        return 1
+    if i < n:
+        if p[i] != 69 and p[i] != 101:  # 'E' / 'e'
+            return 1
+        i += 1
+        if i < n and (p[i] == 43 or p[i] == 45):
+            if p[i] == 45:
+                esign = -1
+            i += 1
+        if i == n:
+            return 1
+        while i < n:
+            c = p[i]
+            if not (48 <= c <= 57) or exp > 100000:
+                return 1
+            exp = exp * 10 + (c - 48)
+            i += 1
+    # value = digits * 10^(esign*exp - frac); we need digits * 10^k at the target scale
+    k = esign * exp - frac + scale
+    keep = ndig + k if k < 0 else ndig
+    if keep < 0:
+        keep = 0
+    for j in range(precision):
+        limit *= 10
+    pos = 0
+    i = start
+    while i < n and pos < ndig:
+        c = p[i]
+        i += 1
+        if c == 46:
+            continue
+        if pos < keep:
+            if acc != 0 or c != 48:
+                sig += 1
+                if sig > 38:
+                    return 1
+            acc = acc * 10 + (c - 48)
+        elif pos == keep:
+            round_digit = c - 48
+        pos += 1
+    if k > 0:
+        if k > 38:
+            if acc != 0:
+                return 1
+        else:
+            for j in range(k):
+                acc *= 10
+                if acc >= limit:
+                    return 1
+    if round_digit >= 5:
+        acc += 1
+    if acc >= limit:
+        return 1
+    out[0] = -acc if neg else acc
+    return 0
+
+
+cdef class _Col:
+    cdef int kind
+    cdef int width
+    cdef int precision
+    cdef bint nullable
+    cdef int64_t lo, hi
+    cdef Py_ssize_t count, nulls
+    cdef Buf data, offsets, valid
+    cdef object conv
+    cdef object arrow_type
+    cdef list objs
+    cdef object size_of
+    cdef int scale
+    cdef object dec_type
+
+    def __dealloc__(self):
+        buf_free(&self.data)
+        buf_free(&self.offsets)
+        buf_free(&self.valid)
+
+    cdef int reset(self) except -1:
+        self.count = 0
+        self.nulls = 0
+        self.data.n = 0
+        self.valid.n = 0
+        self.offsets.n = 0
+        if self.kind == K_STR or self.kind == K_BIN:
+            buf_reserve(&self.offsets, 4)
+            (<int32_t*>self.offsets.p)[0] = 0
+            self.offsets.n = 4
+        if self.kind == K_OBJ:
+            self.objs = []
+        return 0
+
+    cdef inline int set_valid(self, bint is_valid) except -1:
+        cdef Py_ssize_t i = self.count
+        cdef uint8_t* v
+        buf_reserve(&self.valid, (i >> 3) + 1)
+        v = <uint8_t*>self.valid.p
+        if is_valid:
+            v[i >> 3] |= <uint8_t>(1 << (i & 7))
+        else:
+            v[i >> 3] &= <uint8_t>~(1 << (i & 7))
+        return 0
+
+    cdef int put_null(self) except -1:
+        cdef int k = self.kind
+        self.set_valid(False)
+        if k == K_OBJ:
+            self.objs.append(None)
+        elif k == K_STR or k == K_BIN:
+            self.push_offset()
+        elif k == K_BOOL:
+            self.put_bit(False)
+        else:
+            buf_reserve(&self.data, self.data.n + self.width)
+            memset(self.data.p + self.data.n, 0, self.width)
+            self.data.n += self.width
+        self.nulls += 1
+        self.count += 1
+        return 0
+
+    cdef inline int put_bit(self, bint bit) except -1:
+        cdef Py_ssize_t i = self.count
+        cdef uint8_t* d
+        buf_reserve(&self.data, (i >> 3) + 1)
+        d = <uint8_t*>self.data.p
+        if bit:
+            d[i >> 3] |= <uint8_t>(1 << (i & 7))
+        else:
+            d[i >> 3] &= <uint8_t>~(1 << (i & 7))
+        return 0
+
+    cdef inline int push_offset(self) except -1:
+        if self.data.n > 0x7FFFFFFF:
+            raise OverflowError("more than 2 GiB of string data in one batch")
+        buf_reserve(&self.offsets, self.offsets.n + 4)
+        (<int32_t*>(self.offsets.p + self.offsets.n))[0] = <int32_t>self.data.n
+        self.offsets.n += 4
+        return 0
+
+    cdef inline int put_bytes(self, const char* p, Py_ssize_t n) except -1:
+        buf_reserve(&self.data, self.data.n + n)
+        memcpy(self.data.p + self.data.n, p, n)
+        self.data.n += n
+        return 0
+
+    cdef inline int put_i64(self, int64_t x) except -1:
+        cdef char* at
+        buf_reserve(&self.data, self.data.n + 8)
+        at = self.data.p + self.data.n
+        if self.width == 8:
+            (<int64_t*>at)[0] = x
+        elif self.width == 4:
+            (<int32_t*>at)[0] = <int32_t>x
+        elif self.width == 2:
+            (<int16_t*>at)[0] = <int16_t>x
+        else:
+            (<int8_t*>at)[0] = <int8_t>x
+        self.data.n += self.width
+        return 0
+
+    cdef Py_ssize_t put(self, object v) except -1:
+        """Appends non-None ``v``; returns the variable-length bytes it added."""
+        cdef int k = self.kind
+        cdef long long x
+        cdef int ovf = 0
+        cdef double d
+        cdef float f
+        cdef const char* s
+        cdef Py_ssize_t n = 0
+        cdef int64_t us, ms
+        cdef int128 big = 0
+        cdef object c
+        if k == K_INT:
+            if PyLong_CheckExact(v):
+                x = PyLong_AsLongLongAndOverflow(v, &ovf)
+                if ovf or x < self.lo or x > self.hi:
+                    self.conv(v)  # raises the range error
+                    raise AssertionError("range check disagrees with the converter")
+            else:
+                x = self.conv(v)
+            self.put_i64(x)
+        elif k == K_STR:
+            if not PyUnicode_CheckExact(v):
+                v = self.conv(v)
+            try:
+                s = PyUnicode_AsUTF8AndSize(v, &n)
+            except UnicodeEncodeError:
+                self.conv(v)
+                raise
+            self.put_bytes(s, n)
+            self.push_offset()
+            n += 4
+        elif k == K_DOUBLE or k == K_FLOAT:
+            if PyFloat_CheckExact(v):
+                d = PyFloat_AS_DOUBLE(v)
+            else:
+                d = self.conv(v)
+            buf_reserve(&self.data, self.data.n + 8)
+            if k == K_DOUBLE:
+                (<double*>(self.data.p + self.data.n))[0] = d
+            else:
+                f = <float>d
+                (<float*>(self.data.p + self.data.n))[0] = f
+            self.data.n += self.width
+        elif k == K_TS:
+            if PyDateTime_CheckExact(v) and datetime_tzinfo(v) is None:
+                us = ((days_from_civil(PyDateTime_GET_YEAR(v), PyDateTime_GET_MONTH(v),
+                                       PyDateTime_GET_DAY(v)) * 86400
+                       + PyDateTime_DATE_GET_HOUR(v) * 3600 + PyDateTime_DATE_GET_MINUTE(v) * 60
+                       + PyDateTime_DATE_GET_SECOND(v)) * 1000000
+                      + PyDateTime_DATE_GET_MICROSECOND(v))
+                if self.precision == 0:
+                    self.put_i64(floor_div(us, 1000) // 1000)  # Java: millis / 1000, truncated
+                elif self.precision <= 3:
+                    self.put_i64(floor_div(us, 1000))
+                elif self.precision <= 6:
+                    self.put_i64(us)
+                elif -9223372036854775 <= us <= 9223372036854774:
+                    self.put_i64(us * 1000)
+                else:
+                    self.conv(v)
+                    raise AssertionError("range check disagrees with the converter")
+            else:
+                self.put_i64(self.conv(v))
+        elif k == K_BIN or k == K_FIXED:
+            if not PyBytes_CheckExact(v) or (k == K_FIXED and PyBytes_GET_SIZE(v) != self.width):
+                v = self.conv(v)
+            n = PyBytes_GET_SIZE(v)
+            self.put_bytes(PyBytes_AS_STRING(v), n)
+            if k == K_BIN:
+                self.push_offset()
+                n += 4
+            else:
+                n = 0
+        elif k == K_BOOL:
+            if v is True:
+                self.put_bit(True)
+            elif v is False:
+                self.put_bit(False)
+            else:
+                self.put_bit(self.conv(v))
+        elif k == K_DATE:
+            if PyDate_CheckExact(v):
+                self.put_i64(days_from_civil(PyDateTime_GET_YEAR(v), PyDateTime_GET_MONTH(v),
+                                             PyDateTime_GET_DAY(v)))
+            else:
+                self.put_i64(self.conv(v))
+        elif k == K_TIME:
+            if PyTime_CheckExact(v) and PyDateTime_TIME_GET_MICROSECOND(v) % 1000 == 0:
+                ms = (((PyDateTime_TIME_GET_HOUR(v) * 60 + PyDateTime_TIME_GET_MINUTE(v)) * 60
+                       + PyDateTime_TIME_GET_SECOND(v)) * 1000
+                      + PyDateTime_TIME_GET_MICROSECOND(v) // 1000)
+                if self.precision == 0:
+                    ms = ms // 1000
+                elif self.precision <= 3:
+                    pass
+                elif self.precision <= 6:
+                    ms = ms * 1000
+                else:
+                    ms = ms * 1000000
+                self.put_i64(ms)
+            else:
+                self.put_i64(self.conv(v))
+        elif k == K_DEC:
+            if type(v) is not self.dec_type or parse_decimal(str(v), self.precision, self.scale,
+                                                            &big) != 0:
+                c = self.conv(v)  # raises, or gives the rounded Decimal
+                if parse_decimal(str(c), self.precision, self.scale, &big) != 0:
+                    raise AssertionError(f"decimal {c!r} rejected after conversion")
+            buf_reserve(&self.data, self.data.n + 16)
+            (<int128*>(self.data.p + self.data.n))[0] = big
+            self.data.n += 16
+        else:
+            c = self.conv(v)
+            self.objs.append(c)
+            n = self.size_of(c) if self.size_of is not None else 0
+        self.set_valid(True)
+        self.count += 1
+        return n
+
+    cdef int pop(self) except -1:
+        """Removes the last row (rollback of a half-appended row)."""
+        cdef int k = self.kind
+        cdef Py_ssize_t i
+        if self.count == 0:
+            return 0
+        self.count -= 1
+        i = self.count
+        if not ((<uint8_t*>self.valid.p)[i >> 3] >> (i & 7)) & 1:
+            self.nulls -= 1
+        if k == K_OBJ:
+            self.objs.pop()
+        elif k == K_STR or k == K_BIN:
+            self.offsets.n -= 4
+            self.data.n = (<int32_t*>(self.offsets.p + self.offsets.n - 4))[0]
+        elif k != K_BOOL:
+            self.data.n -= self.width
+        return 0
+
+    cdef Py_ssize_t fixed_bytes(self):
+        cdef int k = self.kind
+        if k == K_STR or k == K_BIN:
+            return self.data.n + self.offsets.n
+        if k == K_BOOL:
+            return (self.count + 7) >> 3
+        if k == K_OBJ:
+            return 0
+        return self.data.n
+
+    cdef object build(self):
+        cdef Py_ssize_t n = self.count
+        cdef object validity = None
+        cdef int k = self.kind
+        if self.nulls:
+            validity = buf_take(&self.valid, (n + 7) >> 3)
+        if k == K_OBJ:
+            arr = pa.array(self.objs, type=self.arrow_type)
+        elif k == K_STR or k == K_BIN:
+            arr = pa.Array.from_buffers(self.arrow_type, n, [
+                validity, buf_take(&self.offsets, self.offsets.n), buf_take(&self.data, self.data.n)],
+                null_count=self.nulls)
+        elif k == K_BOOL:
+            arr = pa.Array.from_buffers(self.arrow_type, n, [validity, buf_take(&self.data, (n + 7) >> 3)],
+                                        null_count=self.nulls)
+        else:
+            arr = pa.Array.from_buffers(self.arrow_type, n, [validity, buf_take(&self.data, self.data.n)],
+                                        null_count=self.nulls)
+        self.reset()
+        return arr
+
+
+_INT_WIDTH = {T.TINYINT: 1, T.SMALLINT: 2, T.INTEGER: 4, T.BIGINT: 8}
+
+
+cdef _Col make_col(dt, arrow_type, conv, size_of, int_ranges):
+    cdef _Col c = _Col()
+    r = dt.root
+    c.nullable = dt.nullable
+    c.conv = conv
+    c.arrow_type = arrow_type
+    c.precision = dt.precision or 0
+    c.size_of = None
+    if r == T.BOOLEAN:
+        c.kind, c.width = K_BOOL, 0
+    elif r in _INT_WIDTH:
+        c.kind, c.width = K_INT, _INT_WIDTH[r]
+        c.lo, c.hi = int_ranges[r]
+    elif r == T.FLOAT:
+        c.kind, c.width = K_FLOAT, 4
+    elif r == T.DOUBLE:
+        c.kind, c.width = K_DOUBLE, 8
+    elif r in (T.STRING, T.CHAR):
+        c.kind, c.width = K_STR, 0
+    elif r == T.BYTES:
+        c.kind, c.width = K_BIN, 0
+    elif r == T.BINARY:
+        c.kind, c.width = K_FIXED, dt.length
+    elif r == T.DATE:
+        c.kind, c.width = K_DATE, 4
+    elif r == T.TIME:
+        c.kind, c.width = K_TIME, (4 if c.precision <= 3 else 8)
+    elif r in (T.TIMESTAMP, T.TIMESTAMP_LTZ):
+        c.kind, c.width = K_TS, 8
+    elif r == T.DECIMAL:
+        c.kind, c.width = K_DEC, 16
+        c.scale = dt.scale
+        c.dec_type = Decimal
+    else:
+        c.kind, c.width = K_OBJ, 0
+        if dt.is_nested:
+            c.size_of = size_of
+    c.reset()
+    return c
+
+
+cdef class RowBatchBuilder:
+    """Accumulates validated rows of one table; ``build()`` returns them as a RecordBatch."""
+
+    cdef readonly object schema
+    cdef readonly str table_name
+    cdef readonly object arrow_schema
+    cdef list _cols
+    cdef list _names
+    cdef list _types
+    cdef dict _index
+    cdef Py_ssize_t _ncols
+    cdef Py_ssize_t _rows
+    cdef Py_ssize_t _var_size
+    cdef Py_ssize_t _row_width
+    cdef list _scratch
+    cdef object _describe
+
+    def __init__(self, schema, str table_name):
+        from fluss_fast.codec import columns as pure
+        self.schema = schema
+        self.table_name = table_name
+        self.arrow_schema = schema.to_arrow()
+        self._names = [c.name for c in schema.columns]
+        self._types = [c.type for c in schema.columns]
+        self._index = {n: i for i, n in enumerate(self._names)}
+        self._ncols = len(self._names)
+        self._describe = pure.describe_value
+        self._cols = [make_col(c.type, f.type, pure.converter_for(c.type), pure._value_size,
+                               pure.INT_RANGES)
+                      for c, f in zip(schema.columns, self.arrow_schema)]
+        self._row_width = sum(pure.fixed_width_of(t) for t in self._types) + (self._ncols + 7) // 8
+        self._scratch = [None] * self._ncols
+        self._rows = 0
+        self._var_size = 0
+
+    def __len__(self):
+        return self._rows
+
+    @property
+    def estimated_size(self):
+        """Approximate uncompressed Arrow bytes of the rows so far."""
+        return self._rows * self._row_width + self._var_size
+
+    cdef _fail(self, Py_ssize_t col, Py_ssize_t row_index, str msg):
+        return FlussError(f"table '{self.table_name}', column '{self._names[col]}' "
+                          f"({self._types[col]}), row {row_index}: {msg}")
+
+    cdef _row_error(self, Py_ssize_t row_index, str msg):
+        return FlussError(f"table '{self.table_name}', row {row_index}: {msg}")
+
+    cdef int _rollback(self, Py_ssize_t upto) except -1:
+        cdef Py_ssize_t j
+        for j in range(upto):
+            (<_Col>self._cols[j]).pop()
+        return 0
+
+    cdef int _unknown_key(self, dict row, Py_ssize_t row_index) except -1:
+        for k in row:
+            if k not in self._index:
+                if not isinstance(k, str):
+                    raise self._row_error(row_index, f"dict keys must be column names (str), "
+                                                     f"got {self._describe(k)}")
+                raise self._row_error(row_index, f"unknown column '{k}'; expected: "
+                                                 f"{', '.join(self._names)}")
+        return 0
+
+    def append(self, row, Py_ssize_t row_index=-1):
+        """Validates and adds one row; returns the estimated batch size so far.
+
+        ``row_index`` (default: the row's position in this batch) is what errors report.
+        """
+        cdef Py_ssize_t i, n = self._ncols, found = 0, added = 0
+        cdef PyObject* p
+        cdef _Col col
+        cdef list vals = self._scratch
+        cdef object v
+        if row_index < 0:
+            row_index = self._rows
+        if PyDict_Check(row):
+            for i in range(n):
+                p = PyDict_GetItem(row, self._names[i])
+                if p == NULL:
+                    if not (<_Col>self._cols[i]).nullable:
+                        raise self._fail(i, row_index, "missing value for NOT NULL column")
+                    vals[i] = None
+                else:
+                    vals[i] = <object>p
+                    found += 1
+            if found != PyDict_Size(row):
+                self._unknown_key(row, row_index)
+            seq = vals
+        elif PyTuple_Check(row) or PyList_Check(row):
+            if len(row) != n:
+                raise self._row_error(row_index, f"expected {n} values "
+                                                 f"({', '.join(self._names)}), got {len(row)}")
+            seq = row
+        else:
+            raise self._row_error(row_index, f"a row must be a dict, list or tuple, "
+                                             f"got {self._describe(row)}")
+        i = 0
+        try:
+            for i in range(n):
+                col = <_Col>self._cols[i]
+                v = seq[i]
+                if v is None:
+                    if not col.nullable:
+                        raise self._fail(i, row_index, "column is NOT NULL but got None")
+                    col.put_null()
+                else:
+                    added += col.put(v)
+        except FlussError:
+            self._rollback(i)
+            raise
+        except ValueError as exc:  # BadValue (and UnicodeEncodeError from the converter)
+            self._rollback(i)
+            raise self._fail(i, row_index, str(exc)) from None
+        except BaseException:
+            self._rollback(i)
+            raise
+        finally:
+            if seq is vals:
+                for i in range(n):
+                    vals[i] = None
+        self._rows += 1
+        self._var_size += added
+        return self._rows * self._row_width + self._var_size
+
+    def extend(self, rows):
+        """Appends every row (errors name the row's index in ``rows``); returns the size so far."""
+        cdef Py_ssize_t i = 0
+        for row in rows:
+            self.append(row, i)
+            i += 1
+        return self._rows * self._row_width + self._var_size
+
+    def build(self):
+        """The rows appended so far as a RecordBatch of the table's Arrow schema; then resets."""
+        arrays = []
+        cdef Py_ssize_t i
+        for i in range(self._ncols):
+            try:
+                arrays.append((<_Col>self._cols[i]).build())
+            except (pa.ArrowException, ValueError, TypeError, OverflowError) as exc:
+                self.reset()
+                raise FlussError(f"table '{self.table_name}', column '{self._names[i]}': "
+                                 f"cannot build the Arrow column: {exc}") from None
+        rb = pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)
+        self._rows = 0
+        self._var_size = 0
+        return rb
+
+    def reset(self):
+        """Drops the rows appended so far."""
+        for c in self._cols:
+            (<_Col>c).reset()
+        self._rows = 0
+        self._var_size = 0

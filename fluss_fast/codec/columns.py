@@ -1,0 +1,510 @@
+"""Python rows -> Arrow columns for a table schema: the append hot path of log tables.
+
+``RowBatchBuilder(schema, table_name)`` accepts rows the way pyfluss does — a dict by column name
+(a missing key means null, an unknown key is an error) or a list/tuple by position (exact arity) —
+validates every value against its Fluss type and accumulates columns until ``build()`` turns them
+into one ``pa.RecordBatch`` with the table's Arrow schema (DATA.md §2.4).
+
+Accepted values per type (pyfluss's rules, plus a few harmless extras marked *):
+
+=========================  =========================================================================
+BOOLEAN                    bool (numpy.bool_)
+TINYINT..BIGINT            int or anything with ``__index__``, never bool; range-checked
+FLOAT, DOUBLE              float, int, anything with ``__float__`` (not str/bytes)
+STRING, CHAR               str
+BYTES / BINARY(n)          bytes, bytearray, memoryview*; BINARY needs exactly n bytes
+DECIMAL(p, s)              decimal.Decimal (int*), rounded HALF_UP to s digits, at most p digits
+DATE                       datetime.date (not datetime)
+TIME                       datetime.time, whole milliseconds only
+TIMESTAMP                  naive datetime, naive pandas.Timestamp, objects with to_pydatetime()
+TIMESTAMP_LTZ              as TIMESTAMP, naive = UTC; tz-aware values are converted to UTC
+ARRAY                      list, tuple, other sequences except str/bytes, numpy arrays*
+MAP                        dict or sequence of (key, value) pairs; keys non-null
+ROW                        dict by field name (missing = null) or list/tuple by position
+=========================  =========================================================================
+
+Timestamps become ``(millis, nanoOfMilli)`` and then the Arrow unit's value exactly as the Java
+writer computes it (seconds = millis / 1000 truncated toward zero). TIME is milliseconds of the
+day scaled to the unit.
+
+The pure builder keeps a list of converted values per column and calls ``pa.array``; the Cython
+twin (``_columns.pyx``) writes flat types straight into Arrow buffers and reuses the converters
+below for everything else, so both accept and reject exactly the same values.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import decimal as _decimal
+import operator
+from collections.abc import Sequence as _SequenceABC
+from typing import Any, Callable, List
+
+import pyarrow as pa
+
+from .. import datatypes as T
+from ..datatypes import DataType, SchemaInfo
+from ..errors import FlussError
+from ._select import pick
+
+__all__ = ["RowBatchBuilder", "converter_for", "BadValue", "describe_value", "INT_RANGES",
+           "fixed_width_of"]
+
+
+class BadValue(ValueError):
+    """A value a column cannot hold; the builder adds table, column and row to the message."""
+
+
+INT_RANGES = {
+    T.TINYINT: (-(1 << 7), (1 << 7) - 1),
+    T.SMALLINT: (-(1 << 15), (1 << 15) - 1),
+    T.INTEGER: (-(1 << 31), (1 << 31) - 1),
+    T.BIGINT: (-(1 << 63), (1 << 63) - 1),
+}
+_INT_NAMES = {T.TINYINT: "TINYINT", T.SMALLINT: "SMALLINT", T.INTEGER: "INT", T.BIGINT: "BIGINT"}
+
+_EPOCH_ORDINAL = _dt.date(1970, 1, 1).toordinal()
+_UTC_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_DEC_CTX = _decimal.Context(prec=100, rounding=_decimal.ROUND_HALF_UP,
+                            Emax=_decimal.MAX_EMAX, Emin=_decimal.MIN_EMIN)
+
+
+def describe_value(v: Any) -> str:
+    r = repr(v)
+    if len(r) > 80:
+        r = r[:77] + "..."
+    return f"{type(v).__name__} {r}"
+
+
+def fixed_width_of(dt: DataType) -> int:
+    """Approximate Arrow bytes per value (data + offsets) for batch-size accounting."""
+    r = dt.root
+    if r in (T.BOOLEAN, T.TINYINT):
+        return 1
+    if r == T.SMALLINT:
+        return 2
+    if r in (T.INTEGER, T.FLOAT, T.DATE):
+        return 4
+    if r == T.TIME:
+        return 4 if (dt.precision or 0) <= 3 else 8
+    if r == T.DECIMAL:
+        return 16
+    if r == T.BINARY:
+        return dt.length
+    if r in (T.STRING, T.CHAR, T.BYTES):
+        return 4
+    return 8
+
+
+def _trunc_div(a: int, b: int) -> int:
+    q = a // b
+    if q < 0 and q * b != a:
+        q += 1
+    return q
+
+
+def _time_scale(precision: int):
+    """millis-of-day -> Arrow time value for TIME(precision)."""
+    if precision == 0:
+        return lambda ms: ms // 1000
+    if precision <= 3:
+        return lambda ms: ms
+    if precision <= 6:
+        return lambda ms: ms * 1000
+    return lambda ms: ms * 1000000
+
+
+def _micros_to_unit(precision: int):
+    """(epoch micros, extra nanos within the micro) -> Arrow timestamp value for the precision."""
+    if precision == 0:
+        return lambda us, ns: _trunc_div(us // 1000, 1000)
+    if precision <= 3:
+        return lambda us, ns: us // 1000
+    if precision <= 6:
+        return lambda us, ns: us
+    return lambda us, ns: us * 1000 + ns
+
+
+def _naive_micros(v: _dt.datetime) -> int:
+    days = v.toordinal() - _EPOCH_ORDINAL
+    return ((days * 86400 + v.hour * 3600 + v.minute * 60 + v.second) * 1000000 + v.microsecond)
+
+
+def _aware_micros(v: _dt.datetime) -> int:
+    d = v - _UTC_EPOCH
+    return (d.days * 86400 + d.seconds) * 1000000 + d.microseconds
+
+
+def _is_pandas_timestamp(v) -> bool:
+    t = type(v)
+    return t.__name__ == "Timestamp" and t.__module__.startswith("pandas")
+
+
+def _timestamp_converter(dt: DataType, ltz: bool) -> Callable:
+    raw_unit = _micros_to_unit(dt.precision)
+
+    def to_unit(us, ns):
+        out = raw_unit(us, ns)
+        if not -(1 << 63) <= out < (1 << 63):
+            raise BadValue(f"timestamp out of range for {dt}")
+        return out
+    label = "TIMESTAMP_LTZ" if ltz else "TIMESTAMP"
+
+    def conv(v):
+        if isinstance(v, _dt.datetime):
+            if _is_pandas_timestamp(v):
+                if v.tz is not None and not ltz:
+                    raise BadValue(f"{label} needs a naive pandas.Timestamp, got a tz-aware one "
+                                   f"({v}); use tz_localize(None) or a TIMESTAMP_LTZ column")
+                ns = v.value  # epoch nanos (UTC for aware, wall clock for naive)
+                return to_unit(ns // 1000, ns % 1000)
+            if v.tzinfo is None or v.utcoffset() is None:
+                return to_unit(_naive_micros(v), 0)
+            if not ltz:
+                raise BadValue(f"{label} needs a naive datetime, got a tz-aware one ({v}); remove "
+                               f"tzinfo or use a TIMESTAMP_LTZ column")
+            return to_unit(_aware_micros(v), 0)
+        to_py = getattr(v, "to_pydatetime", None)
+        if to_py is not None and not isinstance(v, type):
+            try:
+                d = to_py()
+            except Exception as exc:  # noqa: BLE001 - report any conversion failure as a bad value
+                raise BadValue(f"{label} cannot use {describe_value(v)}: {exc}") from None
+            if isinstance(d, _dt.datetime):
+                return conv(d)
+        raise BadValue(f"expected {'' if ltz else 'naive '}datetime.datetime or pandas.Timestamp "
+                       f"for {label}, got {describe_value(v)}")
+
+    return conv
+
+
+def converter_for(dt: DataType) -> Callable[[Any], Any]:
+    """``conv(value) -> storage value`` for a non-None value of Fluss type ``dt``.
+
+    The storage value is what ``pa.array(..., type=dt.to_arrow())`` takes: bool, int (also for
+    DATE/TIME/TIMESTAMP, in the Arrow unit), float, str, bytes, quantized Decimal, lists, lists of
+    (key, value) tuples, and dicts for rows. Raises BadValue.
+    """
+    r = dt.root
+    if r == T.BOOLEAN:
+        def conv(v):
+            if v is True or v is False:
+                return v
+            if type(v).__name__ == "bool_":  # numpy.bool_
+                return bool(v)
+            raise BadValue(f"expected bool for BOOLEAN, got {describe_value(v)}")
+        return conv
+    if r in INT_RANGES:
+        lo, hi = INT_RANGES[r]
+        name = _INT_NAMES[r]
+
+        def conv(v):
+            if v is True or v is False:
+                raise BadValue(f"expected int for {name}, got bool {v!r}; use 0 or 1 explicitly")
+            try:
+                i = operator.index(v)
+            except TypeError:
+                raise BadValue(f"expected int for {name}, got {describe_value(v)}") from None
+            if not lo <= i <= hi:
+                raise BadValue(f"value {i} out of range for {name} [{lo}, {hi}]")
+            return i
+        return conv
+    if r in (T.FLOAT, T.DOUBLE):
+        name = r
+
+        def conv(v):
+            if isinstance(v, float):
+                return v
+            if isinstance(v, (str, bytes, bytearray)):
+                raise BadValue(f"expected float for {name}, got {describe_value(v)}")
+            try:
+                return float(v)
+            except (TypeError, ValueError, OverflowError):
+                raise BadValue(f"expected float for {name}, got {describe_value(v)}") from None
+        return conv
+    if r in (T.STRING, T.CHAR):
+        name = r
+
+        def conv(v):
+            if isinstance(v, str):
+                if not v.isascii():
+                    try:
+                        v.encode("utf-8")
+                    except UnicodeEncodeError as exc:
+                        raise BadValue(f"str {v!r} is not encodable as UTF-8 ({exc.reason})") from None
+                return v
+            raise BadValue(f"expected str for {name}, got {describe_value(v)}")
+        return conv
+    if r in (T.BYTES, T.BINARY):
+        width = dt.length if r == T.BINARY else None
+        name = f"BINARY({width})" if width else "BYTES"
+
+        def conv(v):
+            if isinstance(v, bytes):
+                b = v
+            elif isinstance(v, (bytearray, memoryview)):
+                b = bytes(v)
+            else:
+                raise BadValue(f"expected bytes or bytearray for {name}, got {describe_value(v)}")
+            if width is not None and len(b) != width:
+                raise BadValue(f"{name} needs exactly {width} bytes, got {len(b)}")
+            return b
+        return conv
+    if r == T.DECIMAL:
+        p, s = dt.precision, dt.scale
+        exp = _decimal.Decimal(1).scaleb(-s)
+        limit = _decimal.Decimal(10) ** (p - s)
+        name = f"DECIMAL({p}, {s})"
+
+        def conv(v):
+            if isinstance(v, _decimal.Decimal):
+                d = v
+            elif isinstance(v, int) and not isinstance(v, bool):
+                d = _decimal.Decimal(v)
+            else:
+                raise BadValue(f"expected decimal.Decimal for {name}, got {describe_value(v)}")
+            if not d.is_finite():
+                raise BadValue(f"{d} cannot be stored in {name}")
+            q = _DEC_CTX.quantize(d, exp)
+            if abs(q) >= limit:
+                raise BadValue(f"decimal {v} needs more than {p} digits of precision for {name}")
+            return q
+        return conv
+    if r == T.DATE:
+        def conv(v):
+            if isinstance(v, _dt.date) and not isinstance(v, _dt.datetime):
+                return v.toordinal() - _EPOCH_ORDINAL
+            if isinstance(v, _dt.datetime):
+                raise BadValue(f"expected datetime.date for DATE, got datetime.datetime ({v}); "
+                               f"use a TIMESTAMP column for datetime values")
+            raise BadValue(f"expected datetime.date for DATE, got {describe_value(v)}")
+        return conv
+    if r == T.TIME:
+        scale = _time_scale(dt.precision)
+
+        def conv(v):
+            if not isinstance(v, _dt.time):
+                raise BadValue(f"expected datetime.time for TIME, got {describe_value(v)}")
+            if v.microsecond % 1000:
+                raise BadValue(f"TIME value {v} has sub-millisecond precision; Fluss stores "
+                               f"milliseconds of the day, round it first")
+            return scale(((v.hour * 60 + v.minute) * 60 + v.second) * 1000 + v.microsecond // 1000)
+        return conv
+    if r == T.TIMESTAMP:
+        return _timestamp_converter(dt, False)
+    if r == T.TIMESTAMP_LTZ:
+        return _timestamp_converter(dt, True)
+    if r == T.ARRAY:
+        elem = _nullable_converter(dt.element, "array element")
+
+        def conv(v):
+            if isinstance(v, (list, tuple)):
+                seq = v
+            elif isinstance(v, (str, bytes, bytearray)) or not (
+                    isinstance(v, _SequenceABC) or hasattr(v, "tolist")):
+                raise BadValue(f"expected a list for ARRAY, got {describe_value(v)}")
+            else:
+                seq = v.tolist() if hasattr(v, "tolist") else list(v)
+            return [elem(x) for x in seq]
+        return conv
+    if r == T.MAP:
+        kconv = _nullable_converter(dt.key.with_nullable(False), "map key")
+        vconv = _nullable_converter(dt.value, "map value")
+
+        def conv(v):
+            if isinstance(v, dict):
+                items = v.items()
+            elif isinstance(v, (str, bytes, bytearray)) or not isinstance(v, (list, tuple, _SequenceABC)):
+                raise BadValue(f"expected dict or list of (key, value) pairs for MAP, "
+                               f"got {describe_value(v)}")
+            else:
+                items = v
+                for pair in items:
+                    if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+                        raise BadValue(f"MAP entries must be (key, value) pairs, got "
+                                       f"{describe_value(pair)}")
+            return [(kconv(k), vconv(x)) for k, x in items]
+        return conv
+    if r == T.ROW:
+        fields = dt.fields
+        names = [f.name for f in fields]
+        convs = [_nullable_converter(f.type, f"row field '{f.name}'") for f in fields]
+        name_set = set(names)
+        nullable = [f.type.nullable for f in fields]
+
+        def conv(v):
+            out = {}
+            if isinstance(v, dict):
+                for k in v:
+                    if k not in name_set:
+                        if not isinstance(k, str):
+                            raise BadValue(f"ROW field names must be str, got {describe_value(k)}")
+                        raise BadValue(f"unknown ROW field '{k}'; expected: {', '.join(names)}")
+                for i, n in enumerate(names):
+                    if n in v:
+                        out[n] = convs[i](v[n])
+                    elif not nullable[i]:
+                        raise BadValue(f"missing value for NOT NULL row field '{n}'")
+                    else:
+                        out[n] = None
+                return out
+            if isinstance(v, (list, tuple)):
+                if len(v) != len(names):
+                    raise BadValue(f"expected {len(names)} ROW fields, got {len(v)}")
+                for i, n in enumerate(names):
+                    out[n] = convs[i](v[i])
+                return out
+            raise BadValue(f"expected dict, list or tuple for ROW, got {describe_value(v)}")
+        return conv
+    raise ValueError(f"no converter for type {r}")
+
+
+def _nullable_converter(dt: DataType, what: str) -> Callable:
+    inner = converter_for(dt)
+    if dt.nullable:
+        return lambda v: None if v is None else inner(v)
+
+    def conv(v):
+        if v is None:
+            raise BadValue(f"{what} is NOT NULL ({dt}) but got None")
+        return inner(v)
+    return conv
+
+
+def _value_size(v) -> int:
+    """Rough Arrow size of a converted nested value, for batch-size accounting only."""
+    if isinstance(v, (str, bytes)):
+        return len(v) + 4
+    if isinstance(v, list):
+        return 4 + sum(_value_size(x) for x in v)
+    if isinstance(v, tuple):
+        return sum(_value_size(x) for x in v)
+    if isinstance(v, dict):
+        return sum(_value_size(x) for x in v.values())
+    return 8
+
+
+class RowBatchBuilder:
+    """Accumulates validated rows of one table; ``build()`` returns them as a RecordBatch."""
+
+    def __init__(self, schema: SchemaInfo, table_name: str) -> None:
+        self.schema = schema
+        self.table_name = table_name
+        self.arrow_schema = schema.to_arrow()
+        cols = schema.columns
+        self._names = [c.name for c in cols]
+        self._index = {c.name: i for i, c in enumerate(cols)}
+        self._types = [c.type for c in cols]
+        self._arrow_types = [f.type for f in self.arrow_schema]
+        self._nullable = [c.type.nullable for c in cols]
+        self._convs = [converter_for(c.type) for c in cols]
+        self._var = [c.type.root in (T.STRING, T.CHAR, T.BYTES) for c in cols]
+        self._nested = [c.type.is_nested for c in cols]
+        self._row_width = sum(fixed_width_of(t) for t in self._types) + (len(cols) + 7) // 8
+        self._ncols = len(cols)
+        self._reset()
+
+    def _reset(self) -> None:
+        self._cols: List[list] = [[] for _ in range(self._ncols)]
+        self._rows = 0
+        self._size = 0
+
+    def __len__(self) -> int:
+        return self._rows
+
+    @property
+    def estimated_size(self) -> int:
+        """Approximate uncompressed Arrow bytes of the rows so far."""
+        return self._size
+
+    def _fail(self, col: int, row_index: int, msg: str) -> FlussError:
+        return FlussError(f"table '{self.table_name}', column '{self._names[col]}' "
+                          f"({self._types[col]}), row {row_index}: {msg}")
+
+    def _row_error(self, row_index: int, msg: str) -> FlussError:
+        return FlussError(f"table '{self.table_name}', row {row_index}: {msg}")
+
+    def append(self, row, row_index: int = -1) -> int:
+        """Validates and adds one row; returns the estimated batch size so far.
+
+        ``row_index`` (default: the row's position in this batch) is what errors report.
+        """
+        if row_index < 0:
+            row_index = self._rows
+        values = self._row_values(row, row_index)
+        converted = [None] * self._ncols
+        size = self._row_width
+        for i, v in enumerate(values):
+            if v is None:
+                if not self._nullable[i]:
+                    raise self._fail(i, row_index, "column is NOT NULL but got None")
+                continue
+            try:
+                c = self._convs[i](v)
+            except BadValue as exc:
+                raise self._fail(i, row_index, str(exc)) from None
+            converted[i] = c
+            if self._var[i]:
+                size += 4 + (len(c) if type(c) is bytes or c.isascii() else len(c.encode("utf-8")))
+            elif self._nested[i]:
+                size += _value_size(c)
+        for col, c in zip(self._cols, converted):
+            col.append(c)
+        self._rows += 1
+        self._size += size
+        return self._size
+
+    def extend(self, rows) -> int:
+        """Appends every row (errors name the row's index in ``rows``); returns the size so far."""
+        for i, row in enumerate(rows):
+            self.append(row, i)
+        return self._size
+
+    def _row_values(self, row, row_index: int) -> list:
+        n = self._ncols
+        if isinstance(row, dict):
+            found = 0
+            values = [None] * n
+            for i, name in enumerate(self._names):
+                if name in row:
+                    values[i] = row[name]
+                    found += 1
+                elif not self._nullable[i]:
+                    raise self._fail(i, row_index, "missing value for NOT NULL column")
+            if found != len(row):
+                for k in row:
+                    if k not in self._index:
+                        if not isinstance(k, str):
+                            raise self._row_error(row_index, f"dict keys must be column names "
+                                                             f"(str), got {describe_value(k)}")
+                        raise self._row_error(row_index, f"unknown column '{k}'; expected: "
+                                                         f"{', '.join(self._names)}")
+            return values
+        if isinstance(row, (list, tuple)):
+            if len(row) != n:
+                raise self._row_error(row_index, f"expected {n} values "
+                                                 f"({', '.join(self._names)}), got {len(row)}")
+            return row
+        raise self._row_error(row_index, f"a row must be a dict, list or tuple, "
+                                         f"got {describe_value(row)}")
+
+    def build(self) -> pa.RecordBatch:
+        """The rows appended so far as a RecordBatch of the table's Arrow schema; then resets."""
+        arrays = []
+        for i, col in enumerate(self._cols):
+            try:
+                arrays.append(pa.array(col, type=self._arrow_types[i]))
+            except (pa.ArrowException, ValueError, TypeError, OverflowError) as exc:
+                raise FlussError(f"table '{self.table_name}', column '{self._names[i]}': "
+                                 f"cannot build the Arrow column: {exc}") from None
+        rb = pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)
+        self._reset()
+        return rb
+
+    def reset(self) -> None:
+        """Drops the rows appended so far."""
+        self._reset()
+
+
+RowBatchBuilder_py = RowBatchBuilder
+
+pick("_columns", globals(), ["RowBatchBuilder"])

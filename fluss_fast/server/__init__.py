@@ -1,0 +1,4 @@
+"""The embedded Fluss-protocol server (coordinator + tablet servers in one asyncio process)."""
+from .app import FlussServer, LocalServer, RawBody, RequestContext
+
+__all__ = ["FlussServer", "LocalServer", "RawBody", "RequestContext"]

@@ -1,0 +1,96 @@
+"""`fluss-fast server`: run the embedded Fluss-protocol server until SIGTERM/SIGINT."""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+
+from .app import DEFAULT_IDLE_TIMEOUT_S, FlussServer, new_event_loop
+from .auth import load_users_file, parse_user_spec
+
+
+def default_data_dir() -> str:
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "fluss-fast", "server")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="fluss-fast server",
+                                description="Run the embedded Fluss-protocol server (coordinator + tablet servers).")
+    p.add_argument("--data-dir", default=None,
+                   help=f"where the catalog and logs live (default {default_data_dir()})")
+    p.add_argument("--listen", default="127.0.0.1:9123",
+                   help="HOST:PORT of the coordinator = bootstrap address; tablet server k listens on PORT+1+k "
+                        "(free ports when PORT is 0). Default 127.0.0.1:9123")
+    p.add_argument("--sasl-listen", default=None, metavar="HOST:PORT",
+                   help="also open SASL/PLAIN listeners, the coordinator on this address")
+    p.add_argument("--sasl-user", action="append", default=[], metavar="NAME=PASSWORD",
+                   help="a SASL/PLAIN user (repeatable)")
+    p.add_argument("--sasl-users-file", action="append", default=[], metavar="PATH",
+                   help="file with one NAME=PASSWORD per line (repeatable)")
+    p.add_argument("--tablet-servers", type=int, default=1, metavar="N", help="number of tablet servers (default 1)")
+    p.add_argument("--idle-timeout", type=float, default=DEFAULT_IDLE_TIMEOUT_S, metavar="SECONDS",
+                   help="close connections idle this long (default 600)")
+    p.add_argument("--auto-partition-interval", type=float, default=5.0, metavar="SECONDS",
+                   help="how often auto-partitioned tables are checked (default 5)")
+    p.add_argument("--log-level", default=os.environ.get("FLUSS_FAST_LOG_LEVEL", "WARNING"),
+                   help="DEBUG, INFO, WARNING (default), ERROR")
+    return p
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    users = {}
+    try:
+        for path in args.sasl_users_file:
+            users.update(load_users_file(path))
+        for spec in args.sasl_user:
+            name, password = parse_user_spec(spec)
+            users[name] = password
+    except (OSError, ValueError) as e:
+        parser.error(str(e))
+    if users and not args.sasl_listen:
+        parser.error("--sasl-user/--sasl-users-file need --sasl-listen")
+    if args.tablet_servers < 1:
+        parser.error("--tablet-servers must be >= 1")
+    try:
+        server = FlussServer(args.data_dir or default_data_dir(), listen=args.listen, sasl_listen=args.sasl_listen,
+                             sasl_users=users, tablet_servers=args.tablet_servers, idle_timeout=args.idle_timeout,
+                             auto_partition_interval=args.auto_partition_interval)
+    except ValueError as e:
+        parser.error(str(e))
+    if args.sasl_listen and not users:
+        logging.getLogger("fluss_fast.server").warning("SASL listener without users: nobody can authenticate")
+    loop = new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        return loop.run_until_complete(_serve(server))
+    finally:
+        loop.close()
+
+
+async def _serve(server: FlussServer) -> int:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError):
+            signal.signal(sig, lambda *_: loop.call_soon_threadsafe(stop.set))
+    try:
+        await server.start()
+    except OSError as e:
+        print(f"fluss-fast server: cannot listen: {e}", file=sys.stderr)
+        await server.stop()
+        return 1
+    sys.stdout.write(server.ready_line() + "\n")
+    sys.stdout.flush()
+    await stop.wait()
+    await server.stop()
+    return 0

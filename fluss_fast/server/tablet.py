@@ -1,0 +1,440 @@
+"""Tablet-server data APIs of the embedded server: PRODUCE_LOG, FETCH_LOG, LIST_OFFSETS, LIMIT_SCAN,
+INIT_WRITER, GET_FILESYSTEM_SECURITY_TOKEN (RPC.md §3.7, 3.8, 3.11-3.13, 3.16).
+
+Record bytes are never decoded here: produce validates headers and CRCs (``logbatch``), stamps offsets
+and the commit timestamp in place and writes the batches as they came; fetch answers with a ``RawBody``
+whose chunks are the segment bytes themselves, with the protobuf framing around them written by hand.
+Projection (ARROW tables) rewrites only the Arrow metadata (``ArrowLogCodec.project_batch``).
+
+Error codes chosen where Java gives no rule:
+* a batch whose schema id is not a schema of the table -> per-bucket 9 SCHEMA_NOT_EXIST;
+* a duplicate idempotent batch -> success carrying the offsets it got the first time (what the Java
+  leader does; pyfluss would also accept 32, the Java client would not);
+* LIMIT_SCAN on a primary-key table -> top-level -1 until the KV store exists.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from typing import Optional
+
+from ..codec import logbatch
+from ..codec.errors import CorruptBatchError
+from ..errors import FlussError
+from ..rpc import fluss_api_pb2 as pb
+from ..rpc.api import Api
+from ..rpc.errors import Errors
+from .logstore import LogManager, now_ms, read_segment
+
+log = logging.getLogger("fluss_fast.server.tablet")
+
+_DEFAULT_MAX_WAIT_MS = 100  # Java's wait when a fetch gives min_bytes but no max_wait_ms
+_SMALL_CHUNK = 16 * 1024    # record data below this is copied into the framing buffer
+
+
+def _varint(n: int) -> bytes:
+    if n < 0:
+        n &= (1 << 64) - 1
+    if n < 0x80:
+        return bytes((n,))
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+class _Bucket:
+    """One bucket of a fetch answer: an error, or the high watermark and record chunks."""
+
+    __slots__ = ("partition_id", "bucket_id", "error_code", "error_message", "high_watermark", "chunks",
+                 "size")
+
+    def __init__(self, partition_id, bucket_id):
+        self.partition_id = partition_id
+        self.bucket_id = bucket_id
+        self.error_code = 0
+        self.error_message = None
+        self.high_watermark = -1
+        self.chunks = []
+        self.size = 0
+
+    def fail(self, code: int, message: str) -> None:
+        self.error_code = code
+        self.error_message = message
+        self.chunks = []
+        self.size = 0
+
+    def head(self) -> bytes:
+        m = pb.PbFetchLogRespForBucket(bucket_id=self.bucket_id)
+        if self.partition_id is not None:
+            m.partition_id = self.partition_id
+        if self.error_code:
+            m.error_code = self.error_code
+            if self.error_message:
+                m.error_message = self.error_message
+            return m.SerializeToString()
+        m.high_watermark = self.high_watermark
+        m.log_start_offset = 0
+        # records (field 8) goes last, after every other set field, so the hand-written framing
+        # below produces exactly what SerializeToString would.
+        return m.SerializeToString() + b"\x42" + _varint(self.size)
+
+
+def encode_fetch_response(tables) -> list:
+    """Chunks of a serialized FetchLogResponse; ``tables`` = [(table_id, [_Bucket, ...]), ...]."""
+    chunks: list = []
+    pending = bytearray()
+    for table_id, buckets in tables:
+        parts = []
+        body_len = 0
+        tid = b"\x08" + _varint(table_id)
+        body_len += len(tid)
+        for b in buckets:
+            head = b.head()
+            blen = len(head) + b.size
+            prefix = b"\x12" + _varint(blen)
+            parts.append((prefix + head, b.chunks))
+            body_len += len(prefix) + blen
+        pending += b"\x0a"
+        pending += _varint(body_len)
+        pending += tid
+        for framing, data in parts:
+            pending += framing
+            for chunk in data:
+                if len(chunk) < _SMALL_CHUNK:
+                    pending += chunk
+                else:
+                    if pending:
+                        chunks.append(bytes(pending))
+                        pending = bytearray()
+                    chunks.append(chunk)
+    if pending:
+        chunks.append(bytes(pending))
+    return chunks
+
+
+class TabletService:
+    """The data plane of every tablet server of the process (they share one LogManager; leadership
+    is checked per request against the listener's node id)."""
+
+    def __init__(self, server, log_manager: Optional[LogManager] = None):
+        self.server = server
+        if log_manager is None:
+            log_manager = getattr(server, "logs", None)
+        if log_manager is None:
+            log_manager = LogManager(os.path.join(server.data_dir, "log"))
+        self.logs = log_manager
+        server.logs = log_manager
+        self._codecs: dict = {}
+        catalog = getattr(server, "catalog", None)
+        if catalog is not None:
+            self.logs.purge(self._is_live)
+
+    def _is_live(self, table_id: int, partition_id: Optional[int]) -> bool:
+        entry = self.server.catalog.table_by_id(table_id)
+        if entry is None:
+            return False
+        return partition_id is None or partition_id in entry.partitions
+
+    def handlers(self) -> dict:
+        return {
+            Api.PRODUCE_LOG: self.produce_log,
+            Api.FETCH_LOG: self.fetch_log,
+            Api.LIST_OFFSETS: self.list_offsets,
+            Api.LIMIT_SCAN: self.limit_scan,
+            Api.INIT_WRITER: self.init_writer,
+            Api.GET_FILESYSTEM_SECURITY_TOKEN: self.get_filesystem_security_token,
+        }
+
+    def close(self) -> None:
+        self.logs.close()
+
+    # -- resolution ------------------------------------------------------------------------------
+    def _table(self, table_id: int):
+        return self.server.catalog.table_by_id(table_id)
+
+    def _resolve(self, ctx, entry, table_id: int, partition_id: Optional[int], bucket: int):
+        """``(log, None)`` or ``(None, (code, message))`` for one bucket of a request."""
+        if entry is None:
+            return None, (Errors.UNKNOWN_TABLE_OR_BUCKET_EXCEPTION, f"Unknown table id {table_id}")
+        part = None
+        if entry.is_partitioned:
+            if partition_id is None:
+                return None, (Errors.UNKNOWN_TABLE_OR_BUCKET_EXCEPTION,
+                              f"Table {entry.path} is partitioned: bucket {bucket} needs a partition id")
+            part = entry.partitions.get(partition_id)
+            if part is None:
+                return None, (Errors.UNKNOWN_TABLE_OR_BUCKET_EXCEPTION,
+                              f"Unknown partition id {partition_id} of table {entry.path}")
+        elif partition_id is not None:
+            return None, (Errors.UNKNOWN_TABLE_OR_BUCKET_EXCEPTION,
+                          f"Table {entry.path} is not partitioned, but partition id {partition_id} was given")
+        if not 0 <= bucket < entry.bucket_count:
+            return None, (Errors.UNKNOWN_TABLE_OR_BUCKET_EXCEPTION,
+                          f"Unknown bucket {bucket} of table {entry.path} (it has {entry.bucket_count})")
+        leader = self.server.leader_of(table_id, partition_id, bucket)
+        if ctx.node_id is not None and leader != ctx.node_id:
+            where = f" partition {part.name}" if part is not None else ""
+            return None, (Errors.NOT_LEADER_OR_FOLLOWER,
+                          f"Leader of table {entry.path}{where} bucket {bucket} is tablet server {leader}, "
+                          f"not {ctx.node_id}")
+        return self.logs.get(entry, part, bucket), None
+
+    # -- PRODUCE_LOG -----------------------------------------------------------------------------
+    async def produce_log(self, ctx, version, req):
+        if req.acks not in (-1, 0, 1):
+            raise FlussError(f"Invalid required acks {req.acks} for table id {req.table_id}: "
+                             f"must be -1, 0 or 1", Errors.INVALID_REQUIRED_ACKS)
+        entry = self._table(req.table_id)
+        resp = pb.ProduceLogResponse()
+        for breq in req.buckets_req:
+            pid = breq.partition_id if breq.HasField("partition_id") else None
+            out = resp.buckets_resp.add(bucket_id=breq.bucket_id)
+            if pid is not None:
+                out.partition_id = pid
+            blog, err = self._resolve(ctx, entry, req.table_id, pid, breq.bucket_id)
+            if err is not None:
+                out.error_code, out.error_message = err
+                continue
+            records = breq.records
+            try:
+                info = logbatch.validate_records(records)
+            except CorruptBatchError as e:
+                out.error_code = Errors.CORRUPT_MESSAGE
+                out.error_message = f"Corrupt records for {blog.name}: {e}"
+                continue
+            bad = self._unknown_schema(entry, info, records)
+            if bad is not None:
+                out.error_code = Errors.SCHEMA_NOT_EXIST
+                out.error_message = (f"Batch with schema id {bad} for {blog.name}: the table has schema ids "
+                                     f"{sorted(entry.schemas)}")
+                continue
+            try:
+                result = await blog.append(records, info)
+            except FlussError as e:
+                out.error_code = e.error_code
+                out.error_message = e.message
+                continue
+            out.base_offset = result.base_offset
+        return resp
+
+    @staticmethod
+    def _unknown_schema(entry, info, records) -> Optional[int]:
+        if info.batch_count == 0:
+            return None
+        schemas = entry.schemas
+        if info.schema_id not in schemas:
+            return info.schema_id
+        if info.mixed_schema_ids:
+            for h in logbatch.iter_batches(records):
+                if h.schema_id not in schemas:
+                    return h.schema_id
+        return None
+
+    # -- FETCH_LOG -------------------------------------------------------------------------------
+    async def fetch_log(self, ctx, version, req):
+        min_bytes = req.min_bytes if req.HasField("min_bytes") else 0
+        if req.HasField("max_wait_ms"):
+            max_wait = req.max_wait_ms
+        else:
+            max_wait = _DEFAULT_MAX_WAIT_MS if min_bytes > 0 else 0
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(0, max_wait) / 1000.0
+        while True:
+            tables, total, touched, errors = await self._fetch_once(ctx, req)
+            remaining = deadline - loop.time()
+            if total >= min_bytes or errors or remaining <= 0 or not touched:
+                break
+            fut = loop.create_future()
+            for blog in touched:
+                blog.add_waiter(fut)
+            try:
+                await asyncio.wait_for(fut, remaining)
+            except asyncio.TimeoutError:
+                pass
+            finally:
+                for blog in touched:
+                    blog.remove_waiter(fut)
+        from .app import RawBody
+
+        return RawBody(encode_fetch_response(tables))
+
+    async def _fetch_once(self, ctx, req):
+        budget = req.max_bytes
+        total = 0
+        touched = []
+        errors = False
+        tables = []
+        for treq in req.tables_req:
+            entry = self._table(treq.table_id)
+            projection = None
+            proj_error = None
+            if treq.projection_pushdown_enabled and entry is not None:
+                projection, proj_error = self._projection(entry, list(treq.projected_fields))
+            buckets = []
+            tables.append((treq.table_id, buckets))
+            for breq in treq.buckets_req:
+                pid = breq.partition_id if breq.HasField("partition_id") else None
+                res = _Bucket(pid, breq.bucket_id)
+                buckets.append(res)
+                blog, err = self._resolve(ctx, entry, treq.table_id, pid, breq.bucket_id)
+                if err is not None:
+                    res.fail(*err)
+                    errors = True
+                    continue
+                if proj_error is not None:
+                    res.fail(Errors.INVALID_COLUMN_PROJECTION, proj_error)
+                    errors = True
+                    continue
+                try:
+                    offset = blog.check_fetch_offset(breq.fetch_offset)
+                    res.high_watermark = blog.high_watermark
+                    limit = min(budget, breq.max_fetch_bytes)
+                    if limit > 0 or total == 0:
+                        await self._read_bucket(res, blog, entry, offset, max(limit, 0), total == 0,
+                                                projection)
+                except FlussError as e:
+                    res.fail(e.error_code, e.message)
+                    errors = True
+                    continue
+                total += res.size
+                budget -= res.size
+                touched.append(blog)
+        return tables, total, touched, errors
+
+    async def _read_bucket(self, res: _Bucket, blog, entry, offset: int, limit: int, min_one: bool,
+                           projection) -> None:
+        seg, pos, n = blog.plan_read(offset, limit, min_one)
+        if seg is None:
+            return
+        data = await read_segment(seg, pos, n)
+        if projection is None:
+            res.chunks = [data]
+            res.size = len(data)
+            return
+        parts = []
+        size = 0
+        try:
+            for h in logbatch.iter_batches(data):
+                codec = self._codec(entry, h.schema_id)
+                part = codec.project_batch(data, h, projection)
+                parts.append(part)
+                size += len(part)
+        except (ValueError, IndexError, KeyError) as e:
+            code = Errors.CORRUPT_MESSAGE if isinstance(e, CorruptBatchError) else Errors.INVALID_COLUMN_PROJECTION
+            raise FlussError(f"Cannot project {blog.name} at offset {offset} onto fields {projection}: {e}",
+                             code) from e
+        res.chunks = parts
+        res.size = size
+
+    def _projection(self, entry, fields):
+        fmt = entry.descriptor.log_format
+        if fmt != "ARROW":
+            return None, (f"Column projection is only supported for the ARROW log format; table "
+                          f"{entry.path} uses {fmt}")
+        n = len(entry.schema.columns)
+        if not fields:
+            return None, f"Empty column projection for table {entry.path}"
+        for a, b in zip(fields, fields[1:]):
+            if b <= a:
+                return None, (f"Projected fields {fields} for table {entry.path} must be strictly "
+                              f"ascending without duplicates")
+        if fields[0] < 0 or fields[-1] >= n:
+            return None, f"Projected fields {fields} out of range for table {entry.path} with {n} columns"
+        return fields, None
+
+    def _codec(self, entry, schema_id: int):
+        key = (entry.table_id, schema_id)
+        codec = self._codecs.get(key)
+        if codec is None:
+            from ..codec.arrowlog import ArrowLogCodec
+
+            schema = entry.schemas.get(schema_id)
+            if schema is None:
+                raise KeyError(f"unknown schema id {schema_id}")
+            desc = entry.descriptor
+            codec = ArrowLogCodec(schema, desc.compression, desc.compression_level, table_name=entry.path)
+            self._codecs[key] = codec
+        return codec
+
+    # -- LIST_OFFSETS ----------------------------------------------------------------------------
+    async def list_offsets(self, ctx, version, req):
+        entry = self._table(req.table_id)
+        pid = req.partition_id if req.HasField("partition_id") else None
+        has_ts = req.HasField("startTimestamp")
+        resp = pb.ListOffsetsResponse()
+        for bucket in req.bucket_id:
+            out = resp.buckets_resp.add(bucket_id=bucket)
+            blog, err = self._resolve(ctx, entry, req.table_id, pid, bucket)
+            if err is not None:
+                out.error_code, out.error_message = err
+                continue
+            kind = req.offset_type
+            if kind == 0:
+                out.offset = blog.log_start_offset
+            elif kind == 1 or kind == 3:
+                out.offset = blog.high_watermark
+            elif kind == 2:
+                if not has_ts:
+                    out.error_code = Errors.UNKNOWN_SERVER_ERROR
+                    out.error_message = f"List offsets by timestamp for {blog.name} needs startTimestamp"
+                    continue
+                ts = req.startTimestamp
+                now = now_ms()
+                if ts > now:
+                    out.error_code = Errors.INVALID_TIMESTAMP_EXCEPTION
+                    out.error_message = (f"Timestamp {ts} for {blog.name} is in the future "
+                                         f"(server time {now})")
+                    continue
+                if ts > blog.max_timestamp:
+                    out.offset = blog.high_watermark
+                    continue
+                found = blog.offset_for_timestamp(ts)
+                if found is None:
+                    out.error_code = Errors.INVALID_TIMESTAMP_EXCEPTION
+                    out.error_message = f"No batch of {blog.name} has a commit timestamp >= {ts}"
+                    continue
+                out.offset = found
+            else:
+                out.error_code = Errors.UNKNOWN_SERVER_ERROR
+                out.error_message = f"Unknown offset type {kind} for {blog.name}"
+        return resp
+
+    # -- LIMIT_SCAN ------------------------------------------------------------------------------
+    async def limit_scan(self, ctx, version, req):
+        resp = pb.LimitScanResponse()
+        entry = self._table(req.table_id)
+        pid = req.partition_id if req.HasField("partition_id") else None
+        blog, err = self._resolve(ctx, entry, req.table_id, pid, req.bucket_id)
+        if err is not None:
+            resp.error_code, resp.error_message = err
+            return resp
+        if entry.has_primary_key:
+            kv = getattr(self.server, "kv", None)
+            if kv is not None and hasattr(kv, "limit_scan"):
+                return await kv.limit_scan(ctx, version, req)
+            resp.error_code = Errors.UNKNOWN_SERVER_ERROR
+            resp.error_message = f"Limit scan of primary-key table {entry.path} is not supported yet"
+            return resp
+        if req.limit < 0:
+            resp.error_code = Errors.UNKNOWN_SERVER_ERROR
+            resp.error_message = f"Limit {req.limit} for {blog.name} must not be negative"
+            return resp
+        resp.is_log_table = True
+        hw = blog.high_watermark
+        parts = []
+        if req.limit > 0:
+            for seg, pos, n in blog.whole_batches(max(blog.log_start_offset, hw - req.limit)):
+                parts.append(await read_segment(seg, pos, n))
+        resp.records = b"".join(parts)
+        return resp
+
+    # -- INIT_WRITER / security token ------------------------------------------------------------
+    async def init_writer(self, ctx, version, req):
+        return pb.InitWriterResponse(writer_id=self.logs.next_writer_id())
+
+    async def get_filesystem_security_token(self, ctx, version, req):
+        return pb.GetFileSystemSecurityTokenResponse(schema="file", token=b"")
