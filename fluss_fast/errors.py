@@ -11,6 +11,10 @@ class FlussError(Exception):
     detected in the client.
     """
 
+    # Class-level defaults, as pyfluss's FlussError exposes both names on the class too.
+    message: str = ""
+    error_code: int = _table.CLIENT_ERROR
+
     def __init__(self, message: str, error_code: int = _table.CLIENT_ERROR):
         super().__init__(message, error_code)
         self.message = message

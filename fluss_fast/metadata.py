@@ -272,7 +272,7 @@ class Schema:
             comment = md.get(b"comment")
             if comment is not None:
                 cols[i] = replace(cols[i], comment=comment.decode("utf-8"))
-        self._info = replace(info, columns=tuple(cols))
+        self._info = _assign_field_ids(replace(info, columns=tuple(cols)))
 
     @staticmethod
     def _from_info(info: SchemaInfo) -> "Schema":
@@ -318,6 +318,33 @@ class Schema:
 
     def __reduce__(self):
         return (_schema_from_json, (json.dumps(self._info.to_json()),))
+
+
+def _reassign(t: DataType, counter: list) -> DataType:
+    if t.root == "ARRAY":
+        return replace(t, element=_reassign(t.element, counter))
+    if t.root == "MAP":
+        key = _reassign(t.key, counter)
+        return replace(t, key=key, value=_reassign(t.value, counter))
+    if t.root == "ROW":
+        fields = []
+        for f in t.fields:
+            counter[0] += 1
+            fid = counter[0]
+            fields.append(replace(f, type=_reassign(f.type, counter), field_id=fid))
+        return replace(t, fields=tuple(fields))
+    return t
+
+
+def _assign_field_ids(info: SchemaInfo) -> SchemaInfo:
+    """Ids the way pyfluss numbers a new schema: depth first, a column before its nested ROW fields."""
+    counter = [-1]
+    cols = []
+    for c in info.columns:
+        counter[0] += 1
+        cid = counter[0]
+        cols.append(replace(c, id=cid, type=_reassign(c.type, counter)))
+    return replace(info, columns=tuple(cols), highest_field_id=counter[0])
 
 
 def _schema_from_json(text: str) -> Schema:

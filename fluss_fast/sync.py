@@ -25,24 +25,24 @@ __all__ = ["connect", "wrap", "SyncProxy", "Config"]
 _needs_wrap_cache: Dict[type, bool] = {}
 
 
+# Plain values that happen to live under fluss_fast.client: returned as they are.
+_VALUE_CLASSES = frozenset({"ScanRecord", "ScanRecords", "RecordBatch", "TableMeta", "PartitionMeta",
+                            "Predicate", "ColumnRef"})
+
+
 def _needs_wrap(obj) -> bool:
-    """Only objects with something asynchronous about them get a proxy."""
+    """Client objects (connections, admin, tables, builders, writers, scanners, handles) get a proxy;
+    values (metadata types, records, Arrow data) do not."""
     cls = type(obj)
     cached = _needs_wrap_cache.get(cls)
     if cached is not None:
         return cached
     result = False
-    if cls.__module__.startswith("fluss_fast.") and not isinstance(obj, type):
-        if hasattr(cls, "__aiter__") or hasattr(cls, "__aenter__"):
+    if not isinstance(obj, type):
+        if cls.__module__.startswith("fluss_fast.client.") and cls.__name__ not in _VALUE_CLASSES:
             result = True
-        else:
-            for name in dir(cls):
-                if name.startswith("__"):
-                    continue
-                attr = getattr(cls, name, None)
-                if callable(attr) and (inspect.iscoroutinefunction(attr) or hasattr(attr, "__runtime_impl__")):
-                    result = True
-                    break
+        elif cls.__module__.startswith("fluss_fast.") and (hasattr(cls, "__aiter__") or hasattr(cls, "__aenter__")):
+            result = True
     _needs_wrap_cache[cls] = result
     return result
 
@@ -61,7 +61,7 @@ def _resolve(value, runtime):
         value = runtime.call(value)
     elif isinstance(value, concurrent.futures.Future):
         value = value.result()
-    elif hasattr(value, "__await__") and hasattr(value, "result") and not _needs_wrap(value):
+    elif hasattr(value, "__await__") and hasattr(value, "result") and type(value).__name__ == "_Closing":
         value = value.result()
     return wrap(value)
 

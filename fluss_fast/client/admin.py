@@ -88,7 +88,8 @@ def _fill_spec(msg, spec: Dict[str, str]) -> None:
 
 def _with_context(exc: FlussError, what: str) -> FlussError:
     """Name the object at fault when the server's message does not."""
-    if what and what not in exc.message:
+    quoted = what.split("'")[1] if what.count("'") >= 2 else what
+    if what and quoted not in exc.message:
         return FlussError(f"{exc.message} ({what})", exc.error_code)
     return exc
 
@@ -354,7 +355,7 @@ class FlussAdmin:
                         raise FlussError(f"The server sent no offset for bucket {br.bucket_id} of table '{path}'", -1)
                     out[br.bucket_id] = br.offset
             if not retry:
-                return out
+                return {b: out[b] for b in buckets if b in out}
             md.invalidate(meta.table_id, partition_id)
             await asyncio.sleep(0.1 * (attempt + 1))
         raise last_error

@@ -3,6 +3,7 @@ plus the older guide's ``FlussConnection.connect(config)``."""
 from __future__ import annotations
 
 import asyncio
+import collections.abc
 from typing import Optional
 
 from ..config import Config
@@ -33,16 +34,36 @@ async def _open_context(config: Config) -> ClientContext:
     return ctx
 
 
-class _Closing:
-    """Awaitable handle of a close already under way."""
+class _Closing(collections.abc.Coroutine):
+    """A close already under way. Awaitable (and accepted by ``asyncio.run``) to wait for the end;
+    dropping it without awaiting is fine and warns about nothing."""
 
-    __slots__ = ("_future",)
+    __slots__ = ("_future", "_inner")
 
     def __init__(self, future):
         self._future = future
+        self._inner = None
+
+    def _coro(self):
+        if self._inner is None:
+            self._inner = self._wait()
+        return self._inner
+
+    async def _wait(self):
+        return await asyncio.wrap_future(self._future)
+
+    def send(self, value):
+        return self._coro().send(value)
+
+    def throw(self, *args):
+        return self._coro().throw(*args)
+
+    def close(self):
+        if self._inner is not None:
+            self._inner.close()
 
     def __await__(self):
-        return asyncio.wrap_future(self._future).__await__()
+        return self._coro().__await__()
 
     def result(self, timeout=None):
         return self._future.result(timeout)

@@ -51,7 +51,7 @@ class Runtime:
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
         loop = self._loop
-        if loop is None or self._pid != os.getpid():
+        if loop is None or self._pid != os.getpid() or self._closed:
             loop = self._start()
         return loop
 
@@ -147,7 +147,11 @@ class Runtime:
         except BaseException:
             coro.close()
             raise
-        return asyncio.run_coroutine_threadsafe(coro, loop)
+        try:
+            return asyncio.run_coroutine_threadsafe(coro, loop)
+        except RuntimeError:  # the loop closed under us (interpreter exit)
+            coro.close()
+            raise FlussError("The fluss_fast runtime has been shut down") from None
 
     async def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Await ``coro`` on the runtime from whatever loop the caller runs on."""

@@ -16,6 +16,7 @@ from cpython.float cimport PyFloat_CheckExact, PyFloat_AS_DOUBLE
 cimport cpython.datetime as cdt
 
 import datetime as _dt
+import struct as _struct
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t* size) except NULL
@@ -124,12 +125,20 @@ cdef int64_t MAX_MILLIS = 253402300799999
 
 cdef object _UTC = _dt.timezone.utc
 cdef object _py = None  # fluss_fast.codec.rows, imported on first use (it imports this module)
+cdef object _Decimal = None
+cdef object _conv_decimal = None
+cdef object _make_decimal = None
+cdef object _bigint_bytes = None
 
 
 cdef object _pure():
-    global _py
+    global _py, _Decimal, _conv_decimal, _make_decimal, _bigint_bytes
     if _py is None:
         from fluss_fast.codec import rows as module
+        _Decimal = module._Decimal
+        _conv_decimal = module.conv_decimal
+        _make_decimal = module.make_decimal
+        _bigint_bytes = module.bigint_bytes
         _py = module
     return _py
 
@@ -423,6 +432,16 @@ cdef int compacted_field(WBuf *b, _Field f, object v) except -1:
         wb_varint(b, <uint64_t> x)
         if not f.compact:
             wb_varint(b, <uint64_t> nanos)
+    elif code == C_DECIMAL:
+        if type(v) is not _Decimal:
+            return 0
+        u = _conv_decimal(v, f.info)  # raises the same errors as the pure writer
+        if f.compact:
+            wb_varint(b, <uint64_t> <int64_t> u)
+        else:
+            data = _bigint_bytes(u)
+            wb_varint(b, <uint64_t> PyBytes_GET_SIZE(data))
+            wb_bytes_obj(b, data)
     else:
         return 0
     return 1
@@ -476,13 +495,13 @@ cdef class CompactedRowEncoder:
                                          f"type is {f.info.dtype}")
                     b.p[i >> 3] |= <unsigned char> (1 << (i & 7))
                     continue
-                if not compacted_field(&b, f, v):
-                    tmp = bytearray()
-                    try:
+                try:
+                    if not compacted_field(&b, f, v):
+                        tmp = bytearray()
                         f.slow_write(tmp, v)
-                    except (TypeError, ValueError) as exc:
-                        raise label_error(exc, self._names, i) from None
-                    wb_write(&b, tmp, len(tmp))
+                        wb_write(&b, tmp, len(tmp))
+                except (TypeError, ValueError) as exc:
+                    raise label_error(exc, self._names, i) from None
             return PyBytes_FromStringAndSize(<char *> b.p, b.n)
         finally:
             wb_free(&b)
@@ -634,6 +653,8 @@ cdef class CompactedRowDecoder:
                     out[i] = make_date(read_v32(p, &pos, end))
                 elif code == C_TIME:
                     out[i] = make_time(read_v32(p, &pos, end))
+                elif code == C_DECIMAL and f.compact:
+                    out[i] = _make_decimal(read_v64(p, &pos, end), f.scale)
                 elif code == C_TIMESTAMP or code == C_TIMESTAMP_LTZ:
                     x = read_v64(p, &pos, end)
                     out[i] = make_ts(x, read_v32(p, &pos, end) if not f.compact else 0,
@@ -641,13 +662,8 @@ cdef class CompactedRowDecoder:
                 else:
                     v, pos = f.slow_read(buf, pos, end)
                     out[i] = v
-        except (ValueError, OverflowError, IndexError, UnicodeDecodeError) as exc:
+        except (ValueError, OverflowError, IndexError, UnicodeDecodeError, _struct.error) as exc:
             raise ValueError(f"corrupt CompactedRow, {_pure()._field_label(self._names, i)}: {exc}") from None
-        except Exception as exc:
-            if type(exc).__name__ == "error":  # struct.error from a pure reader
-                raise ValueError(f"corrupt CompactedRow, {_pure()._field_label(self._names, i)}: "
-                                 f"{exc}") from None
-            raise
         if pos > end:
             raise ValueError(f"corrupt CompactedRow: fields run {pos - end} bytes past its end")
         return out, pos
@@ -757,6 +773,18 @@ cdef int indexed_field(WBuf *b, _Field f, object v, Py_ssize_t *var_len) except 
         memcpy(b.p + b.n, s, n)
         memset(b.p + b.n + n, 0, f.size - n)
         b.n += f.size
+    elif code == C_DECIMAL:
+        if type(v) is not _Decimal:
+            return 0
+        u = _conv_decimal(v, f.info)
+        if f.compact:
+            wb_reserve(b, 8)
+            ff_rw_put64(b.p + b.n, <int64_t> u)
+            b.n += 8
+        else:
+            data = _bigint_bytes(u)
+            wb_bytes_obj(b, data)
+            var_len[0] = PyBytes_GET_SIZE(data)
     else:
         return 0
     return 1
@@ -807,13 +835,13 @@ cdef class IndexedRowEncoder:
                     b.p[i >> 3] |= <unsigned char> (1 << (i & 7))
                     continue
                 var_len = -1
-                if not indexed_field(&b, f, v, &var_len):
-                    try:
+                try:
+                    if not indexed_field(&b, f, v, &var_len):
                         data = f.slow_write(v)
-                    except (TypeError, ValueError) as exc:
-                        raise label_error(exc, self._names, i) from None
-                    wb_bytes_obj(&b, data)
-                    var_len = len(data)
+                        wb_bytes_obj(&b, data)
+                        var_len = len(data)
+                except (TypeError, ValueError) as exc:
+                    raise label_error(exc, self._names, i) from None
                 if not f.fixed:
                     ff_rw_put32(b.p + vslot, <int32_t> var_len)
                     vslot += 4
@@ -908,6 +936,8 @@ cdef class IndexedRowDecoder:
                                          code == C_TIMESTAMP_LTZ)
                     elif code == C_CHAR or code == C_BINARY:
                         out[i] = strip_zeros(p + q, size, code == C_CHAR)
+                    elif code == C_DECIMAL:
+                        out[i] = _make_decimal(ff_rw_get64(p + q), f.scale)
                     else:
                         out[i] = f.slow_read(buf, q)
                     q += size
@@ -923,11 +953,6 @@ cdef class IndexedRowDecoder:
                     else:
                         out[i] = f.slow_read(buf, q, n)
                     q += n
-        except (ValueError, OverflowError, IndexError, UnicodeDecodeError) as exc:
+        except (ValueError, OverflowError, IndexError, UnicodeDecodeError, _struct.error) as exc:
             raise ValueError(f"corrupt IndexedRow, {_pure()._field_label(self._names, i)}: {exc}") from None
-        except Exception as exc:
-            if type(exc).__name__ == "error":  # struct.error from a pure reader
-                raise ValueError(f"corrupt IndexedRow, {_pure()._field_label(self._names, i)}: "
-                                 f"{exc}") from None
-            raise
         return out

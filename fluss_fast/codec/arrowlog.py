@@ -17,9 +17,12 @@ the small ``Message``/``RecordBatch`` flatbuffer and copies the kept buffer span
 from __future__ import annotations
 
 import struct
+import threading
 from typing import List, Optional, Sequence, Tuple
 
+import lz4.frame
 import pyarrow as pa
+import zstandard
 
 from ..datatypes import SchemaInfo
 from ..errors import FlussError
@@ -240,6 +243,39 @@ def write_message_meta(m: MessageMeta) -> bytes:
     return bytes(out)
 
 
+_NO_COMPRESSION = _I64.pack(-1)
+# From about this much Arrow data on, pyarrow's writer wins: it compresses buffers on its thread
+# pool, while below it the per-buffer codec setup it pays dominates (measured: 1000 rows of a
+# 4-column batch encode ~1.5x faster with our compressor, 100k rows ~2.5x slower).
+_PYARROW_WRITER_MIN_BYTES = 512 * 1024
+_ZEROS = bytes(8)
+
+
+class _BufferCompressor:
+    """Compresses single IPC body buffers into standalone frames, reusing codec state.
+
+    Arrow C++ builds a fresh codec context for every buffer, which dominates the cost of small
+    batches; a zstd context per thread (they are not thread-safe) and LZ4's one-shot frame API make
+    compressing a small batch several times cheaper. LZ4 frames use independent 64 KiB blocks and no
+    content size or checksums (FLG 0x60, BD 0x40), which is what Fluss's Java reader accepts.
+    """
+
+    def __init__(self, name: str, level: int) -> None:
+        self.name = name
+        self.level = level
+        self._local = threading.local()
+
+    def compress(self, data) -> bytes:
+        if self.name == "lz4":
+            return lz4.frame.compress(data, block_size=lz4.frame.BLOCKSIZE_MAX64KB,
+                                      block_linked=False, content_checksum=False,
+                                      store_size=False)
+        z = getattr(self._local, "z", None)
+        if z is None:
+            z = self._local.z = zstandard.ZstdCompressor(level=self.level)
+        return z.compress(data)
+
+
 def _as_bytes_view(buf) -> memoryview:
     mv = memoryview(buf)
     if mv.ndim != 1 or mv.format not in ("B", "b", "c"):
@@ -287,6 +323,7 @@ class ArrowLogCodec:
             codec = pa.Codec(name, compression_level=level) if name == "zstd" else pa.Codec(name)
             self._codec_id = _CODEC_ZSTD if name == "zstd" else _CODEC_LZ4_FRAME
             self._options = pa.ipc.IpcWriteOptions(compression=codec)
+            self._compressor = _BufferCompressor(name, level)
         self._shapes_cache: dict = {}
         self._empty_cache: dict = {}
 
@@ -329,10 +366,61 @@ class ArrowLogCodec:
         return pa.RecordBatch.from_arrays(cols, schema=target)
 
     def encode(self, batch: pa.RecordBatch):
-        """The IPC RecordBatch message for ``batch`` (a bytes-like ``pa.Buffer``)."""
+        """The IPC RecordBatch message for ``batch`` (bytes-like: ``pa.Buffer`` or ``bytes``)."""
         batch = self.conform(batch)
         if self._options is None:
             return batch.serialize()
+        if batch.nbytes >= _PYARROW_WRITER_MIN_BYTES:
+            return self._encode_pyarrow(batch)
+        return self._compress_message(batch.serialize())
+
+    def _compress_message(self, raw) -> bytes:
+        """Turns an uncompressed IPC RecordBatch message into a BUFFER-compressed one.
+
+        Each non-empty buffer becomes ``int64 uncompressed length + frame``, or ``-1 + raw bytes``
+        when compression does not pay off (as Arrow-Java does); empty buffers stay empty (as Arrow
+        C++ does). Buffers stay 8-aligned within the body.
+        """
+        mv = memoryview(raw)
+        meta_len = _I32.unpack_from(mv, 4)[0]
+        meta = read_message_meta(mv[8:8 + meta_len])
+        body = mv[8 + meta_len:]
+        compress = self._compressor.compress
+        parts: list = [None]
+        new_bufs = []
+        cursor = 0
+        for off, length in meta.buffers:
+            if length == 0:
+                new_bufs.append((cursor, 0))
+                continue
+            src = body[off:off + length]
+            packed = compress(src)
+            if len(packed) < length:
+                parts.append(_I64.pack(length))
+                parts.append(packed)
+                size = 8 + len(packed)
+            else:
+                parts.append(_NO_COMPRESSION)
+                parts.append(src)
+                size = 8 + length
+            new_bufs.append((cursor, size))
+            pad = (-size) % 8
+            if pad:
+                parts.append(_ZEROS[:pad])
+            cursor += size + pad
+        new_meta = write_message_meta(MessageMeta(meta.length, meta.nodes, new_bufs, self._codec_id,
+                                                  cursor, meta.version, 0))
+        parts[0] = _CONTINUATION + _I32.pack(len(new_meta)) + new_meta
+        return b"".join(parts)
+
+    def encode_with_pyarrow(self, batch: pa.RecordBatch):
+        """Same message through pyarrow's IPC writer (its own per-buffer codec contexts)."""
+        batch = self.conform(batch)
+        if self._options is None:
+            return batch.serialize()
+        return self._encode_pyarrow(batch)
+
+    def _encode_pyarrow(self, batch: pa.RecordBatch):
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, batch.schema, options=self._options) as writer:
             writer.write_batch(batch)
@@ -536,19 +624,13 @@ class ArrowLogCodec:
         rb, change_types = self.decode(mv, header, arrow_schema=schema)
         sub = pa.schema([schema.field(i) for i in fields])
         rb = pa.RecordBatch.from_arrays([rb.column(i) for i in fields], schema=sub)
-        if self._options is None:
-            msg = rb.serialize()
-        else:
-            sink = pa.BufferOutputStream()
-            with pa.ipc.new_stream(sink, sub, options=self._options) as writer:
-                writer.write_batch(rb)
-            out = sink.getvalue()
-            s = 8 + _I32.unpack_from(out, 4)[0]
-            msg = out.slice(s, out.size - 8 - s)
+        msg = rb.serialize()
+        if self._options is not None:
+            msg = self._compress_message(msg)
         fixed = {0: V0_HEADER_SIZE, 1: V1_HEADER_SIZE}.get(header.magic, V2_HEADER_SIZE)
         pos = header.position
         head = bytearray(mv[pos:pos + fixed])
-        total = fixed + ct_len + msg.size
+        total = fixed + ct_len + len(msg)
         _I32.pack_into(head, 8, total - LOG_OVERHEAD)
         if header.magic == 1:
             _I32.pack_into(head, 48, 0)

@@ -189,7 +189,7 @@ def converter_for(dt: DataType) -> Callable[[Any], Any]:
         def conv(v):
             if v is True or v is False:
                 return v
-            if type(v).__name__ == "bool_":  # numpy.bool_
+            if type(v).__module__ == "numpy" and type(v).__name__ in ("bool_", "bool"):
                 return bool(v)
             raise BadValue(f"expected bool for BOOLEAN, got {describe_value(v)}")
         return conv
@@ -265,7 +265,7 @@ def converter_for(dt: DataType) -> Callable[[Any], Any]:
             if not d.is_finite():
                 raise BadValue(f"{d} cannot be stored in {name}")
             q = _DEC_CTX.quantize(d, exp)
-            if abs(q) >= limit:
+            if q.copy_abs() >= limit:  # abs() would round to the thread context precision
                 raise BadValue(f"decimal {v} needs more than {p} digits of precision for {name}")
             return q
         return conv

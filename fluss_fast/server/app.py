@@ -56,8 +56,10 @@ _unpack_key_version = struct.Struct(">hh").unpack_from
 # Real API versions are 0..2 today; anything far beyond is not a Fluss client talking.
 _MAX_SANE_VERSION = 255
 
-_INITIAL_BUFFER = 256 * 1024
-_MIN_FREE = 16 * 1024
+# Small frames share one ring buffer per connection; anything bigger is read into a buffer of its own
+# exact size, so record payloads land in memory once and idle connections stay cheap.
+_INITIAL_BUFFER = 64 * 1024
+_MIN_FREE = 8 * 1024
 _MAX_INFLIGHT = 1024  # per connection; reading pauses above this so a flood cannot grow memory
 _MAX_ERROR_MESSAGE = 2048
 
@@ -346,7 +348,9 @@ class _Connection(asyncio.BufferedProtocol):
             response = await handler(self._ctx, version, request)
             if self._closed:
                 return
-            if isinstance(response, RawBody):
+            if isinstance(response, (bytes, bytearray, memoryview)):
+                self._transport.writelines([_pack_resp(5 + len(response), 0, request_id), response])
+            elif isinstance(response, RawBody):
                 size = 0
                 for chunk in response:
                     size += len(chunk)
@@ -456,6 +460,7 @@ class FlussServer:
         self.authenticator = PlainAuthenticator(dict(sasl_users or {})) if self.sasl_listen else None
         self.idle_timeout = float(idle_timeout)
         self.auto_partition_interval = float(auto_partition_interval)
+        self.shutdown_grace = 2.0
         self.catalog: Optional[Catalog] = None
         self.logs = None  # the LogManager, set by the TabletService
         self.tablet_service = None
@@ -538,6 +543,12 @@ class FlussServer:
 
     async def _bind(self, lst: _Listener, exact: bool) -> None:
         loop = asyncio.get_running_loop()
+        if lst.port == 0 and lst.host not in ("0.0.0.0", "::", ""):
+            # A name with several addresses would get a different free port per address; pick one.
+            infos = await loop.getaddrinfo(lst.host, 0, type=socket.SOCK_STREAM)
+            infos.sort(key=lambda i: i[0] != socket.AF_INET)
+            if infos:
+                lst.host = infos[0][4][0]
         try:
             srv = await loop.create_server(lambda: _Connection(lst), lst.host, lst.port, reuse_address=True,
                                            backlog=1024)
@@ -585,6 +596,19 @@ class FlussServer:
                 pass
         self._background.clear()
         await self._close_listeners()
+        # Let requests in flight finish (a produce must not see its log closed under it), then cut.
+        for conn in list(self._connections):
+            try:
+                conn._transport.pause_reading()
+            except (RuntimeError, AttributeError):
+                pass
+        pending = [t for conn in list(self._connections) for t in conn._tasks]
+        if pending:
+            done, still = await asyncio.wait(pending, timeout=self.shutdown_grace)
+            for t in still:
+                t.cancel()
+            if still:
+                await asyncio.wait(still, timeout=1.0)
         for conn in list(self._connections):
             conn.close()
         if self.coordinator is not None:

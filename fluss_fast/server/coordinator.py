@@ -686,6 +686,9 @@ class Coordinator:
         self.server = server
         self.catalog = server.catalog
         self._task: Optional[asyncio.Task] = None
+        self._nodes_cache: dict = {}
+        self._meta_cache: dict = {}  # table id -> (version key, serialized field 3 of MetadataResponse)
+        self._pmeta_cache: dict = {}  # partition id -> serialized field 4 (ids are never reused)
 
     # -- life cycle ----------------------------------------------------------------------------
     async def start(self) -> None:
@@ -750,6 +753,10 @@ class Coordinator:
             bm.replica_id.extend(replicas_of(table_id, partition_id, b, rf))
 
     def _drop_data(self, table_id: int, partition_id: Optional[int] = None) -> None:
+        if partition_id is None:
+            self._meta_cache.pop(table_id, None)
+        else:
+            self._pmeta_cache.pop(partition_id, None)
         logs = getattr(self.server, "logs", None)
         if logs is None:
             return
@@ -771,21 +778,11 @@ class Coordinator:
 
     # -- metadata ------------------------------------------------------------------------------
     async def get_metadata(self, ctx, version, req):
-        resp = pb.MetadataResponse()
-        node_id, host, port = self.server.coordinator_node(ctx.listener)
-        cs = resp.coordinator_server
-        cs.node_id, cs.host, cs.port = node_id, host, port
-        for nid, h, p in self.server.tablet_nodes(ctx.listener):
-            resp.tablet_servers.add(node_id=nid, host=h, port=p)
+        # Clients ask for the same tables over and over: the answer is spliced together from cached,
+        # already-serialized pieces (a protobuf message is the concatenation of its fields).
+        parts = [self._nodes_prefix(ctx.listener)]
         for tp in req.table_path:
-            entry = self._table(tp)
-            tm = resp.table_metadata.add(table_id=entry.table_id, schema_id=entry.schema_id,
-                                         table_json=entry.table_json, created_time=entry.created_time,
-                                         modified_time=entry.modified_time)
-            tm.table_path.database_name = entry.database
-            tm.table_path.table_name = entry.table_name
-            if not entry.is_partitioned:
-                self._fill_buckets(tm.bucket_metadata, entry.table_id, None, entry)
+            parts.append(self._table_metadata_field(self._table(tp)))
         for pp in req.partitions_path:
             entry = self.catalog.table(pp.database_name, pp.table_name)
             if entry is None:
@@ -794,19 +791,49 @@ class Coordinator:
             if part is None:
                 raise FlussError(f"Table partition '{entry.path}(p={pp.partition_name})' does not exist.",
                                  Errors.PARTITION_NOT_EXISTS)
-            self._add_partition_metadata(resp, entry, part)
+            parts.append(self._partition_metadata_field(entry, part))
         for pid in req.partitions_id:
             entry = self.catalog.table_of_partition(pid)
             part = entry.partitions.get(pid) if entry is not None else None
             if part is None:
                 raise FlussError(f"Partition with id {pid} does not exist.", Errors.PARTITION_NOT_EXISTS)
-            self._add_partition_metadata(resp, entry, part)
-        return resp
+            parts.append(self._partition_metadata_field(entry, part))
+        return b"".join(parts)
 
-    def _add_partition_metadata(self, resp, entry: TableEntry, part: PartitionEntry) -> None:
-        pm = resp.partition_metadata.add(table_id=entry.table_id, partition_name=part.name,
-                                         partition_id=part.partition_id)
-        self._fill_buckets(pm.bucket_metadata, entry.table_id, part.partition_id, entry)
+    def _nodes_prefix(self, listener: str) -> bytes:
+        cached = self._nodes_cache.get(listener)
+        if cached is None:
+            resp = pb.MetadataResponse()
+            node_id, host, port = self.server.coordinator_node(listener)
+            cs = resp.coordinator_server
+            cs.node_id, cs.host, cs.port = node_id, host, port
+            for nid, h, p in self.server.tablet_nodes(listener):
+                resp.tablet_servers.add(node_id=nid, host=h, port=p)
+            cached = self._nodes_cache[listener] = resp.SerializeToString()
+        return cached
+
+    def _table_metadata_field(self, entry: TableEntry) -> bytes:
+        key = (entry.table_id, entry.schema_id, entry.modified_time)
+        cached = self._meta_cache.get(entry.table_id)
+        if cached is None or cached[0] != key:
+            tm = pb.PbTableMetadata(table_id=entry.table_id, schema_id=entry.schema_id, table_json=entry.table_json,
+                                    created_time=entry.created_time, modified_time=entry.modified_time)
+            tm.table_path.database_name = entry.database
+            tm.table_path.table_name = entry.table_name
+            if not entry.is_partitioned:
+                self._fill_buckets(tm.bucket_metadata, entry.table_id, None, entry)
+            cached = (key, _field(3, tm.SerializeToString()))
+            self._meta_cache[entry.table_id] = cached
+        return cached[1]
+
+    def _partition_metadata_field(self, entry: TableEntry, part: PartitionEntry) -> bytes:
+        cached = self._pmeta_cache.get(part.partition_id)
+        if cached is None:
+            pm = pb.PbPartitionMetadata(table_id=entry.table_id, partition_name=part.name,
+                                        partition_id=part.partition_id)
+            self._fill_buckets(pm.bucket_metadata, entry.table_id, part.partition_id, entry)
+            cached = self._pmeta_cache[part.partition_id] = _field(4, pm.SerializeToString())
+        return cached
 
     # -- databases -----------------------------------------------------------------------------
     async def create_database(self, ctx, version, req):
@@ -1151,6 +1178,23 @@ class Coordinator:
         if changed and commit:
             await self.catalog.commit()
         return changed
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """A length-delimited protobuf field: tag, length, bytes."""
+    return _varint((number << 3) | 2) + _varint(len(payload)) + payload
 
 
 def _rf_of(entry: TableEntry) -> int:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 from datetime import datetime, timedelta
 
 import pytest
@@ -465,3 +466,105 @@ def test_everything_survives_restart(start_server):
         meta = c.call(Api.GET_METADATA, pb.MetadataRequest(table_path=[table_path("keep", "t1")]))
         assert [b.leader_id for b in meta.table_metadata[0].bucket_metadata] == [
             (before_t1.table_id + b) % 2 for b in range(4)]
+
+
+# -- embedding and the command line ------------------------------------------------------------------
+async def test_local_server_in_this_loop(tmp_path):
+    import asyncio
+
+    from fluss_fast.server import LocalServer
+
+    async with LocalServer(data_dir=str(tmp_path), sasl_users={"u": "p"}, tablet_servers=2) as srv:
+        assert srv.sasl_bootstrap_servers and srv.bootstrap_servers != srv.sasl_bootstrap_servers
+
+        def talk():
+            with WireClient(srv.bootstrap_servers) as c:
+                c.call(Api.CREATE_DATABASE, pb.CreateDatabaseRequest(database_name="emb", ignore_if_exists=False))
+                return len(c.call(Api.GET_METADATA, pb.MetadataRequest()).tablet_servers)
+
+        # the blocking test client runs on a thread: the server is served by this very loop
+        assert await asyncio.get_running_loop().run_in_executor(None, talk) == 2
+    assert (tmp_path / "catalog" / "catalog.json").exists()
+    assert b'"emb"' in (tmp_path / "catalog" / "catalog.json").read_bytes()
+
+
+def test_local_server_on_a_thread():
+    import os
+
+    from fluss_fast.server import LocalServer
+
+    with LocalServer() as srv:
+        data_dir = srv.data_dir
+        with WireClient(srv.bootstrap_servers) as c:
+            assert c.call(Api.DATABASE_EXISTS, pb.DatabaseExistsRequest(database_name="fluss")).exists
+    assert not os.path.exists(data_dir)  # a temporary data dir goes away with the server
+
+
+def test_cli_arguments_and_signals(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    bad = subprocess.run([sys.executable, "-m", "fluss_fast", "server", "--sasl-user", "a=b"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "--sasl-listen" in bad.stderr
+    bad = subprocess.run([sys.executable, "-m", "fluss_fast", "server", "--listen", "nohostport"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "HOST:PORT" in bad.stderr
+    proc = subprocess.Popen([sys.executable, "-m", "fluss_fast", "server", "--data-dir", str(tmp_path),
+                             "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("READY bootstrap.servers=127.0.0.1:") and "sasl" not in line
+        with WireClient(line.split("=", 1)[1].strip()) as c:
+            c.call(Api.LIST_DATABASES, pb.ListDatabasesRequest())
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def _partition_names(c, db, table):
+    infos = c.call(Api.LIST_PARTITION_INFOS, pb.ListPartitionInfosRequest(table_path=table_path(db, table)))
+    return sorted(i.partition_spec.partition_key_values[0].value for i in infos.partitions_info)
+
+
+def test_auto_partition_background_task_and_retention(start_server):
+    import time
+
+    srv = start_server(sasl=False, extra_args=["--auto-partition-interval", "0.2"])
+    props = {"table.auto-partition.enabled": "true", "table.auto-partition.time-zone": "UTC",
+             "table.auto-partition.num-retention": "2"}
+    with WireClient(srv.bootstrap_servers) as c:
+        create_table(c, "fluss", "ap", descriptor(SIMPLE, partition_keys=["name"], properties=props))
+        created = _partition_names(c, "fluss", "ap")
+        assert len(created) == 2
+        c.call(Api.DROP_PARTITION, pb.DropPartitionRequest(table_path=table_path("fluss", "ap"),
+                                                           partition_spec=spec(name=created[1]),
+                                                           ignore_if_not_exists=False))
+        deadline = time.monotonic() + 10
+        while _partition_names(c, "fluss", "ap") != created and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _partition_names(c, "fluss", "ap") == created  # the periodic check re-created it
+        # an old partition on a table that is not auto-partitioned yet...
+        create_table(c, "fluss", "later", descriptor(SIMPLE, partition_keys=["name"], properties={
+            "table.auto-partition.time-zone": "UTC", "table.auto-partition.num-retention": "2"}))
+        c.call(Api.CREATE_PARTITION, pb.CreatePartitionRequest(table_path=table_path("fluss", "later"),
+                                                               partition_spec=spec(name="20200101"),
+                                                               ignore_if_not_exists=False))
+    # ...which becomes auto-partitioned (as an ALTER would do): the old one expires, current ones appear
+    srv.stop()
+    catalog = os.path.join(srv.data_dir, "catalog", "catalog.json")
+    with open(catalog) as f:
+        state = json.load(f)
+    for d in state["databases"]:
+        for t in d["tables"]:
+            if t["name"] == "later":
+                t["descriptor"]["properties"]["table.auto-partition.enabled"] = "true"
+    with open(catalog, "w") as f:
+        json.dump(state, f)
+    srv.start()
+    with WireClient(srv.bootstrap_servers) as c:
+        assert _partition_names(c, "fluss", "later") == created

@@ -180,6 +180,27 @@ def test_small_request_throughput(addr):
     assert rate > 5000
 
 
+def test_mixed_frame_sizes_in_random_chunks(addr):
+    import random
+
+    rng = random.Random(7)
+    sizes = [rng.choice([1, 10, 500, 8000, 60000, 70000, 300000]) for _ in range(120)]
+    names = ["fluss" if i % 5 == 0 else "x" * n for i, n in enumerate(sizes)]
+    blob = b"".join(F.encode_request(Api.DATABASE_EXISTS, 0, i, pb.DatabaseExistsRequest(
+        database_name=name).SerializeToString()) for i, name in enumerate(names))
+    with WireClient(addr) as c:
+        pos = 0
+        while pos < len(blob):
+            step = rng.randint(1, 150_000)
+            c.send_raw(blob[pos:pos + step])
+            pos += step
+        answers = {}
+        for _ in names:
+            kind, rid, body = c.recv()
+            answers[rid] = c.result(Api.DATABASE_EXISTS, kind, body).exists
+    assert answers == {i: name == "fluss" for i, name in enumerate(names)}
+
+
 def test_client_disconnect_with_requests_in_flight(addr):
     for _ in range(5):
         s = socket.create_connection(split_address(addr))

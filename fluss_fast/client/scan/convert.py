@@ -59,6 +59,88 @@ def _timestamps(arr: pa.Array) -> list:
     return [None if v is None else v.replace(tzinfo=_UTC) for v in values]
 
 
+_MIN_US = -62135596800_000_000   # 0001-01-01T00:00:00
+_MAX_US = 253402300799_999_999   # 9999-12-31T23:59:59.999999
+_US_PER = {"s": 1_000_000, "ms": 1000, "us": 1}
+
+
+def _fast_timestamps(arr: pa.Array):
+    """Naive datetimes via numpy (pyarrow's per-value conversion is ~20x slower); None if some
+    value lies outside datetime's range (then pyarrow's conversion, which copes, is used)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    t = arr.type
+    raw = arr.view(pa.int64())
+    if t.unit == "ns":
+        q = pc.divide(raw, 1000)
+        behind = pc.and_(pc.less(raw, 0), pc.not_equal(pc.multiply(q, 1000), raw))
+        raw = pc.subtract(q, behind.cast(pa.int64()))
+        scale = 1
+    else:
+        scale = _US_PER[t.unit]
+    mm = pc.min_max(raw)
+    lo, hi = mm["min"].as_py(), mm["max"].as_py()
+    if lo is not None and (lo * scale < _MIN_US or hi * scale > _MAX_US):
+        return None
+    us = raw.to_numpy(zero_copy_only=False) if raw.null_count == 0 else \
+        raw.fill_null(0).to_numpy(zero_copy_only=False)
+    if scale != 1:
+        us = us * scale
+    out = us.astype("datetime64[us]").tolist()
+    if raw.null_count:
+        for i, ok in enumerate(raw.is_valid().to_pylist()):
+            if not ok:
+                out[i] = None
+    return out
+
+
+def _flat_temporal(arr: pa.Array):
+    """Python values of a flat DATE / TIME / TIMESTAMP / DECIMAL column, or None to fall back."""
+    T = pa.types
+    t = arr.type
+    if T.is_timestamp(t):
+        naive = arr.view(pa.timestamp(t.unit)) if t.tz is not None else arr
+        values = _fast_timestamps(naive)
+        if values is None:
+            return None
+        if t.tz is None:
+            return values
+        return [None if v is None else v.replace(tzinfo=_UTC) for v in values]
+    if T.is_date32(t):
+        import numpy as np
+
+        days = arr.view(pa.int32())
+        d = days.fill_null(0).to_numpy(zero_copy_only=False) if days.null_count else \
+            days.to_numpy(zero_copy_only=False)
+        out = d.astype("datetime64[D]").tolist()
+        if days.null_count:
+            for i, ok in enumerate(days.is_valid().to_pylist()):
+                if not ok:
+                    out[i] = None
+        return out
+    if T.is_decimal(t):
+        import decimal
+        import pyarrow.compute as pc
+
+        dec = decimal.Decimal
+        return [None if s is None else dec(s) for s in pc.cast(arr, pa.string()).to_pylist()]
+    if T.is_time(t):
+        import numpy as np
+
+        unit_us = {"s": 1_000_000, "ms": 1000, "us": 1, "ns": None}[t.unit]
+        raw = arr.view(pa.int32() if t.bit_width == 32 else pa.int64())
+        vals = raw.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        us = vals // 1000 if unit_us is None else vals * unit_us
+        dts = us.astype("datetime64[us]").tolist()
+        valid = raw.is_valid().to_pylist() if raw.null_count else None
+        return [None if valid is not None and not valid[i] else v.time() for i, v in enumerate(dts)]
+    return None
+
+
+_FLAT_SLOW = (pa.types.is_timestamp, pa.types.is_date32, pa.types.is_decimal, pa.types.is_time)
+
+
 def column_to_pylist(arr) -> List:
     """Python values of one column (``pa.Array`` or ``pa.ChunkedArray``)."""
     if isinstance(arr, pa.ChunkedArray):
@@ -66,6 +148,10 @@ def column_to_pylist(arr) -> List:
         for chunk in arr.chunks:
             out.extend(column_to_pylist(chunk))
         return out
+    if len(arr) and any(f(arr.type) for f in _FLAT_SLOW):
+        values = _flat_temporal(arr)
+        if values is not None:
+            return values
     t = arr.type
     if not needs_custom(t):
         return arr.to_pylist()

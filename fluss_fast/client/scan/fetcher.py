@@ -148,6 +148,26 @@ def parse_fetch_response(mv) -> List[Tuple[int, List[BucketFetchResult]]]:
     return out
 
 
+def _relabel(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_list(t):
+        f = t.value_field
+        return pa.list_(pa.field("item", _relabel(f.type), f.nullable))
+    if pa.types.is_map(t):
+        return pa.map_(pa.field("key", _relabel(t.key_type), False),
+                       pa.field("value", _relabel(t.item_type), t.item_field.nullable))
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, _relabel(f.type), f.nullable) for f in t])
+    return t
+
+
+def pyfluss_labels(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with pyfluss's nested field names (list items are called ``item``).
+
+    Names never travel on the wire, so decoding straight into this schema costs nothing.
+    """
+    return pa.schema([pa.field(f.name, _relabel(f.type), f.nullable) for f in schema])
+
+
 # -- what one scanner reads -------------------------------------------------------------------------
 class ScanSpec:
     """Everything fixed when a scanner is created: table, projection, filter, decoders."""
@@ -164,7 +184,7 @@ class ScanSpec:
         self.partitioned = meta.is_partitioned
         desc = meta.descriptor
         self.log_format = desc.log_format
-        self.full_arrow = self.schema.to_arrow()
+        self.full_arrow = pyfluss_labels(self.schema.to_arrow())
         ncols = len(self.schema.columns)
         self.user_fields = list(projection) if projection is not None else None
         self.predicate = predicate
@@ -204,17 +224,41 @@ class ScanSpec:
         return self.out_schema.empty_table()
 
     # -- decoding one bucket's records ---------------------------------------------------------
-    def _decode_batch(self, mv, h):
+    def _decode_batch(self, mv, h, full: bool = False):
+        """(record batch, change types) of batch ``h``; ``full`` when the server did not project."""
         if self.arrow_format:
-            if self.pushdown:
+            if self.pushdown and not full:
                 return self.codec.decode(mv, h, projected=self.decoded_schema)
-            return self.codec.decode(mv, h)
+            return self.codec.decode(mv, h, arrow_schema=self.full_arrow)
         from ...codec.indexedlog import to_arrow
 
         decoded = self.row_codec.decode(mv, h)
         rb = to_arrow([values for _, values in decoded], self.full_arrow)
         cts = None if h.append_only else bytes(ct for ct, _ in decoded)
         return rb, cts
+
+    def decode_full_batches(self, bucket, mv, start: int = 0, end: Optional[int] = None):
+        """[(header, full-schema record batch, change types)] of every complete batch, CRC checked
+        (LIMIT_SCAN answers are never projected by the server)."""
+        out = []
+        for h in logbatch.iter_batches(mv, start, end):
+            if h.schema_id != self.schema_id:
+                raise FlussError(
+                    f"{self.where(bucket)}: batch at offset {h.base_offset} was written with schema "
+                    f"id {h.schema_id}, the scanner reads schema id {self.schema_id}", CLIENT_ERROR)
+            if not logbatch.verify_crc(mv, h.position):
+                raise FlussError(f"{self.where(bucket)}: corrupt batch at offset {h.base_offset} "
+                                 f"(CRC mismatch)", CORRUPT_MESSAGE)
+            if h.record_count > 0:
+                rb, cts = self._decode_batch(mv, h, full=True)
+                out.append((h, rb, cts))
+        return out
+
+    def output_of_full(self, rb: pa.RecordBatch) -> pa.RecordBatch:
+        """The user's columns, in the user's order, of a full-schema batch."""
+        if self.user_fields is None:
+            return rb
+        return rb.select(self.user_fields)
 
     def decode_records(self, bucket, mv, start: int, end: int, fetch_offset: int):
         """(chunks, next fetch offset) for the records blob ``mv[start:end]`` fetched at

@@ -90,7 +90,7 @@ class RecordAccumulator:
         self._incomplete = {}  # batch -> None, insertion ordered
         self.flushing = 0
         self.closing = False
-        self.row_bytes = 64.0  # running estimate of one row's Arrow size; refined as batches finish
+        self.row_bytes = 64  # guess of one row's Arrow size, reserved before the row is validated
 
     # -- caller side --------------------------------------------------------------------------
     def _state(self, partition_id, bucket) -> BucketState:
@@ -133,6 +133,7 @@ class RecordAccumulator:
 
     def _open_batch(self, st: BucketState) -> WriteBatch:
         b = WriteBatch(KIND_LOG, st, st.partition_id, st.bucket)
+        b.target = self.estimator.target(st.partition_id)
         st.open = b
         self._incomplete[b] = None
         self._active[(st.partition_id, st.bucket)] = st
@@ -143,18 +144,22 @@ class RecordAccumulator:
         b = st.open
         st.open = None
         st.queue.append(b)
-        self.estimator.observe(st.partition_id, b.est_bytes)
+        self._observe(b)
         if full:
             self.assigner.on_batch_full(st.partition_id, st.bucket, num_buckets)
             self._wake()
 
     def append_row(self, row, partition_id, bucket: Optional[int], num_buckets: int):
         """Add one row; returns the future of the batch it went into."""
-        est = int(self.row_bytes)
         with self._lock:
             if self.closing:
                 raise FlussError(f"table '{self.table_name}': the writer was closed")
-            self._reserve(est)
+            est = self.row_bytes
+            used = self.used + est
+            if used > self.limit and self.used:
+                self._reserve(est)
+            else:
+                self.used = used
             b = None
             try:
                 if bucket is None:
@@ -179,10 +184,9 @@ class RecordAccumulator:
             b.builder_bytes = size
             # the reservation was a guess; book what the row really takes
             self.used += actual - est
-            self.row_bytes += (actual - self.row_bytes) * 0.05
             b.record_count += 1
             b.est_bytes += actual
-            if b.est_bytes >= self.estimator.target(partition_id):
+            if b.est_bytes >= b.target:
                 self._seal(st, True, num_buckets)
             return b.future
 
@@ -196,8 +200,7 @@ class RecordAccumulator:
                 bucket = self.assigner.bucket(partition_id, num_buckets)
             st = self._states.get((partition_id, bucket)) or self._state(partition_id, bucket)
             b = st.open
-            if b is not None and b.record_count and \
-                    b.est_bytes + nbytes > self.estimator.target(partition_id):
+            if b is not None and b.record_count and b.est_bytes + nbytes > b.target:
                 self._seal(st, True, num_buckets)
                 b = None
             if b is None:
@@ -210,7 +213,7 @@ class RecordAccumulator:
             b.chunks.append(rb)
             b.record_count += rb.num_rows
             b.est_bytes += nbytes
-            if b.est_bytes >= self.estimator.target(partition_id):
+            if b.est_bytes >= b.target:
                 self._seal(st, True, num_buckets)
             return b.future
 
@@ -262,7 +265,7 @@ class RecordAccumulator:
                     continue
                 if b is st.open:
                     st.open = None
-                    self.estimator.observe(st.partition_id, b.est_bytes)
+                    self._observe(b)
                 else:
                     st.queue.popleft()
                 st.inflight += 1
@@ -308,10 +311,10 @@ class RecordAccumulator:
                 self.used = 0
             self._space.notify_all()
 
-    def observe_rows(self, nbytes: int, rows: int) -> None:
-        if rows > 0:
-            per_row = max(8.0, nbytes / rows)
-            self.row_bytes = 0.7 * self.row_bytes + 0.3 * per_row if self.row_bytes else per_row
+    def _observe(self, b: WriteBatch) -> None:
+        self.estimator.observe(b.partition_id, b.est_bytes)
+        if b.builder_bytes and b.record_count:
+            self.row_bytes = max(8, b.builder_bytes // b.record_count)
 
     def incomplete(self) -> list:
         with self._lock:

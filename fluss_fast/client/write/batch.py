@@ -32,7 +32,7 @@ class WriteBatch:
     __slots__ = (
         "kind", "partition_id", "bucket", "chunks", "builder", "record_count", "est_bytes",
         "created", "writer_id", "sequence", "attempts", "first_attempt", "future", "payload",
-        "records", "records_key", "ambiguous", "requeued", "state", "builder_bytes", "__weakref__",
+        "records", "records_key", "ambiguous", "requeued", "state", "builder_bytes", "target", "__weakref__",
     )
 
     def __init__(self, kind: str, state, partition_id: Optional[int], bucket: int):
@@ -45,6 +45,7 @@ class WriteBatch:
         self.builder_bytes = 0  # estimated size of the rows in ``builder``
         self.record_count = 0
         self.est_bytes = 0
+        self.target = 0  # size at which the accumulator seals this batch
         self.created = time.monotonic()
         self.writer_id = -1
         self.sequence = -1

@@ -174,6 +174,8 @@ class AppendWriter:
             self._key_encoder = RowKeyEncoder(schema, [schema.index_of(k) for k in bucket_keys])
         else:
             self._key_encoder = None
+        # no partition and no bucket key: append() can skip straight to the accumulator
+        self._plain = not self._part_pos and self._key_encoder is None
         self._closed = False
         self._err_lock = threading.Lock()
         self._first_error: Optional[FlussError] = None
@@ -264,6 +266,11 @@ class AppendWriter:
     # -- rows -----------------------------------------------------------------------------------
     def append(self, row) -> WriteResultHandle:
         """Append one row (dict by column name, or list/tuple in schema order)."""
+        if self._plain:
+            if self._closed or self._ctx._closed:
+                self._check_open()
+            return WriteResultHandle(self._acc.append_row(row, None, None, self._num_buckets),
+                                     self._runtime)
         self._check_open()
         pid = None
         bucket = None

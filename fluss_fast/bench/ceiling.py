@@ -1,0 +1,268 @@
+"""The ceiling: what the server and the loopback can do at all, with no client library in the way.
+
+``produce``: ProduceLog requests are encoded once (Arrow IPC + compression + batch header + CRC, with
+``fluss_fast.codec.arrowlog``/``logbatch`` and the protobuf module) and then replayed over a raw asyncio
+socket as fast as it takes them, several requests in flight, after an ApiVersions handshake.
+``fetch``: FetchLog from offset 0 to the high watermark, walking only the batch headers (no Arrow
+decoding). Every client result can be read against these two numbers.
+"""
+from __future__ import annotations
+
+import asyncio
+import struct
+import time
+from typing import Dict, List, Optional, Tuple
+
+import pyarrow as pa
+
+from ..datatypes import TableDescriptorInfo
+from ..errors import FlussError
+from ..rpc import fluss_api_pb2 as pb
+from ..rpc import frame
+from ..rpc.api import Api
+from ..rpc.errors import default_message
+from . import datasets as ds
+from .scenarios import (DATABASE, Client, Env, Mismatch, Outcome, Scenario, cleanup_filled, create_table,
+                        drop_table, prepare_filled, register, table_name)
+
+IN_FLIGHT = 16
+BATCH_BYTES = 2 * 1024 * 1024   # logical Arrow bytes per pre-encoded batch (a client's batch size)
+FETCH_MAX_BYTES = 64 * 1024 * 1024
+FETCH_BUCKET_BYTES = 16 * 1024 * 1024
+
+
+class RawConnection:
+    """A bare Fluss RPC socket: length-prefixed frames, request ids, nothing else."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, where: str) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.where = where
+        self._next_id = 0
+        self.bytes_out = 0
+        self.bytes_in = 0
+
+    @classmethod
+    async def open(cls, host: str, port: int) -> "RawConnection":
+        reader, writer = await asyncio.open_connection(host, port, limit=1 << 24)
+        conn = cls(reader, writer, f"{host}:{port}")
+        req = pb.ApiVersionsRequest(client_software_name="fluss-fast-bench", client_software_version="0.1.0")
+        await conn.call(Api.API_VERSIONS, req, pb.ApiVersionsResponse)
+        return conn
+
+    def send(self, api_key: int, body, version: int = 0) -> int:
+        rid = self._next_id
+        self._next_id += 1
+        head = frame.REQUEST_HEADER.pack(frame.REQUEST_HEADER_SIZE + len(body), api_key, version, rid)
+        self.writer.writelines((head, body))
+        self.bytes_out += len(head) + len(body)
+        return rid
+
+    async def receive(self) -> Tuple[int, bytes]:
+        """(request_id, body) of the next success response; FlussError for error responses."""
+        (length,) = frame.LENGTH.unpack(await self.reader.readexactly(4))
+        data = await self.reader.readexactly(length)
+        self.bytes_in += 4 + length
+        kind, rid = frame.response_kind_and_id(data)
+        if kind != frame.SUCCESS_RESPONSE:
+            off = 1 if kind == frame.SERVER_FAILURE else 5
+            err = pb.ErrorResponse.FromString(data[off:])
+            raise FlussError(f"{self.where}: request {rid} failed: "
+                             f"{err.error_message or default_message(err.error_code)}", err.error_code)
+        return rid, memoryview(data)[frame.RESPONSE_HEADER_SIZE:]
+
+    async def call(self, api_key: int, request, response_cls):
+        rid = self.send(api_key, request.SerializeToString())
+        await self.writer.drain()
+        got, body = await self.receive()
+        if got != rid:
+            raise FlussError(f"{self.where}: response for request {got}, expected {rid}")
+        return response_cls.FromString(body)
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+def _split(addr: str) -> Tuple[str, int]:
+    host, port = addr.split(",")[0].strip().rsplit(":", 1)
+    return host, int(port)
+
+
+class TableRoute:
+    """Table id, schema, compression and bucket leaders, from a raw GET_METADATA."""
+
+    def __init__(self, resp: pb.MetadataResponse) -> None:
+        tm = resp.table_metadata[0]
+        self.table_id = tm.table_id
+        self.schema_id = tm.schema_id
+        self.descriptor = TableDescriptorInfo.from_json_bytes(tm.table_json)
+        self.nodes = {n.node_id: (n.host, n.port) for n in resp.tablet_servers}
+        self.leaders = {b.bucket_id: b.leader_id for b in tm.bucket_metadata}
+
+    def buckets_by_leader(self) -> Dict[int, List[int]]:
+        out: Dict[int, List[int]] = {}
+        for bucket, node in sorted(self.leaders.items()):
+            out.setdefault(node, []).append(bucket)
+        return out
+
+
+async def route(bootstrap: str, name: str) -> TableRoute:
+    conn = await RawConnection.open(*_split(bootstrap))
+    try:
+        req = pb.MetadataRequest(table_path=[pb.PbTablePath(database_name=DATABASE, table_name=name)])
+        return TableRoute(await conn.call(Api.GET_METADATA, req, pb.MetadataResponse))
+    finally:
+        conn.close()
+
+
+def encode_requests(table: pa.Table, rt: TableRoute, buckets: List[int]) -> List[Tuple[int, bytes, int]]:
+    """(bucket, ProduceLogRequest body, record count) for the whole table, round-robin over buckets."""
+    from ..codec.arrowlog import ArrowLogCodec
+
+    desc = rt.descriptor
+    codec = ArrowLogCodec(desc.schema, desc.compression, desc.compression_level)
+    row_bytes = max(1, table.nbytes // max(1, table.num_rows))
+    rows_per_batch = max(1, BATCH_BYTES // row_bytes)
+    out = []
+    for i, rb in enumerate(table.to_batches(max_chunksize=rows_per_batch)):
+        bucket = buckets[i % len(buckets)]
+        records = codec.build(rb, schema_id=rt.schema_id)
+        req = pb.ProduceLogRequest(acks=-1, table_id=rt.table_id, timeout_ms=30000, buckets_req=[
+            pb.PbProduceLogReqForBucket(bucket_id=bucket, records=records)])
+        out.append((bucket, req.SerializeToString(), rb.num_rows))
+    return out
+
+
+async def _produce_to(conn: RawConnection, reqs: List[Tuple[int, bytes, int]], start: Dict[int, int]) -> int:
+    """Replays ``reqs`` with IN_FLIGHT outstanding; checks every base offset; returns rows acked."""
+    pending: Dict[int, Tuple[int, int]] = {}
+    next_offset = dict(start)
+    acked = 0
+    it = iter(reqs)
+    done = False
+    while True:
+        while not done and len(pending) < IN_FLIGHT:
+            item = next(it, None)
+            if item is None:
+                done = True
+                break
+            bucket, body, count = item
+            pending[conn.send(Api.PRODUCE_LOG, body)] = (bucket, count)
+        if not pending:
+            break
+        await conn.writer.drain()
+        rid, body = await conn.receive()
+        bucket, count = pending.pop(rid)
+        resp = pb.ProduceLogResponse.FromString(body)
+        for b in resp.buckets_resp:
+            if b.error_code:
+                raise FlussError(f"{conn.where}: produce to bucket {b.bucket_id} failed: "
+                                 f"{b.error_message or default_message(b.error_code)}", b.error_code)
+            # Requests on one connection are handled in order, so each batch must land exactly where
+            # the previous one ended: anything else means rows were lost or duplicated.
+            if b.base_offset != next_offset[bucket]:
+                raise Mismatch(f"bucket {bucket}: batch landed at offset {b.base_offset}, "
+                               f"expected {next_offset[bucket]}")
+            next_offset[bucket] += count
+        acked += count
+    start.update(next_offset)
+    return acked
+
+
+async def prepare_produce(env: Env) -> dict:
+    name = table_name("ceiling_produce")
+    await create_table(env.verifier, name, env.spec.schema, env.buckets)
+    rt = await route(env.bootstrap, name)
+    by_leader = rt.buckets_by_leader()
+    unknown = [node for node in by_leader if node not in rt.nodes]
+    if unknown:
+        raise FlussError(f"table {DATABASE}.{name}: bucket leader {unknown[0]} is not a known tablet server")
+    # With several leaders each gets an equal slice, so the data set is sent exactly once in total.
+    n, k = env.table.num_rows, len(by_leader)
+    plans = {node: (buckets, env.table.slice(n * j // k, n * (j + 1) // k - n * j // k))
+             for j, (node, buckets) in enumerate(sorted(by_leader.items()))}
+    requests = {node: encode_requests(tbl, rt, buckets) for node, (buckets, tbl) in plans.items()}
+    offsets = {b: 0 for b in rt.leaders}
+    return {"name": name, "route": rt, "requests": requests, "offsets": offsets}
+
+
+async def cleanup_produce(env: Env, shared: dict) -> None:
+    await drop_table(env.verifier, shared["name"])
+
+
+async def run_produce(client: Optional[Client], env: Env, shared: dict) -> Outcome:
+    rt: TableRoute = shared["route"]
+    conns = {node: await RawConnection.open(*rt.nodes[node]) for node in shared["requests"]}
+    try:
+        t0 = time.perf_counter()
+        counts = await asyncio.gather(*(_produce_to(conns[node], reqs, shared["offsets"])
+                                        for node, reqs in shared["requests"].items()))
+        seconds = time.perf_counter() - t0
+    finally:
+        for c in conns.values():
+            c.close()
+    rows = sum(counts)
+    if rows != env.rows:
+        raise Mismatch(f"ceiling produce: {rows} rows acknowledged, expected {env.rows}")
+    wire = sum(c.bytes_out for c in conns.values())
+    return Outcome(seconds, rows, env.table.nbytes, wire_bytes=wire)
+
+
+async def _fetch_from(conn: RawConnection, table_id: int, buckets: List[int]) -> Tuple[int, int]:
+    from ..codec.logbatch import iter_batches
+
+    offsets = {b: 0 for b in buckets}
+    hw = {b: None for b in buckets}
+    rows = 0
+    received = 0
+    while True:
+        want = [b for b in buckets if hw[b] is None or offsets[b] < hw[b]]
+        if not want:
+            return rows, received
+        req = pb.FetchLogRequest(follower_server_id=-1, max_bytes=FETCH_MAX_BYTES, tables_req=[
+            pb.PbFetchLogReqForTable(table_id=table_id, projection_pushdown_enabled=False, buckets_req=[
+                pb.PbFetchLogReqForBucket(bucket_id=b, fetch_offset=offsets[b], max_fetch_bytes=FETCH_BUCKET_BYTES)
+                for b in want])])
+        rid = conn.send(Api.FETCH_LOG, req.SerializeToString())
+        await conn.writer.drain()
+        got, body = await conn.receive()
+        resp = pb.FetchLogResponse.FromString(body)
+        progressed = False
+        for t in resp.tables_resp:
+            for b in t.buckets_resp:
+                if b.error_code:
+                    raise FlussError(f"{conn.where}: fetch of bucket {b.bucket_id} failed: "
+                                     f"{b.error_message or default_message(b.error_code)}", b.error_code)
+                hw[b.bucket_id] = b.high_watermark
+                recs = b.records
+                received += len(recs)
+                for h in iter_batches(recs):
+                    rows += h.record_count
+                    offsets[b.bucket_id] = h.next_offset
+                    progressed = True
+        if not progressed and any(hw[b] is not None and offsets[b] < hw[b] for b in buckets):
+            raise Mismatch(f"ceiling fetch: no progress below the high watermark ({offsets} < {hw})")
+
+
+async def run_fetch(client: Optional[Client], env: Env, name: str) -> Outcome:
+    rt = await route(env.bootstrap, name)
+    conns = {node: await RawConnection.open(*rt.nodes[node]) for node in rt.buckets_by_leader()}
+    try:
+        t0 = time.perf_counter()
+        res = await asyncio.gather(*(_fetch_from(conns[node], rt.table_id, buckets)
+                                     for node, buckets in rt.buckets_by_leader().items()))
+        seconds = time.perf_counter() - t0
+    finally:
+        for c in conns.values():
+            c.close()
+    rows = sum(r[0] for r in res)
+    if rows != env.rows:
+        raise Mismatch(f"ceiling fetch of {DATABASE}.{name}: {rows} records, expected {env.rows}")
+    wire = sum(c.bytes_in for c in conns.values())
+    return Outcome(seconds, rows, env.table.nbytes, wire_bytes=wire)
+
+
+register(Scenario("ceiling_produce", "raw pipelined ProduceLog of pre-encoded batches (no client)",
+                  run_produce, prepare_produce, cleanup_produce, raw=True))
+register(Scenario("ceiling_fetch", "raw FetchLog to the high watermark, headers only (no client)",
+                  run_fetch, prepare_filled, cleanup_filled, raw=True))

@@ -1,0 +1,462 @@
+"""End-to-end benchmark scenarios, written once against the pyfluss 1.0.0 API.
+
+Each scenario is ``async run(client, env, shared) -> Outcome``: ``client.module`` is either ``fluss``
+(pyfluss) or ``fluss_fast`` -- the same code drives both, which is the point of a drop-in. Every
+scenario checks what it wrote or read (row count + an order-independent checksum of the id column and
+a string column), so a fast wrong answer is reported as FAILED, never as a good number.
+
+Adding a scenario: write the coroutine, then ``register(Scenario(...))``. Primary-key scenarios set
+``needs_pk=True``; when the server or a client cannot create/use primary-key tables yet they are
+reported as SKIPPED with the reason, not as failures.
+"""
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Dict, List, Optional
+
+import pyarrow as pa
+
+from . import datasets as ds
+from .util import Progress
+
+DATABASE = "fluss_fast_bench"
+POLL_TIMEOUT_MS = 500
+STALL_S = 60.0  # a read that makes no progress for this long is a failure, not a slow result
+
+
+class Skip(Exception):
+    """The scenario cannot run here (e.g. primary-key tables not supported yet)."""
+
+
+class Mismatch(Exception):
+    """What was read or written differs from the data set."""
+
+
+@dataclass
+class Outcome:
+    seconds: float
+    rows: int
+    nbytes: int                 # logical (Arrow, uncompressed) bytes moved: same for both clients
+    wire_bytes: int = 0         # bytes on the socket, where the scenario knows them (ceiling)
+    note: str = ""
+
+
+@dataclass
+class Client:
+    """One client library under test, with one open connection for the whole run."""
+    name: str           # "fluss_fast" | "pyfluss"
+    module: Any         # the imported module object
+    conn: Any = None
+
+    async def open(self, bootstrap: str) -> "Client":
+        cfg = self.module.Config({"bootstrap.servers": bootstrap})
+        self.conn = await self.module.FlussConnection.create(cfg)
+        return self
+
+    async def close(self) -> None:
+        if self.conn is not None:
+            await self.conn.close()
+            self.conn = None
+
+
+@dataclass
+class Env:
+    bootstrap: str
+    dataset: str
+    rows: int
+    buckets: int
+    verifier: Client                      # reads back what writers wrote (pyfluss when installed)
+    progress: bool = True
+    _table: Optional[pa.Table] = None
+    _dicts: Optional[List[dict]] = None
+    _expected: Dict[str, ds.Checksum] = field(default_factory=dict)
+
+    @property
+    def spec(self) -> ds.DatasetSpec:
+        return ds.DATASETS[self.dataset]
+
+    @property
+    def table(self) -> pa.Table:
+        if self._table is None:
+            self._table = ds.load(self.dataset, self.rows)
+        return self._table
+
+    @property
+    def dicts(self) -> List[dict]:
+        if self._dicts is None:
+            self._dicts = ds.to_rows(self.table)
+        return self._dicts
+
+    def expected(self, projected: bool = False) -> ds.Checksum:
+        key = "p" if projected else "f"
+        if key not in self._expected:
+            self._expected[key] = ds.expected_checksum(self.dataset, self.table, projected=projected)
+        return self._expected[key]
+
+    def bar(self, label: str, total: float) -> Progress:
+        return Progress(total, label, enabled=None if self.progress else False)
+
+
+@dataclass
+class Scenario:
+    name: str
+    description: str
+    run: Callable[[Client, Env, Any], Awaitable[Outcome]]
+    prepare: Optional[Callable[[Env], Awaitable[Any]]] = None   # once, shared by both clients
+    cleanup: Optional[Callable[[Env, Any], Awaitable[None]]] = None
+    needs_pk: bool = False
+    raw: bool = False   # runs without a client library (the ceiling); reported once per repetition
+
+
+SCENARIOS: Dict[str, Scenario] = {}
+
+
+def register(s: Scenario) -> Scenario:
+    SCENARIOS[s.name] = s
+    return s
+
+
+# ------------------------------------------------------------------------------------------------
+# helpers
+# ------------------------------------------------------------------------------------------------
+def table_name(tag: str) -> str:
+    return f"{tag}_{uuid.uuid4().hex[:10]}"
+
+
+async def create_table(client: Client, name: str, schema: pa.Schema, buckets: int, *,
+                       primary_keys: Optional[List[str]] = None, bucket_keys: Optional[List[str]] = None):
+    mod = client.module
+    admin = client.conn.get_admin()
+    await admin.create_database(DATABASE, ignore_if_exists=True)
+    path = mod.TablePath(DATABASE, name)
+    kwargs = {"bucket_count": buckets}
+    if bucket_keys:
+        kwargs["bucket_keys"] = bucket_keys
+    desc = mod.TableDescriptor(mod.Schema(schema, primary_keys=primary_keys), **kwargs)
+    await admin.create_table(path, desc, ignore_if_exists=False)
+    return await client.conn.get_table(path)
+
+
+async def drop_table(client: Client, name: str) -> None:
+    try:
+        await client.conn.get_admin().drop_table(client.module.TablePath(DATABASE, name),
+                                                 ignore_if_not_exists=True)
+    except Exception:  # cleanup must never hide the result
+        pass
+
+
+async def read_all(client: Client, name: str, buckets: int, projection=None) -> pa.Table:
+    mod = client.module
+    table = await client.conn.get_table(mod.TablePath(DATABASE, name))
+    scan = table.new_scan()
+    if projection:
+        scan = scan.project_by_name(list(projection))
+    scanner = await scan.create_record_batch_log_scanner()
+    scanner.subscribe_buckets({b: mod.EARLIEST_OFFSET for b in range(buckets)})
+    return await scanner.to_arrow()
+
+
+def check(what: str, got: ds.Checksum, want: ds.Checksum) -> None:
+    if got != want:
+        raise Mismatch(f"{what}: got {got}, expected {want}")
+
+
+async def verify_written(env: Env, name: str) -> None:
+    got = await read_all(env.verifier, name, env.buckets)
+    check(f"table {DATABASE}.{name} read back by {env.verifier.name}",
+          ds.checksum(got, env.spec.id_column, env.spec.string_column), env.expected())
+
+
+def _arrow_chunks(table: pa.Table, rows_per_batch: int = 65_536) -> pa.Table:
+    # A table read from Parquet comes in row groups; one giant chunk would be an unrealistic request.
+    return pa.Table.from_batches(table.to_batches(max_chunksize=rows_per_batch), schema=table.schema)
+
+
+# ------------------------------------------------------------------------------------------------
+# log-table scenarios
+# ------------------------------------------------------------------------------------------------
+async def run_append(client: Client, env: Env, shared) -> Outcome:
+    name = table_name(f"append_{client.name}")
+    table = await create_table(client, name, env.spec.schema, env.buckets)
+    rows = env.dicts
+    n = len(rows)
+    try:
+        writer = table.new_append().create_writer()
+        step = max(1000, n // 100)
+        with env.bar(f"append {client.name}", n) as bar:
+            t0 = time.perf_counter()
+            append = writer.append
+            for lo in range(0, n, step):
+                for row in rows[lo:lo + step]:
+                    append(row)
+                bar.update(min(step, n - lo))
+            await writer.flush()
+            seconds = time.perf_counter() - t0
+        await verify_written(env, name)
+    finally:
+        await drop_table(client, name)
+    return Outcome(seconds, n, env.table.nbytes)
+
+
+async def run_write_arrow(client: Client, env: Env, shared) -> Outcome:
+    name = table_name(f"warrow_{client.name}")
+    table = await create_table(client, name, env.spec.schema, env.buckets)
+    data = _arrow_chunks(env.table)
+    try:
+        writer = table.new_append().create_writer()
+        t0 = time.perf_counter()
+        writer.write_arrow(data)
+        await writer.flush()
+        seconds = time.perf_counter() - t0
+        await verify_written(env, name)
+    finally:
+        await drop_table(client, name)
+    return Outcome(seconds, data.num_rows, env.table.nbytes)
+
+
+async def prepare_filled(env: Env) -> str:
+    """One table holding the data set, written once by the verifier client, read by both."""
+    name = table_name("scan")
+    table = await create_table(env.verifier, name, env.spec.schema, env.buckets)
+    writer = table.new_append().create_writer()
+    writer.write_arrow(_arrow_chunks(env.table))
+    await writer.flush()
+    await verify_written(env, name)
+    return name
+
+
+async def cleanup_filled(env: Env, name: str) -> None:
+    await drop_table(env.verifier, name)
+
+
+async def run_scan(client: Client, env: Env, name: str) -> Outcome:
+    t0 = time.perf_counter()
+    got = await read_all(client, name, env.buckets)
+    seconds = time.perf_counter() - t0
+    check(f"to_arrow of {DATABASE}.{name}", ds.checksum(got, env.spec.id_column, env.spec.string_column),
+          env.expected())
+    return Outcome(seconds, got.num_rows, env.table.nbytes)
+
+
+async def run_projected_scan(client: Client, env: Env, name: str) -> Outcome:
+    proj = list(env.spec.projection)
+    t0 = time.perf_counter()
+    got = await read_all(client, name, env.buckets, projection=proj)
+    seconds = time.perf_counter() - t0
+    if got.column_names != proj:
+        raise Mismatch(f"projected scan of {DATABASE}.{name}: columns {got.column_names}, expected {proj}")
+    check(f"projected to_arrow of {DATABASE}.{name}",
+          ds.checksum(got, env.spec.id_column, env.spec.short_string_column), env.expected(projected=True))
+    return Outcome(seconds, got.num_rows, env.table.select(proj).nbytes)
+
+
+async def run_poll(client: Client, env: Env, name: str) -> Outcome:
+    mod = client.module
+    spec = env.spec
+    table = await client.conn.get_table(mod.TablePath(DATABASE, name))
+    id_col, str_col = spec.id_column, spec.string_column
+    n = env.rows
+    ids: List[int] = []
+    strs: List[Optional[str]] = []
+    with env.bar(f"poll {client.name}", n) as bar:
+        t0 = time.perf_counter()
+        scanner = await table.new_scan().create_log_scanner()
+        scanner.subscribe_buckets({b: mod.EARLIEST_OFFSET for b in range(env.buckets)})
+        last_progress = time.perf_counter()
+        while len(ids) < n:
+            records = await scanner.poll(POLL_TIMEOUT_MS)
+            got = 0
+            for rec in records:
+                row = rec.row
+                ids.append(row[id_col])
+                strs.append(row[str_col])
+                got += 1
+            now = time.perf_counter()
+            if got:
+                last_progress = now
+                bar.update(got)
+            elif now - last_progress > STALL_S:
+                raise Mismatch(f"poll of {DATABASE}.{name}: stalled at {len(ids)} of {n} records")
+        seconds = time.perf_counter() - t0
+    check(f"poll loop over {DATABASE}.{name}", ds.checksum_values(ids, strs), env.expected())
+    return Outcome(seconds, len(ids), env.table.nbytes)
+
+
+register(Scenario("append", "per-row append() of dicts, then flush()", run_append))
+register(Scenario("write_arrow", "write_arrow() of a large table, then flush()", run_write_arrow))
+register(Scenario("scan", "full scan: record-batch scanner to_arrow()", run_scan, prepare_filled, cleanup_filled))
+register(Scenario("poll", "record scanner poll() loop reading row dicts", run_poll, prepare_filled,
+                  cleanup_filled))
+register(Scenario("projected_scan", "to_arrow() of a 2-3 column projection", run_projected_scan,
+                  prepare_filled, cleanup_filled))
+
+
+# ------------------------------------------------------------------------------------------------
+# primary-key scenarios (hooks: reported SKIPPED until the server and clients support PK tables)
+# ------------------------------------------------------------------------------------------------
+LOOKUPS = 20_000
+CONCURRENCY = 64
+
+
+def _pk_schema(spec: ds.DatasetSpec, extra_not_null=()) -> pa.Schema:
+    fields = []
+    for f in spec.schema:
+        fields.append(f.with_nullable(False) if f.name == spec.id_column or f.name in extra_not_null else f)
+    return pa.schema(fields)
+
+
+async def _create_pk(client: Client, env: Env, tag: str, *, prefix: bool = False):
+    spec = env.spec
+    name = table_name(tag)
+    try:
+        if prefix:
+            table = await create_table(client, name, _pk_schema(spec, ("user_id",)), env.buckets,
+                                       primary_keys=["user_id", spec.id_column], bucket_keys=["user_id"])
+        else:
+            table = await create_table(client, name, _pk_schema(spec), env.buckets,
+                                       primary_keys=[spec.id_column])
+        writer = table.new_upsert().create_writer()
+    except Exception as exc:
+        await drop_table(client, name)
+        raise Skip(f"primary-key tables unavailable with {client.name}: {exc}") from None
+    return name, table, writer
+
+
+async def _upsert_all(writer, rows, bar=None) -> None:
+    step = max(1000, len(rows) // 100)
+    upsert = writer.upsert
+    for lo in range(0, len(rows), step):
+        for row in rows[lo:lo + step]:
+            upsert(row)
+        if bar:
+            bar.update(min(step, len(rows) - lo))
+    await writer.flush()
+
+
+def _sample_keys(env: Env, k: int) -> List[int]:
+    ids = env.table.column(env.spec.id_column).to_pylist()
+    rnd = random.Random(7)
+    return rnd.sample(ids, min(k, len(ids)))
+
+
+def _expected_for(env: Env, keys: List[int]) -> ds.Checksum:
+    import pyarrow.compute as pc
+
+    sub = env.table.filter(pc.is_in(env.table.column(env.spec.id_column), value_set=pa.array(keys)))
+    return ds.checksum(sub, env.spec.id_column, env.spec.string_column)
+
+
+async def _verify_by_lookup(env: Env, name: str, keys: List[int]) -> None:
+    table = await env.verifier.conn.get_table(env.verifier.module.TablePath(DATABASE, name))
+    lookuper = table.new_lookup().create_lookuper()
+    id_col, str_col = env.spec.id_column, env.spec.string_column
+    ids, strs = [], []
+    for key in keys:
+        row = await lookuper.lookup({id_col: key})
+        if row is None:
+            raise Mismatch(f"lookup of {id_col}={key} in {DATABASE}.{name}: not found")
+        ids.append(row[id_col])
+        strs.append(row[str_col])
+    check(f"lookups in {DATABASE}.{name}", ds.checksum_values(ids, strs), _expected_for(env, keys))
+
+
+async def run_upsert(client: Client, env: Env, shared) -> Outcome:
+    name, _table, writer = await _create_pk(client, env, f"upsert_{client.name}")
+    rows = env.dicts
+    try:
+        with env.bar(f"upsert {client.name}", len(rows)) as bar:
+            t0 = time.perf_counter()
+            await _upsert_all(writer, rows, bar)
+            seconds = time.perf_counter() - t0
+        await _verify_by_lookup(env, name, _sample_keys(env, 2000))
+    finally:
+        await drop_table(client, name)
+    return Outcome(seconds, len(rows), env.table.nbytes)
+
+
+async def prepare_pk(env: Env) -> str:
+    name, _table, writer = await _create_pk(env.verifier, env, "lookup")
+    await _upsert_all(writer, env.dicts)
+    return name
+
+
+async def _lookup(client: Client, env: Env, name: str, concurrency: int) -> Outcome:
+    table = await client.conn.get_table(client.module.TablePath(DATABASE, name))
+    lookuper = table.new_lookup().create_lookuper()
+    keys = _sample_keys(env, LOOKUPS)
+    id_col, str_col = env.spec.id_column, env.spec.string_column
+    results: List[Optional[dict]] = [None] * len(keys)
+
+    async def worker(start: int) -> None:
+        for i in range(start, len(keys), concurrency):
+            results[i] = await lookuper.lookup({id_col: keys[i]})
+
+    t0 = time.perf_counter()
+    if concurrency == 1:
+        await worker(0)
+    else:
+        await asyncio.gather(*(worker(w) for w in range(concurrency)))
+    seconds = time.perf_counter() - t0
+    missing = [k for k, r in zip(keys, results) if r is None]
+    if missing:
+        raise Mismatch(f"{len(missing)} of {len(keys)} lookups in {DATABASE}.{name} found nothing "
+                       f"(first: {id_col}={missing[0]})")
+    check(f"lookups in {DATABASE}.{name}", ds.checksum_values([r[id_col] for r in results],
+                                                              [r[str_col] for r in results]),
+          _expected_for(env, keys))
+    row_bytes = env.table.nbytes // max(1, env.table.num_rows)
+    return Outcome(seconds, len(keys), row_bytes * len(keys))
+
+
+async def run_lookup(client: Client, env: Env, name: str) -> Outcome:
+    return await _lookup(client, env, name, 1)
+
+
+async def run_lookup64(client: Client, env: Env, name: str) -> Outcome:
+    return await _lookup(client, env, name, CONCURRENCY)
+
+
+async def prepare_prefix(env: Env) -> str:
+    if "user_id" not in env.spec.schema.names:
+        raise Skip(f"data set {env.dataset} has no user_id column for prefix lookups")
+    name, _table, writer = await _create_pk(env.verifier, env, "prefix", prefix=True)
+    await _upsert_all(writer, env.dicts)
+    return name
+
+
+async def run_prefix_lookup(client: Client, env: Env, name: str) -> Outcome:
+    import pyarrow.compute as pc
+
+    table = await client.conn.get_table(client.module.TablePath(DATABASE, name))
+    lookuper = table.new_lookup().lookup_by(["user_id"]).create_lookuper()
+    users = sorted(set(env.table.column("user_id").to_pylist()))
+    users = random.Random(11).sample(users, min(2000, len(users)))
+    id_col, str_col = env.spec.id_column, env.spec.string_column
+    ids, strs = [], []
+    t0 = time.perf_counter()
+    for u in users:
+        for row in await lookuper.lookup({"user_id": u}):
+            ids.append(row[id_col])
+            strs.append(row[str_col])
+    seconds = time.perf_counter() - t0
+    sub = env.table.filter(pc.is_in(env.table.column("user_id"), value_set=pa.array(users, pa.int64())))
+    check(f"prefix lookups in {DATABASE}.{name}", ds.checksum_values(ids, strs),
+          ds.checksum(sub, id_col, str_col))
+    row_bytes = env.table.nbytes // max(1, env.table.num_rows)
+    return Outcome(seconds, len(ids), row_bytes * len(ids), note=f"{len(users)} prefixes")
+
+
+register(Scenario("upsert", "per-row upsert() into a primary-key table", run_upsert, needs_pk=True))
+register(Scenario("lookup", f"{LOOKUPS} sequential primary-key lookups", run_lookup, prepare_pk,
+                  cleanup_filled, needs_pk=True))
+register(Scenario("lookup64", f"{LOOKUPS} primary-key lookups, {CONCURRENCY} concurrent", run_lookup64,
+                  prepare_pk, cleanup_filled, needs_pk=True))
+register(Scenario("prefix_lookup", "prefix lookups by user_id (bucket key)", run_prefix_lookup,
+                  prepare_prefix, cleanup_filled, needs_pk=True))
+
+LOG_SCENARIOS = ["append", "write_arrow", "scan", "poll", "projected_scan"]
+PK_SCENARIOS = ["upsert", "lookup", "lookup64", "prefix_lookup"]

@@ -1,0 +1,260 @@
+"""LogScanner: subscriptions, ``poll`` / ``poll_arrow`` / ``poll_record_batch``, bounded reads."""
+from __future__ import annotations
+
+from typing import Dict, List, Tuple
+
+import pyarrow as pa
+
+from ...errors import FlussError
+from ...metadata import TableBucket
+from ..runtime import on_runtime
+from .fetcher import LogFetcher, ScanSpec
+from .records import RecordBatch, ScanRecords
+
+__all__ = ["LogScanner"]
+
+RECORD = "record"
+BATCH = "batch"
+#: batches handed out by one poll_record_batch / poll_arrow (the Rust client's cap)
+_MAX_BATCHES_PER_POLL = 100
+#: how long one round of a bounded read (to_arrow, the batch reader) waits for data
+_BOUNDED_POLL_S = 1.0
+#: the poll interval of ``async for``
+_ITER_POLL_MS = 1000
+
+
+def _want_int(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        try:
+            return value.__index__()
+        except AttributeError:
+            raise TypeError(f"argument '{name}': '{type(value).__name__}' object cannot be "
+                            f"interpreted as an integer") from None
+    return value
+
+
+class LogScanner:
+    """Scanner for reading log data from a Fluss table (record- or batch-based)."""
+
+    def __init__(self, table, spec: ScanSpec, kind: str):
+        self._table = table
+        self._ctx = table._ctx
+        self._runtime = table._runtime
+        self._spec = spec
+        self._kind = kind
+        self._fetcher = LogFetcher(self._ctx, spec)
+
+    # -- subscriptions ---------------------------------------------------------------------------
+    def _check_bucket(self, bucket_id: int) -> None:
+        n = self._spec.num_buckets
+        if not 0 <= bucket_id < n:
+            raise FlussError(f"Bucket id {bucket_id} out of range for table '{self._spec.path}' "
+                             f"with {n} buckets")
+
+    def _bucket(self, partition_id, bucket_id, offset) -> Tuple[TableBucket, int]:
+        bucket_id = _want_int("bucket_id", bucket_id)
+        offset = _want_int("start_offset", offset)
+        if partition_id is not None:
+            partition_id = _want_int("partition_id", partition_id)
+        self._check_bucket(bucket_id)
+        if offset < -2:
+            raise FlussError(f"Invalid start offset {offset} for bucket {bucket_id} of table "
+                             f"'{self._spec.path}' (use EARLIEST_OFFSET, -1 for latest, or >= 0)")
+        return TableBucket._make(self._spec.table_id, partition_id, bucket_id), offset
+
+    def subscribe(self, bucket_id: int, start_offset: int) -> None:
+        if self._spec.partitioned:
+            raise FlussError('The table is a partitioned table, please use "subscribe_partition" '
+                             'to subscribe a partitioned bucket instead.')
+        tb, off = self._bucket(None, bucket_id, start_offset)
+        self._fetcher.assign({tb: off})
+
+    def subscribe_buckets(self, bucket_offsets: Dict[int, int]) -> None:
+        if self._spec.partitioned:
+            raise FlussError('The table is a partitioned table, please use '
+                             '"subscribe_partition_buckets" instead.')
+        if not isinstance(bucket_offsets, dict):
+            raise TypeError(f"argument 'bucket_offsets': '{type(bucket_offsets).__name__}' "
+                            f"object cannot be converted to 'PyDict'")
+        if not bucket_offsets:
+            raise FlussError("Bucket offsets are empty.")
+        self._fetcher.assign(dict(self._bucket(None, b, o) for b, o in bucket_offsets.items()))
+
+    def subscribe_partition(self, partition_id: int, bucket_id: int, start_offset: int) -> None:
+        if not self._spec.partitioned:
+            raise FlussError('The table is not a partitioned table, please use "subscribe" to '
+                             'subscribe a non-partitioned bucket instead.')
+        tb, off = self._bucket(partition_id, bucket_id, start_offset)
+        self._fetcher.assign({tb: off})
+
+    def subscribe_partition_buckets(self, partition_bucket_offsets: Dict[Tuple[int, int], int]) -> None:
+        if not self._spec.partitioned:
+            raise FlussError('The table is not a partitioned table, please use "subscribe_buckets" '
+                             'to subscribe to non-partitioned buckets instead.')
+        if not isinstance(partition_bucket_offsets, dict):
+            raise TypeError(f"argument 'partition_bucket_offsets': "
+                            f"'{type(partition_bucket_offsets).__name__}' object cannot be "
+                            f"converted to 'PyDict'")
+        if not partition_bucket_offsets:
+            raise FlussError("Bucket offsets are empty.")
+        assigned = {}
+        for key, off in partition_bucket_offsets.items():
+            if not isinstance(key, tuple) or len(key) != 2:
+                raise TypeError("partition_bucket_offsets keys must be (partition_id, bucket_id) tuples")
+            tb, o = self._bucket(key[0], key[1], off)
+            assigned[tb] = o
+        self._fetcher.assign(assigned)
+
+    def unsubscribe(self, bucket_id: int) -> None:
+        if self._spec.partitioned:
+            raise FlussError('The table is a partitioned table, please use "unsubscribe_partition" '
+                             'to unsubscribe a partitioned bucket instead.')
+        bucket_id = _want_int("bucket_id", bucket_id)
+        self._fetcher.unassign([TableBucket._make(self._spec.table_id, None, bucket_id)])
+
+    def unsubscribe_partition(self, partition_id: int, bucket_id: int) -> None:
+        if not self._spec.partitioned:
+            raise FlussError("Can't unsubscribe a partition for a non-partitioned table.")
+        partition_id = _want_int("partition_id", partition_id)
+        bucket_id = _want_int("bucket_id", bucket_id)
+        self._fetcher.unassign([TableBucket._make(self._spec.table_id, partition_id, bucket_id)])
+
+    # -- polling ---------------------------------------------------------------------------------
+    def _need(self, kind: str) -> None:
+        if self._kind == kind:
+            return
+        if kind == RECORD:
+            raise FlussError("poll() requires a record-based scanner. Use new_scan().create_log_scanner().")
+        raise FlussError("This method requires a batch-based scanner. Use "
+                         "new_scan().create_record_batch_log_scanner().")
+
+    @staticmethod
+    def _timeout(timeout_ms) -> float:
+        timeout_ms = _want_int("timeout_ms", timeout_ms)
+        if timeout_ms < 0:
+            raise FlussError(f"timeout_ms must be non-negative, got: {timeout_ms}")
+        return timeout_ms / 1000.0
+
+    @on_runtime
+    async def poll(self, timeout_ms: int) -> ScanRecords:
+        timeout = self._timeout(timeout_ms)
+        self._need(RECORD)
+        f = self._fetcher
+        chunks = await f.poll_chunks(timeout, max_records=f.max_poll_records)
+        return ScanRecords(chunks)
+
+    async def _poll_batches(self, timeout_ms) -> List[RecordBatch]:
+        timeout = self._timeout(timeout_ms)
+        self._need(BATCH)
+        chunks = await self._fetcher.poll_chunks(timeout, max_chunks=_MAX_BATCHES_PER_POLL)
+        return [RecordBatch._from_chunk(c) for cs in chunks.values() for c in cs]
+
+    @on_runtime
+    async def poll_record_batch(self, timeout_ms: int) -> List[RecordBatch]:
+        return await self._poll_batches(timeout_ms)
+
+    @on_runtime
+    async def poll_arrow(self, timeout_ms: int) -> pa.Table:
+        timeout = self._timeout(timeout_ms)
+        self._need(BATCH)
+        chunks = await self._fetcher.poll_chunks(timeout, max_chunks=_MAX_BATCHES_PER_POLL)
+        return self._table_of([c.arrow() for cs in chunks.values() for c in cs])
+
+    def _table_of(self, batches) -> pa.Table:
+        if not batches:
+            return self._spec.empty_table()
+        return pa.Table.from_batches(batches, schema=self._spec.out_schema)
+
+    # -- bounded reads ---------------------------------------------------------------------------
+    async def _start_bounded(self) -> Dict[TableBucket, int]:
+        f = self._fetcher
+        subs = f.subscriptions()
+        if not subs:
+            raise FlussError("No buckets subscribed. Call subscribe() before creating a reader.")
+        latest = await f.bounded_stops()
+        positions = f.subscriptions()
+        stops = {tb: off for tb, off in latest.items()
+                 if off > 0 and tb in positions and positions[tb] < off}
+        return stops
+
+    async def _next_bounded(self, stops: Dict[TableBucket, int]):
+        """The next batches of a bounded read (empty list once every bucket reached its stop)."""
+        f = self._fetcher
+        while True:
+            done = [tb for tb, stop in stops.items() if f._position(tb) >= stop]
+            if done:
+                f.unassign(done)
+                for tb in done:
+                    stops.pop(tb, None)
+            if not stops:
+                return []
+            chunks = await f.poll_chunks(_BOUNDED_POLL_S, max_chunks=_MAX_BATCHES_PER_POLL,
+                                         stops=stops)
+            out = [c.arrow() for cs in chunks.values() for c in cs]
+            if out:
+                return out
+
+    async def _read_bounded(self) -> pa.Table:
+        stops = await self._start_bounded()
+        batches = []
+        try:
+            while True:
+                got = await self._next_bounded(stops)
+                if not got:
+                    break
+                batches.extend(got)
+        finally:
+            if stops:
+                self._fetcher.unassign(list(stops))
+        return self._table_of(batches)
+
+    @on_runtime
+    async def to_arrow(self) -> pa.Table:
+        self._need(BATCH)
+        return await self._read_bounded()
+
+    @on_runtime
+    async def to_pandas(self):
+        self._need(BATCH)
+        table = await self._read_bounded()
+        return table.to_pandas()
+
+    def to_arrow_batch_reader(self) -> pa.RecordBatchReader:
+        """A blocking ``pa.RecordBatchReader`` over everything up to the latest offsets now."""
+        self._need(BATCH)
+        rt = self._runtime
+        stops = rt.call(self._start_bounded())
+        spec = self._spec
+        fetcher = self._fetcher
+
+        def batches():
+            try:
+                while True:
+                    got = rt.call(self._next_bounded(stops))
+                    if not got:
+                        return
+                    for b in got:
+                        yield b
+            finally:
+                if stops:
+                    fetcher.unassign(list(stops))
+
+        return pa.RecordBatchReader.from_batches(spec.out_schema, batches())
+
+    # -- iteration ---------------------------------------------------------------------------------
+    def __aiter__(self):
+        return self._iterate()
+
+    async def _iterate(self):
+        if self._kind == RECORD:
+            while True:
+                records = await self.poll(_ITER_POLL_MS)
+                for r in records:
+                    yield r
+        else:
+            while True:
+                for b in await self.poll_record_batch(_ITER_POLL_MS):
+                    yield b
+
+    def __repr__(self) -> str:
+        return f"LogScanner(table={self._spec.path})"

@@ -1,0 +1,430 @@
+"""Rows -> Arrow columns: accepted values and their Arrow encoding (known answers), validation
+errors, rollback of half-appended rows, and the two twins (pure / Cython) agreeing on random rows."""
+import datetime as dt
+import decimal
+import importlib
+import math
+import os
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fluss_fast.codec import columns
+from fluss_fast.datatypes import SchemaInfo
+from fluss_fast.errors import FlussError
+
+try:
+    _ext = importlib.import_module("fluss_fast.codec._columns")
+except ImportError:
+    _ext = None
+
+BUILDERS = [pytest.param(columns.RowBatchBuilder_py, id="py")]
+if _ext is not None:
+    BUILDERS.append(pytest.param(_ext.RowBatchBuilder, id="ext"))
+
+D = decimal.Decimal
+UTC = dt.timezone.utc
+
+SCHEMA_ARROW = pa.schema([
+    pa.field("id", pa.int32(), False),
+    pa.field("b", pa.bool_()),
+    pa.field("i8", pa.int8()),
+    pa.field("i16", pa.int16()),
+    pa.field("i64", pa.int64()),
+    pa.field("f32", pa.float32()),
+    pa.field("f64", pa.float64()),
+    pa.field("s", pa.string()),
+    pa.field("bin", pa.binary()),
+    pa.field("fb", pa.binary(3)),
+    pa.field("dec", pa.decimal128(10, 2)),
+    pa.field("bigdec", pa.decimal128(38, 6)),
+    pa.field("d", pa.date32()),
+    pa.field("t0", pa.time32("s")),
+    pa.field("t3", pa.time32("ms")),
+    pa.field("t6", pa.time64("us")),
+    pa.field("t9", pa.time64("ns")),
+    pa.field("ts0", pa.timestamp("s")),
+    pa.field("ts3", pa.timestamp("ms")),
+    pa.field("ts6", pa.timestamp("us")),
+    pa.field("ts9", pa.timestamp("ns")),
+    pa.field("ltz3", pa.timestamp("ms", tz="UTC")),
+    pa.field("ltz6", pa.timestamp("us", tz="UTC")),
+    pa.field("arr", pa.list_(pa.field("element", pa.int32()))),
+    pa.field("sarr", pa.list_(pa.field("element", pa.string(), False))),
+    pa.field("m", pa.map_(pa.string(), pa.float64())),
+    pa.field("row", pa.struct([pa.field("a", pa.int32()), pa.field("b", pa.list_(pa.date32())),
+                               pa.field("c", pa.string(), False)])),
+])
+SCHEMA = SchemaInfo.from_arrow(SCHEMA_ARROW)
+NAMES = SCHEMA.names
+
+
+def _build_one(builder_cls, schema, row):
+    b = builder_cls(schema, "db.tbl")
+    b.append(row)
+    return b.build()
+
+
+def _single(arrow_type, nullable=True):
+    return SchemaInfo.from_arrow(pa.schema([pa.field("c", arrow_type, nullable)]))
+
+
+def _raw(builder_cls, arrow_type, value):
+    """The Arrow storage value one cell becomes (ints for temporal types)."""
+    rb = _build_one(builder_cls, _single(arrow_type), (value,))
+    col = rb.column(0)
+    if pa.types.is_timestamp(arrow_type) or pa.types.is_time(arrow_type) or \
+            pa.types.is_date(arrow_type):
+        width = 4 if pa.types.is_date32(arrow_type) or pa.types.is_time32(arrow_type) else 8
+        storage = pa.int32() if width == 4 else pa.int64()
+        return col.view(storage)[0].as_py()
+    return col[0].as_py()
+
+
+# -- known answers ---------------------------------------------------------------------------------
+
+KNOWN = [
+    # timestamps: Java's seconds are millis / 1000 truncated toward zero; millis are floored
+    (pa.timestamp("s"), dt.datetime(1969, 12, 31, 23, 59, 58, 500000), -1),
+    (pa.timestamp("s"), dt.datetime(1970, 1, 1, 0, 0, 1, 999000), 1),
+    (pa.timestamp("ms"), dt.datetime(1969, 12, 31, 23, 59, 59, 999500), -1),
+    (pa.timestamp("ms"), dt.datetime(2024, 3, 1, 12, 30, 15, 123456), 1709296215123),
+    (pa.timestamp("us"), dt.datetime(1, 1, 1), -62135596800000000),
+    (pa.timestamp("us"), dt.datetime(9999, 12, 31, 23, 59, 59, 999999), 253402300799999999),
+    (pa.timestamp("ns"), dt.datetime(2024, 3, 1, 12, 30, 15, 123456), 1709296215123456000),
+    (pa.timestamp("ns"), pd.Timestamp("2024-03-01 12:30:15.123456789"), 1709296215123456789),
+    (pa.timestamp("ns"), pd.Timestamp("1969-12-31 23:59:59.999999999"), -1),
+    (pa.timestamp("us"), pd.Timestamp("1969-12-31 23:59:59.999999999"), -1),
+    (pa.timestamp("ms", tz="UTC"), dt.datetime(2000, 1, 1, 5, tzinfo=dt.timezone(dt.timedelta(hours=5))),
+     946684800000),
+    (pa.timestamp("ms", tz="UTC"), dt.datetime(2000, 1, 1), 946684800000),
+    (pa.timestamp("ns", tz="UTC"), pd.Timestamp("2000-01-01 01:00:00.000000001", tz="Europe/Paris"),
+     946684800000000001),
+    (pa.timestamp("us", tz="UTC"), np.datetime64("2000-01-01T00:00:00.000001", "us").astype(object),
+     946684800000001),
+    # TIME is milliseconds of the day, scaled to the unit
+    (pa.time32("s"), dt.time(1, 2, 3, 500000), 3723),
+    (pa.time32("ms"), dt.time(23, 59, 59, 999000), 86399999),
+    (pa.time64("us"), dt.time(0, 0, 0, 1000), 1000),
+    (pa.time64("ns"), dt.time(0, 0, 1), 1000000000),
+    (pa.date32(), dt.date(1970, 1, 1), 0),
+    (pa.date32(), dt.date(1, 1, 1), -719162),
+    (pa.date32(), dt.date(2024, 2, 29), 19782),
+    (pa.date32(), dt.date(1969, 12, 31), -1),
+    # decimals round HALF_UP (ties away from zero) to the scale
+    (pa.decimal128(10, 2), D("1.005"), D("1.01")),
+    (pa.decimal128(10, 2), D("-1.005"), D("-1.01")),
+    (pa.decimal128(10, 2), D("1.004999"), D("1.00")),
+    (pa.decimal128(5, 0), D("2.5"), D("3")),
+    (pa.decimal128(5, 0), D("-2.5"), D("-3")),
+    (pa.decimal128(10, 2), D("1E+3"), D("1000.00")),
+    (pa.decimal128(10, 2), D("-0"), D("0.00")),
+    (pa.decimal128(10, 2), D("0.000001"), D("0.00")),
+    (pa.decimal128(10, 2), 7, D("7.00")),
+    (pa.decimal128(10, 2), D("99999999.99"), D("99999999.99")),
+    (pa.decimal128(38, 0), D("9" * 38), D("9" * 38)),
+    (pa.decimal128(38, 0), D("-" + "9" * 38), D("-" + "9" * 38)),
+    (pa.decimal128(38, 10), D("-1234567890123456789012345678.0123456789"),
+     D("-1234567890123456789012345678.0123456789")),
+    (pa.decimal128(20, 4), D("1.23456789012345678901234567890123456789012345"), D("1.2346")),
+    (pa.decimal128(18, 2), D("1.2345E+10"), D("12345000000.00")),
+    (pa.int8(), np.int8(-128), -128),
+    (pa.int64(), np.uint32(7), 7),
+    (pa.int64(), -(2 ** 63), -(2 ** 63)),
+    (pa.float32(), 3, 3.0),
+    (pa.float64(), np.float32(0.5), 0.5),
+    (pa.float64(), True, 1.0),
+    (pa.bool_(), np.bool_(True), True),
+    (pa.string(), "日本語 ✓", "日本語 ✓"),
+    (pa.binary(), bytearray(b"\x00\x01"), b"\x00\x01"),
+    (pa.binary(), memoryview(b"xyz"), b"xyz"),
+    (pa.binary(2), b"ab", b"ab"),
+]
+
+
+@pytest.mark.parametrize("builder_cls", BUILDERS)
+@pytest.mark.parametrize("arrow_type,value,expected", KNOWN,
+                         ids=[f"{t}-{i}" for i, (t, _, _) in enumerate(KNOWN)])
+def test_known_answers(builder_cls, arrow_type, value, expected):
+    got = _raw(builder_cls, arrow_type, value)
+    assert got == expected and type(got) is type(expected)
+
+
+@pytest.mark.parametrize("builder_cls", BUILDERS)
+def test_nested_values_accepted_shapes(builder_cls):
+    row_t = SCHEMA_ARROW.field("row").type
+    cases = [
+        (pa.list_(pa.field("element", pa.int32())), (1, None, 3), [1, None, 3]),
+        (pa.list_(pa.field("element", pa.int32())), np.array([4, 5], dtype=np.int64), [4, 5]),
+        (pa.map_(pa.string(), pa.float64()), {"a": 1, "b": None}, [("a", 1.0), ("b", None)]),
+        (pa.map_(pa.string(), pa.float64()), [("a", 2.5), ["b", 3]], [("a", 2.5), ("b", 3.0)]),
+        (row_t, {"c": "x"}, {"a": None, "b": None, "c": "x"}),
+        (row_t, (1, [dt.date(2020, 1, 1)], "y"), {"a": 1, "b": [dt.date(2020, 1, 1)], "c": "y"}),
+        (pa.list_(pa.list_(pa.timestamp("ms"))), [[dt.datetime(1970, 1, 1, 0, 0, 1)], []],
+         [[dt.datetime(1970, 1, 1, 0, 0, 1)], []]),
+    ]
+    for arrow_type, value, expected in cases:
+        rb = _build_one(builder_cls, _single(arrow_type), [value])
+        assert rb.column(0)[0].as_py() == expected, (arrow_type, value)
+
+
+@pytest.mark.parametrize("builder_cls", BUILDERS)
+def test_float_special_values(builder_cls):
+    b = builder_cls(_single(pa.float64()), "t")
+    for v in (math.nan, math.inf, -math.inf, -0.0, 5e-324):
+        b.append([v])
+    got = b.build().column(0).to_pylist()
+    assert math.isnan(got[0]) and got[1:3] == [math.inf, -math.inf]
+    assert math.copysign(1, got[3]) == -1 and got[4] == 5e-324
+    b32 = builder_cls(_single(pa.float32()), "t")
+    b32.append([1e300])
+    assert b32.build().column(0).to_pylist() == [math.inf]
+
+
+# -- row shapes ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("builder_cls", BUILDERS)
+def test_dict_missing_key_is_null_and_list_tuple_by_position(builder_cls):
+    b = builder_cls(SCHEMA, "db.tbl")
+    assert len(b) == 0 and b.estimated_size == 0
+    s1 = b.append({"id": 1})
+    s2 = b.append({"id": 2, "s": "hello", "row": {"c": "z"}})
+    full = [3] + [None] * (len(NAMES) - 1)
+    s3 = b.append(full)
+    s4 = b.append(tuple(full))
+    assert 0 < s1 < s2 < s3 < s4 == b.estimated_size and len(b) == 4
+    rb = b.build()
+    assert len(b) == 0 and b.estimated_size == 0
+    assert rb.schema.equals(SCHEMA.to_arrow())
+    assert rb.column("id").to_pylist() == [1, 2, 3, 4 - 1]
+    assert rb.column("s").to_pylist() == [None, "hello", None, None]
+    assert rb.column("row").to_pylist()[1] == {"a": None, "b": None, "c": "z"}
+    assert rb.column("f64").null_count == 4
+    again = b.build()
+    assert again.num_rows == 0 and again.schema.equals(rb.schema)
+
+
+@pytest.mark.parametrize("builder_cls", BUILDERS)
+def test_size_estimate_tracks_string_bytes(builder_cls):
+    b = builder_cls(_single(pa.string()), "t")
+    small = b.append(["x"])
+    big = b.append(["é" * 1000])
+    assert big - small >= 2000
+
+
+@pytest.mark.parametrize("builder_cls", BUILDERS)
+def test_extend_reports_index_in_the_given_rows(builder_cls):
+    b = builder_cls(SCHEMA, "db.tbl")
+    with pytest.raises(FlussError, match=r"row 2\b"):
+        b.extend([{"id": 1}, {"id": 2}, {"id": "three"}])
+    assert len(b) == 2
+
+
+@pytest.mark.parametrize("builder_cls", BUILDERS)
+def test_reset_drops_rows(builder_cls):
+    b = builder_cls(SCHEMA, "db.tbl")
+    b.append({"id": 1, "s": "x"})
+    b.reset()
+    assert len(b) == 0
+    b.append({"id": 9})
+    assert b.build().column("id").to_pylist() == [9]
+
+
+# -- errors ------------------------------------------------------------------------------------------
+
+BAD = [
+    ({"id": None}, "column 'id' .*NOT NULL but got None"),
+    ({"s": "x"}, "column 'id' .*missing value for NOT NULL column"),
+    ({"id": 1, "nope": 2}, "unknown column 'nope'; expected: id, b, "),
+    ({"id": 1, 5: 2}, "dict keys must be column names"),
+    ((1, 2), f"expected {len(NAMES)} values"),
+    ("id=1", "a row must be a dict, list or tuple, got str"),
+    ({"id": "7"}, r"column 'id' \(int NOT NULL\).*expected int for INT, got str '7'"),
+    ({"id": 1.0}, "expected int for INT, got float 1.0"),
+    ({"id": True}, "got bool True; use 0 or 1"),
+    ({"id": 2 ** 31}, r"2147483648 out of range for INT \[-2147483648, 2147483647\]"),
+    ({"id": 1, "i8": 300}, "column 'i8'.*300 out of range for TINYINT"),
+    ({"id": 1, "i16": -40000}, "out of range for SMALLINT"),
+    ({"id": 1, "i64": 2 ** 63}, "out of range for BIGINT"),
+    ({"id": 1, "b": 1}, "column 'b'.*expected bool for BOOLEAN, got int 1"),
+    ({"id": 1, "f64": "1.5"}, "expected float for DOUBLE, got str"),
+    ({"id": 1, "f32": 10 ** 400}, "expected float for FLOAT, got int"),
+    ({"id": 1, "s": b"x"}, "column 's'.*expected str for STRING, got bytes"),
+    ({"id": 1, "s": "\ud800"}, "not encodable as UTF-8"),
+    ({"id": 1, "bin": "x"}, "expected bytes or bytearray for BYTES, got str"),
+    ({"id": 1, "fb": b"abcd"}, r"BINARY\(3\) needs exactly 3 bytes, got 4"),
+    ({"id": 1, "dec": 1.5}, r"expected decimal.Decimal for DECIMAL\(10, 2\), got float"),
+    ({"id": 1, "dec": D("123456789")}, "needs more than 10 digits"),
+    ({"id": 1, "dec": D("99999999.995")}, "needs more than 10 digits"),
+    ({"id": 1, "dec": D("NaN")}, "NaN cannot be stored"),
+    ({"id": 1, "bigdec": D("Infinity")}, "Infinity cannot be stored"),
+    ({"id": 1, "d": dt.datetime(2020, 1, 1)}, "got datetime.datetime"),
+    ({"id": 1, "d": "2020-01-01"}, "expected datetime.date for DATE, got str"),
+    ({"id": 1, "t3": dt.time(0, 0, 0, 1)}, "sub-millisecond"),
+    ({"id": 1, "t3": 5}, "expected datetime.time"),
+    ({"id": 1, "ts3": dt.datetime(2020, 1, 1, tzinfo=UTC)}, "needs a naive datetime"),
+    ({"id": 1, "ts3": pd.Timestamp("2020-01-01", tz="UTC")}, "naive pandas.Timestamp"),
+    ({"id": 1, "ts6": dt.date(2020, 1, 1)}, "expected naive datetime.datetime or pandas"),
+    ({"id": 1, "ltz6": 12345}, "expected datetime.datetime or pandas"),
+    ({"id": 1, "ts9": dt.datetime(2300, 1, 1)}, "timestamp out of range"),
+    ({"id": 1, "arr": "abc"}, "expected a list for ARRAY, got str"),
+    ({"id": 1, "arr": [1, "x"]}, "expected int for INT, got str"),
+    ({"id": 1, "sarr": ["a", None]}, "array element is NOT NULL"),
+    ({"id": 1, "m": [("a", 1, 2)]}, "MAP entries must be"),
+    ({"id": 1, "m": {None: 1.0}}, "map key is NOT NULL"),
+    ({"id": 1, "m": 5}, "expected dict or list of"),
+    ({"id": 1, "row": {"a": 1}}, "missing value for NOT NULL row field 'c'"),
+    ({"id": 1, "row": {"c": "x", "zz": 1}}, "unknown ROW field 'zz'"),
+    ({"id": 1, "row": (1, None)}, "expected 3 ROW fields, got 2"),
+    ({"id": 1, "row": "x"}, "expected dict, list or tuple for ROW"),
+    ({"id": 1, "row": {"c": None}}, "row field 'c' is NOT NULL"),
+]
+
+
+@pytest.mark.parametrize("builder_cls", BUILDERS)
+@pytest.mark.parametrize("row,pattern", BAD, ids=[str(i) for i in range(len(BAD))])
+def test_bad_rows_raise_and_leave_the_builder_unchanged(builder_cls, row, pattern):
+    b = builder_cls(SCHEMA, "db.tbl")
+    b.append({"id": 100, "s": "kept", "arr": [1], "dec": D("1.5")})
+    size = b.estimated_size
+    with pytest.raises(FlussError, match=pattern) as e:
+        b.append(row)
+    assert e.value.error_code == -2
+    msg = str(e.value)
+    assert "table 'db.tbl'" in msg and "row 1" in msg
+    assert len(b) == 1 and b.estimated_size == size
+    b.append({"id": 101, "s": "after", "arr": [2, 3], "dec": D("2.25")})
+    rb = b.build()
+    rb.validate(full=True)
+    assert rb.column("id").to_pylist() == [100, 101]
+    assert rb.column("s").to_pylist() == ["kept", "after"]
+    assert rb.column("arr").to_pylist() == [[1], [2, 3]]
+    assert rb.column("dec").to_pylist() == [D("1.50"), D("2.25")]
+
+
+@pytest.mark.parametrize("builder_cls", BUILDERS)
+def test_error_in_late_column_rolls_back_every_earlier_column(builder_cls):
+    b = builder_cls(SCHEMA, "db.tbl")
+    good = [1, True, 1, 1, 1, 1.0, 1.0, "s", b"b", b"abc", D("1"), D("1"), dt.date(2000, 1, 1),
+            dt.time(1), dt.time(1), dt.time(1), dt.time(1), dt.datetime(2000, 1, 1),
+            dt.datetime(2000, 1, 1), dt.datetime(2000, 1, 1), dt.datetime(2000, 1, 1),
+            dt.datetime(2000, 1, 1), dt.datetime(2000, 1, 1), [1], ["x"], {"k": 1.0},
+            {"c": "r"}]
+    bad = list(good)
+    bad[-1] = {"c": None}
+    nulls = [2] + [None] * (len(NAMES) - 1)
+    for _ in range(3):
+        b.append(good)
+        with pytest.raises(FlussError):
+            b.append(bad)
+        b.append(nulls)
+        with pytest.raises(FlussError):
+            b.append(bad)
+    rb = b.build()
+    rb.validate(full=True)
+    assert rb.num_rows == 6
+    expected = pa.RecordBatch.from_pylist([dict(zip(NAMES, r)) for r in [good, nulls] * 3],
+                                          schema=SCHEMA.to_arrow())
+    assert rb.equals(expected)
+    for name in NAMES:
+        col = rb.column(name)
+        assert col.null_count == (3 if name != "id" else 0), name
+    assert rb.column("row").to_pylist()[0] == {"a": None, "b": None, "c": "r"}
+
+
+# -- the twins agree on random rows --------------------------------------------------------------------
+
+def _times(unit_ms=True):
+    return st.times().map(lambda t: t.replace(microsecond=t.microsecond // 1000 * 1000))
+
+
+_dates_ns = st.datetimes(min_value=dt.datetime(1678, 1, 1), max_value=dt.datetime(2261, 12, 31))
+_aware = st.datetimes(timezones=st.sampled_from([UTC, dt.timezone(dt.timedelta(hours=-7, minutes=-30)),
+                                                 dt.timezone(dt.timedelta(hours=13))]),
+                      min_value=dt.datetime(1, 1, 2), max_value=dt.datetime(9999, 12, 30))
+_floats = st.floats(allow_nan=False)
+VALUES = {
+    "id": st.integers(-2 ** 31, 2 ** 31 - 1),
+    "b": st.booleans(),
+    "i8": st.integers(-128, 127),
+    "i16": st.integers(-2 ** 15, 2 ** 15 - 1),
+    "i64": st.integers(-2 ** 63, 2 ** 63 - 1),
+    "f32": _floats | st.integers(-2 ** 60, 2 ** 60),
+    "f64": _floats,
+    "s": st.text(max_size=20),
+    "bin": st.binary(max_size=20),
+    "fb": st.binary(min_size=3, max_size=3),
+    "dec": st.decimals(min_value=-10 ** 7, max_value=10 ** 7, places=4),
+    "bigdec": st.decimals(min_value=-10 ** 31, max_value=10 ** 31, allow_nan=False,
+                          allow_infinity=False) | st.integers(-10 ** 31, 10 ** 31),
+    "d": st.dates(),
+    "t0": _times(), "t3": _times(), "t6": _times(), "t9": _times(),
+    "ts0": st.datetimes(), "ts3": st.datetimes(), "ts6": st.datetimes(), "ts9": _dates_ns,
+    "ltz3": st.datetimes() | _aware, "ltz6": _aware,
+    "arr": st.lists(st.none() | st.integers(-2 ** 31, 2 ** 31 - 1), max_size=4),
+    "sarr": st.lists(st.text(max_size=5), max_size=3).map(tuple),
+    "m": st.dictionaries(st.text(max_size=3), st.none() | _floats, max_size=3),
+    "row": st.fixed_dictionaries({"c": st.text(max_size=3)},
+                                 optional={"a": st.none() | st.integers(-5, 5),
+                                           "b": st.none() | st.lists(st.dates(), max_size=2)}),
+}
+_BAD_VALUE = st.sampled_from(["bad", 2 ** 70, -1.5, b"\x00", object()])
+
+
+@st.composite
+def _row(draw):
+    values = {}
+    for name in NAMES:
+        if name != "id" and draw(st.integers(0, 4)) == 0:
+            continue  # missing key -> null
+        values[name] = draw(st.none() | VALUES[name]) if name != "id" else draw(VALUES[name])
+    if draw(st.integers(0, 9)) == 0:
+        values[draw(st.sampled_from(NAMES))] = draw(_BAD_VALUE)
+    if draw(st.booleans()):
+        return values
+    seq = [values.get(n) for n in NAMES]
+    return tuple(seq) if draw(st.booleans()) else seq
+
+
+@pytest.mark.skipif(_ext is None, reason="Cython twin not built")
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=st.lists(_row(), max_size=12))
+def test_twins_agree_on_random_rows(rows):
+    py = columns.RowBatchBuilder_py(SCHEMA, "db.rand")
+    ext = _ext.RowBatchBuilder(SCHEMA, "db.rand")
+    for row in rows:
+        outcomes = []
+        for b in (py, ext):
+            try:
+                b.append(row)
+                outcomes.append(None)
+            except FlussError as exc:
+                outcomes.append(str(exc))
+        assert outcomes[0] == outcomes[1]
+        assert len(py) == len(ext)
+    a, b = py.build(), ext.build()
+    b.validate(full=True)
+    assert a.schema.equals(b.schema)
+    assert a.equals(b), (a.to_pylist(), b.to_pylist())
+
+
+@pytest.mark.skipif(_ext is None or bool(os.environ.get("FLUSS_FAST_NO_EXTENSIONS")),
+                    reason="Cython twin not built / disabled")
+def test_compiled_builder_is_selected():
+    assert columns.RowBatchBuilder is _ext.RowBatchBuilder
+    assert columns.RowBatchBuilder_py is not _ext.RowBatchBuilder
+
+
+@pytest.mark.parametrize("builder_cls", BUILDERS)
+def test_matches_pyarrow_from_pylist_for_plain_values(builder_cls):
+    rows = [{"id": i, "s": f"v{i}", "f64": i / 3, "d": dt.date(2000, 1, 1 + i % 28),
+             "ts6": dt.datetime(2020, 1, 1, 0, 0, i % 60, i), "arr": [i, None],
+             "m": [("k", float(i))], "row": {"a": i, "b": None, "c": "c"}}
+            for i in range(100)]
+    b = builder_cls(SCHEMA, "t")
+    b.extend(rows)
+    assert b.build().equals(pa.RecordBatch.from_pylist(rows, schema=SCHEMA.to_arrow()))
