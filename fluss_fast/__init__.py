@@ -17,32 +17,18 @@ from .metadata import (EARLIEST_OFFSET, LATEST_OFFSET, ChangeType, DatabaseDescr
 from .client.admin import FlussAdmin
 from .client.connection import FlussConnection
 
-# TEMPORARY guard while client-write / client-scan are being written (removed once they exist).
+from .client.table import FlussTable, TableAppend, TableLookup, TablePrefixLookup, TableUpsert
+from .client.write import AppendWriter, WriteResultHandle
+from .client.scan import BatchScanner, LogScanner, RecordBatch, ScanRecord, ScanRecords, TableScan
+from .client.predicate import ColumnRef, Predicate, col
+
+
 def _missing(name):
+    # Primary-key writer/lookup classes until client-write lands them: same name, fails clearly.
     def fail(*args, **kwargs):
-        raise ImportError(f"fluss_fast.{name} is not implemented yet")
+        raise FlussError(f"fluss_fast.{name} is not available yet: primary-key tables are not supported")
 
-    return type(name, (), {"__new__": fail, "__init__": fail}) if name[0].isupper() else fail
-
-
-try:
-    from .client.table import FlussTable, TableAppend, TableLookup, TablePrefixLookup, TableUpsert
-except ImportError:
-    FlussTable, TableAppend, TableLookup, TablePrefixLookup, TableUpsert = (
-        _missing(n) for n in ("FlussTable", "TableAppend", "TableLookup", "TablePrefixLookup", "TableUpsert"))
-try:
-    from .client.write import AppendWriter, WriteResultHandle
-except ImportError:
-    AppendWriter, WriteResultHandle = _missing("AppendWriter"), _missing("WriteResultHandle")
-try:
-    from .client.scan import BatchScanner, LogScanner, RecordBatch, ScanRecord, ScanRecords, TableScan
-except ImportError:
-    BatchScanner, LogScanner, RecordBatch, ScanRecord, ScanRecords, TableScan = (
-        _missing(n) for n in ("BatchScanner", "LogScanner", "RecordBatch", "ScanRecord", "ScanRecords", "TableScan"))
-try:
-    from .client.predicate import ColumnRef, Predicate, col
-except ImportError:
-    ColumnRef, Predicate, col = _missing("ColumnRef"), _missing("Predicate"), _missing("col")
+    return type(name, (), {"__new__": fail, "__module__": "fluss_fast"})
 
 
 def _find(name: str):

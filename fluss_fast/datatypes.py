@@ -265,6 +265,24 @@ def highest_field_id_of(t: DataType) -> int:
     return best
 
 
+def assign_field_ids(t: DataType, counter: list) -> DataType:
+    """Number nested ROW fields depth-first after their column, as the Java and Rust schema builders do
+    (a: 0, b ROW<x, y>: 1, x: 2, y: 3, c: 4); a schema with column ids but no nested ids is rejected
+    by pyfluss, so both must be assigned together."""
+    if t.root == ARRAY:
+        return replace(t, element=assign_field_ids(t.element, counter))
+    if t.root == MAP:
+        return replace(t, key=assign_field_ids(t.key, counter), value=assign_field_ids(t.value, counter))
+    if t.root == ROW:
+        fields = []
+        for f in t.fields:
+            counter[0] += 1
+            field_id = counter[0]
+            fields.append(RowField(f.name, assign_field_ids(f.type, counter), f.description, field_id))
+        return replace(t, fields=tuple(fields))
+    return t
+
+
 @dataclass(frozen=True)
 class Column:
     name: str
@@ -336,13 +354,15 @@ class SchemaInfo:
         """pyfluss's rule: primary-key columns become NOT NULL; ids are 0..n-1 in column order."""
         pk = tuple(primary_key or ())
         cols = []
-        for i, f in enumerate(schema):
+        counter = [-1]
+        for f in schema:
             t = DataType.from_arrow(f.type, f.nullable)
             if f.name in pk:
                 t = t.with_nullable(False)
-            cols.append(Column(f.name, t, None, i))
-        highest = max([len(cols) - 1] + [highest_field_id_of(c.type) for c in cols])
-        return SchemaInfo(tuple(cols), pk, tuple(auto_increment_columns or ()), highest)
+            counter[0] += 1
+            column_id = counter[0]
+            cols.append(Column(f.name, assign_field_ids(t, counter), None, column_id))
+        return SchemaInfo(tuple(cols), pk, tuple(auto_increment_columns or ()), counter[0])
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
 
 PARTITION_NOT_EXISTS = 36
+_METADATA_BACKOFF_S = (0.05, 0.1, 0.2, 0.4)
 TABLE_NOT_EXIST = 7
 
 
@@ -139,11 +140,23 @@ class Cluster:
         return await asyncio.shield(fut)
 
     async def _metadata(self, req: pb.MetadataRequest) -> pb.MetadataResponse:
+        """GET_METADATA to a random tablet server; retriable errors (a leader being elected, a
+        server restarting) are retried a few times with backoff, never forever."""
         if not self.bootstrapped:
             await self.bootstrap()
-        resp = await self._ctx.any_tablet(Api.GET_METADATA, req)
-        self._update_servers(resp)
-        return resp
+        for attempt, backoff in enumerate(_METADATA_BACKOFF_S + (None,)):
+            try:
+                resp = await self._ctx.any_tablet(Api.GET_METADATA, req)
+            except FlussError as exc:
+                if backoff is None or not exc.is_retriable or self._ctx.closed:
+                    raise
+                if exc.error_code == 1:
+                    await self.bootstrap()
+                await asyncio.sleep(backoff)
+                continue
+            self._update_servers(resp)
+            return resp
+        raise AssertionError("unreachable")
 
     # -- tables ------------------------------------------------------------------------------------
     def _leaders(self, buckets) -> Dict[int, Optional[int]]:

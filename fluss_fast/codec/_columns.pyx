@@ -179,7 +179,9 @@ cdef int parse_decimal(object text, int precision, int scale, int128* out):
     k = esign * exp - frac + scale
     keep = ndig + k if k < 0 else ndig
     if keep < 0:
-        keep = 0
+        # every digit lies below the rounding position (even the first is < 0.5 units of scale)
+        out[0] = 0
+        return 0
     for j in range(precision):
         limit *= 10
     pos = 0
@@ -204,9 +206,9 @@ cdef int parse_decimal(object text, int precision, int scale, int128* out):
                 return 1
         else:
             for j in range(k):
+                if acc >= limit // 10:
+                    return 1  # checked before multiplying: 10 * 10**38 would overflow int128
                 acc *= 10
-                if acc >= limit:
-                    return 1
     if round_digit >= 5:
         acc += 1
     if acc >= limit:

@@ -9,6 +9,7 @@ values, produce the same bytes and raise the same messages.
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
 from libc.stdlib cimport malloc, realloc, free
+from libc.stdio cimport snprintf
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_CheckExact
 from cpython.unicode cimport PyUnicode_CheckExact, PyUnicode_DecodeUTF8
 from cpython.long cimport PyLong_CheckExact, PyLong_AsLongLong, PyLong_FromLongLong
@@ -221,6 +222,7 @@ cdef class _Field:
     cdef bint fixed
     cdef Py_ssize_t size
     cdef int scale
+    cdef int precision
     cdef object info
     cdef object slow_write      # pure writer for the cases handled in Python
     cdef object slow_read
@@ -238,6 +240,7 @@ cdef list _plan(infos, str fmt):
         f.fixed = t.fixed
         f.size = t.size
         f.scale = t.scale
+        f.precision = t.precision
         f.info = t
         if fmt == "COMPACTED":
             f.slow_write = py._compacted_writer(t)
@@ -318,6 +321,87 @@ cdef inline int timestamp_value(object v, bint ltz, int64_t *millis, int32_t *na
     millis[0] = ms
     nanos[0] = <int32_t> (rem * 1000)
     return 1
+
+
+cdef int64_t _P10[19]
+_P10[0] = 1
+for _k in range(1, 19):
+    _P10[_k] = _P10[_k - 1] * 10
+
+
+cdef int decimal_value(object v, int scale, int precision, int64_t *out) except -1:
+    """The unscaled value of an exact Decimal from its text, HALF_UP; 0 when the pure helper must
+    decide (special values, too many digits, overflow, or an error to report)."""
+    cdef Py_ssize_t n, i = 0
+    cdef const char *s
+    cdef bint neg = False, dot = False
+    cdef uint64_t mant = 0
+    cdef int ndig = 0, frac = 0, k
+    cdef long e = 0
+    cdef bint eneg = False
+    cdef int64_t q, r, p
+    text = str(v)
+    s = PyUnicode_AsUTF8AndSize(text, &n)
+    if n == 0:
+        return 0
+    if s[0] == 45 or s[0] == 43:  # '-' '+'
+        neg = s[0] == 45
+        i = 1
+    while i < n:
+        c = s[i]
+        if 48 <= c <= 57:
+            if mant or c != 48:
+                ndig += 1
+                if ndig > 18:
+                    return 0
+            mant = mant * 10 + (c - 48)
+            if dot:
+                frac += 1
+        elif c == 46 and not dot:
+            dot = True
+        else:
+            break
+        i += 1
+    if i < n:
+        if s[i] != 69 and s[i] != 101:  # 'E' 'e'
+            return 0
+        i += 1
+        if i < n and (s[i] == 45 or s[i] == 43):
+            eneg = s[i] == 45
+            i += 1
+        if i >= n:
+            return 0
+        while i < n:
+            c = s[i]
+            if not (48 <= c <= 57) or e > 100000:
+                return 0
+            e = e * 10 + (c - 48)
+            i += 1
+        if eneg:
+            e = -e
+    k = <int> (e - frac + scale) if -100000 < e < 100000 else 1000000
+    if k >= 0:
+        if k > 18 or (mant and mant > <uint64_t> (999999999999999999 // _P10[k])):
+            return 0
+        q = <int64_t> mant * _P10[k]
+    else:
+        if -k > 18:
+            return 0
+        p = _P10[-k]
+        q = <int64_t> mant // p
+        r = <int64_t> mant % p
+        if r + r >= p:
+            q += 1
+    if precision <= 18 and q >= _P10[precision]:
+        return 0
+    out[0] = -q if neg else q
+    return 1
+
+
+cdef object decimal_object(int64_t u, int scale):
+    cdef char buf[48]
+    cdef int n = snprintf(buf, sizeof(buf), "%lldE-%d", <long long> u, scale)
+    return _Decimal(PyUnicode_DecodeUTF8(buf, n, NULL))
 
 
 cdef inline object make_date(int64_t days):
@@ -435,11 +519,12 @@ cdef int compacted_field(WBuf *b, _Field f, object v) except -1:
     elif code == C_DECIMAL:
         if type(v) is not _Decimal:
             return 0
-        u = _conv_decimal(v, f.info)  # raises the same errors as the pure writer
         if f.compact:
-            wb_varint(b, <uint64_t> <int64_t> u)
+            if not decimal_value(v, f.scale, f.precision, &x):
+                x = _conv_decimal(v, f.info)  # raises the same errors as the pure writer
+            wb_varint(b, <uint64_t> x)
         else:
-            data = _bigint_bytes(u)
+            data = _bigint_bytes(_conv_decimal(v, f.info))
             wb_varint(b, <uint64_t> PyBytes_GET_SIZE(data))
             wb_bytes_obj(b, data)
     else:
@@ -472,39 +557,48 @@ cdef class CompactedRowEncoder:
 
     def encode(self, values):
         cdef WBuf b
-        cdef Py_ssize_t i, nb = 0 if self._key else self._nbytes
+        wb_init(&b)
+        try:
+            self._put(&b, values)
+            return PyBytes_FromStringAndSize(<char *> b.p, b.n)
+        finally:
+            wb_free(&b)
+
+    def encode_records(self, rows, change_types=None):
+        """Log records ``int32 length | change type | row`` for every row, concatenated."""
+        return _encode_records(self, rows, change_types)
+
+    cdef int _put(self, WBuf *b, object values) except -1:
+        cdef Py_ssize_t i, base = b.n, nb = 0 if self._key else self._nbytes
         cdef _Field f
         cdef bytearray tmp
         if len(values) != self._n:
             if self._key:
                 raise ValueError(f"key has {len(values)} values but {self._n} key columns")
             raise ValueError(f"row has {len(values)} values but the schema has {self._n} fields")
-        wb_init(&b)
-        try:
-            memset(b.p, 0, nb)
-            b.n = nb
-            for i in range(self._n):
-                f = <_Field> self._fields[i]
-                v = values[i]
-                if v is None:
-                    if self._key:
-                        raise ValueError(f"key {_pure()._field_label(self._names, i)} is null; key "
-                                         f"columns must not be null ({f.info.dtype})")
-                    if not f.nullable:
-                        raise ValueError(f"{_pure()._field_label(self._names, i)} is null but its "
-                                         f"type is {f.info.dtype}")
-                    b.p[i >> 3] |= <unsigned char> (1 << (i & 7))
-                    continue
-                try:
-                    if not compacted_field(&b, f, v):
-                        tmp = bytearray()
-                        f.slow_write(tmp, v)
-                        wb_write(&b, tmp, len(tmp))
-                except (TypeError, ValueError) as exc:
-                    raise label_error(exc, self._names, i) from None
-            return PyBytes_FromStringAndSize(<char *> b.p, b.n)
-        finally:
-            wb_free(&b)
+        wb_reserve(b, nb)
+        memset(b.p + base, 0, nb)
+        b.n += nb
+        for i in range(self._n):
+            f = <_Field> self._fields[i]
+            v = values[i]
+            if v is None:
+                if self._key:
+                    raise ValueError(f"key {_pure()._field_label(self._names, i)} is null; key "
+                                     f"columns must not be null ({f.info.dtype})")
+                if not f.nullable:
+                    raise ValueError(f"{_pure()._field_label(self._names, i)} is null but its "
+                                     f"type is {f.info.dtype}")
+                b.p[base + (i >> 3)] |= <unsigned char> (1 << (i & 7))
+                continue
+            try:
+                if not compacted_field(b, f, v):
+                    tmp = bytearray()
+                    f.slow_write(tmp, v)
+                    wb_write(b, tmp, len(tmp))
+            except (TypeError, ValueError) as exc:
+                raise label_error(exc, self._names, i) from None
+        return 0
 
 
 cdef class CompactedKeyEncoder(CompactedRowEncoder):
@@ -654,7 +748,7 @@ cdef class CompactedRowDecoder:
                 elif code == C_TIME:
                     out[i] = make_time(read_v32(p, &pos, end))
                 elif code == C_DECIMAL and f.compact:
-                    out[i] = _make_decimal(read_v64(p, &pos, end), f.scale)
+                    out[i] = decimal_object(read_v64(p, &pos, end), f.scale)
                 elif code == C_TIMESTAMP or code == C_TIMESTAMP_LTZ:
                     x = read_v64(p, &pos, end)
                     out[i] = make_ts(x, read_v32(p, &pos, end) if not f.compact else 0,
@@ -776,12 +870,14 @@ cdef int indexed_field(WBuf *b, _Field f, object v, Py_ssize_t *var_len) except 
     elif code == C_DECIMAL:
         if type(v) is not _Decimal:
             return 0
-        u = _conv_decimal(v, f.info)
         if f.compact:
+            if not decimal_value(v, f.scale, f.precision, &x):
+                x = _conv_decimal(v, f.info)
             wb_reserve(b, 8)
-            ff_rw_put64(b.p + b.n, <int64_t> u)
+            ff_rw_put64(b.p + b.n, x)
             b.n += 8
         else:
+            u = _conv_decimal(v, f.info)
             data = _bigint_bytes(u)
             wb_bytes_obj(b, data)
             var_len[0] = PyBytes_GET_SIZE(data)
@@ -815,39 +911,76 @@ cdef class IndexedRowEncoder:
 
     def encode(self, values):
         cdef WBuf b
-        cdef Py_ssize_t i, vslot = self._nbytes, var_len
+        wb_init(&b)
+        try:
+            self._put(&b, values)
+            return PyBytes_FromStringAndSize(<char *> b.p, b.n)
+        finally:
+            wb_free(&b)
+
+    def encode_records(self, rows, change_types=None):
+        """Log records ``int32 length | change type | row`` for every row, concatenated."""
+        return _encode_records(self, rows, change_types)
+
+    cdef int _put(self, WBuf *b, object values) except -1:
+        cdef Py_ssize_t i, base = b.n, vslot = b.n + self._nbytes, var_len
         cdef _Field f
         cdef bytes data
         if len(values) != self._n:
             raise ValueError(f"row has {len(values)} values but the schema has {self._n} fields")
-        wb_init(&b)
-        try:
-            wb_reserve(&b, self._header)
-            memset(b.p, 0, self._header)
-            b.n = self._header
-            for i in range(self._n):
-                f = <_Field> self._fields[i]
-                v = values[i]
-                if v is None:
-                    if not f.nullable:
-                        raise ValueError(f"{_pure()._field_label(self._names, i)} is null but its "
-                                         f"type is {f.info.dtype}")
-                    b.p[i >> 3] |= <unsigned char> (1 << (i & 7))
-                    continue
-                var_len = -1
-                try:
-                    if not indexed_field(&b, f, v, &var_len):
-                        data = f.slow_write(v)
-                        wb_bytes_obj(&b, data)
-                        var_len = len(data)
-                except (TypeError, ValueError) as exc:
-                    raise label_error(exc, self._names, i) from None
-                if not f.fixed:
-                    ff_rw_put32(b.p + vslot, <int32_t> var_len)
-                    vslot += 4
-            return PyBytes_FromStringAndSize(<char *> b.p, b.n)
-        finally:
-            wb_free(&b)
+        wb_reserve(b, self._header)
+        memset(b.p + base, 0, self._header)
+        b.n += self._header
+        for i in range(self._n):
+            f = <_Field> self._fields[i]
+            v = values[i]
+            if v is None:
+                if not f.nullable:
+                    raise ValueError(f"{_pure()._field_label(self._names, i)} is null but its "
+                                     f"type is {f.info.dtype}")
+                b.p[base + (i >> 3)] |= <unsigned char> (1 << (i & 7))
+                continue
+            var_len = -1
+            try:
+                if not indexed_field(b, f, v, &var_len):
+                    data = f.slow_write(v)
+                    wb_bytes_obj(b, data)
+                    var_len = len(data)
+            except (TypeError, ValueError) as exc:
+                raise label_error(exc, self._names, i) from None
+            if not f.fixed:
+                ff_rw_put32(b.p + vslot, <int32_t> var_len)
+                vslot += 4
+        return 0
+
+
+cdef object _encode_records(object encoder, object rows, object change_types):
+    cdef WBuf b
+    cdef Py_ssize_t i, start, n = len(rows)
+    cdef long ct
+    if change_types is not None and len(change_types) != n:
+        raise ValueError(f"{len(change_types)} change types for {n} rows")
+    wb_init(&b)
+    try:
+        for i in range(n):
+            ct = 0 if change_types is None else change_types[i]
+            if ct < 0 or ct > 4:
+                raise ValueError(f"row {i}: change type {ct} is not one of 0..4")
+            wb_reserve(&b, 5)
+            start = b.n
+            b.n += 5
+            try:
+                if type(encoder) is IndexedRowEncoder:
+                    (<IndexedRowEncoder> encoder)._put(&b, rows[i])
+                else:
+                    (<CompactedRowEncoder> encoder)._put(&b, rows[i])
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"row {i}: {exc}") from None
+            ff_rw_put32(b.p + start, <int32_t> (b.n - start - 4))
+            b.p[start + 4] = <unsigned char> ct
+        return PyBytes_FromStringAndSize(<char *> b.p, b.n)
+    finally:
+        wb_free(&b)
 
 
 cdef inline object strip_zeros(const unsigned char *p, Py_ssize_t n, bint text):
@@ -937,7 +1070,7 @@ cdef class IndexedRowDecoder:
                     elif code == C_CHAR or code == C_BINARY:
                         out[i] = strip_zeros(p + q, size, code == C_CHAR)
                     elif code == C_DECIMAL:
-                        out[i] = _make_decimal(ff_rw_get64(p + q), f.scale)
+                        out[i] = decimal_object(ff_rw_get64(p + q), f.scale)
                     else:
                         out[i] = f.slow_read(buf, q)
                     q += size

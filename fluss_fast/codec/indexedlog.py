@@ -75,23 +75,7 @@ def _append_only(change_types) -> bool:
 
 def encode_row_records(rows, encoder, change_types=None) -> bytes:
     """The records payload for ``rows`` (value lists) with an Indexed/CompactedRowEncoder."""
-    if change_types is not None and len(change_types) != len(rows):
-        raise ValueError(f"{len(change_types)} change types for {len(rows)} rows")
-    parts = []
-    pack = _I32.pack
-    encode = encoder.encode
-    for i, values in enumerate(rows):
-        try:
-            row = encode(values)
-        except (TypeError, ValueError) as exc:
-            raise type(exc)(f"row {i}: {exc}") from None
-        ct = 0 if change_types is None else change_types[i]
-        if not 0 <= ct <= 4:
-            raise ValueError(f"row {i}: change type {ct} is not one of 0..4")
-        parts.append(pack(len(row) + 1))
-        parts.append(bytes((ct,)))
-        parts.append(row)
-    return b"".join(parts)
+    return encoder.encode_records(rows, change_types)
 
 
 def build_row_log_batch(rows, types, *, fmt: str = INDEXED, schema_id: int, change_types=None,

@@ -19,7 +19,7 @@ from .errors import CorruptBatchError
 from .rows import decode_varint, encode_varint
 
 __all__ = ["KV_HEADER_SIZE", "KV_MAGIC", "KvBatchHeader", "build_kv_batch", "parse_kv_header",
-           "iter_kv_records", "kv_records"]
+           "iter_kv_records", "kv_records", "encode_value", "decode_value"]
 
 KV_HEADER_SIZE = 28
 KV_MAGIC = 0
@@ -28,6 +28,7 @@ _CRC_START = 9
 _HEAD = struct.Struct("<ibI")          # length, magic, crc
 _TAIL = struct.Struct("<hbqii")        # schema id, attributes, writer id, batch sequence, count
 _I32 = struct.Struct("<i")
+_I16 = struct.Struct("<h")
 
 
 class KvBatchHeader:
@@ -119,3 +120,16 @@ def iter_kv_records(buf, pos: int = 0, *, verify_crc: bool = False
 
 def kv_records(buf, pos: int = 0) -> List[Tuple[bytes, Optional[bytes]]]:
     return list(iter_kv_records(buf, pos))
+
+
+def encode_value(schema_id: int, row) -> bytes:
+    """A stored / looked-up value (DATA.md §7): int16 LE schema id, then the row bytes."""
+    return _I16.pack(schema_id) + bytes(row)
+
+
+def decode_value(buf) -> Tuple[int, bytes]:
+    """``(schema_id, row_bytes)`` of a value made by :func:`encode_value`."""
+    data = bytes(buf)
+    if len(data) < 2:
+        raise ValueError(f"value of {len(data)} bytes has no schema id")
+    return _I16.unpack_from(data, 0)[0], data[2:]

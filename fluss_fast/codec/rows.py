@@ -1010,6 +1010,26 @@ def _as_bytes(buf, pos: int, end: Optional[int]):
 _DECODE_ERRORS = (struct.error, IndexError, OverflowError, UnicodeDecodeError)
 
 
+def _encode_records(encode, rows, change_types) -> bytes:
+    n = len(rows)
+    if change_types is not None and len(change_types) != n:
+        raise ValueError(f"{len(change_types)} change types for {n} rows")
+    out = bytearray()
+    pack = _pk_i.pack
+    for i in range(n):
+        ct = 0 if change_types is None else change_types[i]
+        if not 0 <= ct <= 4:
+            raise ValueError(f"row {i}: change type {ct} is not one of 0..4")
+        try:
+            row = encode(rows[i])
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"row {i}: {exc}") from None
+        out += pack(len(row) + 1)
+        out.append(ct)
+        out += row
+    return bytes(out)
+
+
 class CompactedRowEncoder:
     """``encode(values) -> bytes``: one CompactedRow (null bitset + fields, no padding)."""
 
@@ -1023,6 +1043,10 @@ class CompactedRowEncoder:
     @property
     def arity(self) -> int:
         return self._n
+
+    def encode_records(self, rows, change_types=None) -> bytes:
+        """Log records ``int32 length | change type | row`` for every row, concatenated (§3.1)."""
+        return _encode_records(self.encode, rows, change_types)
 
     def encode(self, values) -> bytes:
         if len(values) != self._n:
@@ -1267,6 +1291,10 @@ class IndexedRowEncoder:
     @property
     def arity(self) -> int:
         return self._n
+
+    def encode_records(self, rows, change_types=None) -> bytes:
+        """Log records ``int32 length | change type | row`` for every row, concatenated (§3.1)."""
+        return _encode_records(self.encode, rows, change_types)
 
     def encode(self, values) -> bytes:
         if len(values) != self._n:

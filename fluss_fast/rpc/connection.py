@@ -8,6 +8,7 @@ frame (a fetch response) is received straight into its own buffer and handed out
 from __future__ import annotations
 
 import asyncio
+import functools
 import socket
 import struct
 from typing import Optional
@@ -270,6 +271,7 @@ class Connection:
             timeout = self.request_timeout
         timer = loop.call_later(timeout, self._on_timeout, rid) if timeout else None
         self._pending[rid] = _Pending(fut, api_key, raw, timer)
+        fut.add_done_callback(functools.partial(self._forget_cancelled, rid))
         transport = self._transport
         if isinstance(body, (list, tuple)):
             size = sum(len(b) for b in body)
@@ -285,6 +287,13 @@ class Connection:
                 transport.write(header)
                 transport.write(body)
         return fut
+
+    def _forget_cancelled(self, rid, fut):
+        # A caller that gave up (cancelled) must not leave its entry and timer behind.
+        if fut.cancelled():
+            pending = self._pending.pop(rid, None)
+            if pending is not None and pending.timer is not None:
+                pending.timer.cancel()
 
     async def _wait_writable(self):
         while self._drain_waiter is not None and not self._closing:

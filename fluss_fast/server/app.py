@@ -60,13 +60,15 @@ _MAX_SANE_VERSION = 255
 # exact size, so record payloads land in memory once and idle connections stay cheap.
 _INITIAL_BUFFER = 64 * 1024
 _MIN_FREE = 8 * 1024
+_BIG_START = 1024 * 1024
 _MAX_INFLIGHT = 1024  # per connection; reading pauses above this so a flood cannot grow memory
 _MAX_ERROR_MESSAGE = 2048
 
 
 class RawBody(list):
     """A response body given as bytes-like chunks that already form the serialized protobuf; written
-    with ``transport.writelines`` so large record data is never copied into one buffer."""
+    with ``transport.writelines`` so large record data is never copied into one buffer. (A handler may
+    also return one bytes-like object holding the serialized body.)"""
 
     __slots__ = ()
 
@@ -134,7 +136,7 @@ class _Listener:
 
 class _Connection(asyncio.BufferedProtocol):
     __slots__ = ("_listener", "_server", "_dispatch", "_transport", "_buf", "_view", "_start", "_end",
-                 "_big", "_big_view", "_big_fill", "_tasks", "_closed", "_authenticated", "_ctx",
+                 "_big", "_big_view", "_big_fill", "_big_len", "_tasks", "_closed", "_authenticated", "_ctx",
                  "_write_paused", "_read_paused", "last_active", "_loop")
 
     def __init__(self, listener: _Listener):
@@ -149,6 +151,7 @@ class _Connection(asyncio.BufferedProtocol):
         self._big = None  # a frame larger than the ring buffer gets its own exact-size buffer
         self._big_view = None
         self._big_fill = 0
+        self._big_len = 0
         self._tasks: set = set()
         self._closed = False
         self._authenticated = not listener.sasl
@@ -220,11 +223,13 @@ class _Connection(asyncio.BufferedProtocol):
             return
         if self._big is not None:
             self._big_fill += nbytes
-            if self._big_fill == len(self._big):
+            if self._big_fill == self._big_len:
                 frame = self._big_view
                 self._big = self._big_view = None
                 self._big_fill = 0
                 self._handle_frame(frame)
+            elif self._big_fill == len(self._big):
+                self._grow_big()
             return
         self._end += nbytes
         self._parse()
@@ -248,10 +253,13 @@ class _Connection(asyncio.BufferedProtocol):
                     self._fail_connection(length, api_key, api_version)
                     return
             if end - pos < total:
-                if total > len(buf):
-                    # Big frame: read the rest straight into a buffer of its exact size.
+                if total > len(buf) and end - pos >= 8:
+                    # Big frame: the rest goes straight into a buffer of its own. It starts small and
+                    # grows as bytes really arrive, so a client that merely announces 100 MiB costs
+                    # nothing; a real frame is copied at most a couple of times while growing.
                     have = end - pos - 4
-                    big = bytearray(length)
+                    self._big_len = length
+                    big = bytearray(min(length, max(_BIG_START, 2 * have)))
                     big[:have] = view[pos + 4:end]
                     self._big = big
                     self._big_view = memoryview(big)
@@ -267,6 +275,12 @@ class _Connection(asyncio.BufferedProtocol):
             self._start = self._end = 0
         else:
             self._start = pos
+
+    def _grow_big(self):
+        bigger = bytearray(min(self._big_len, 4 * len(self._big)))
+        bigger[:self._big_fill] = self._big_view[:self._big_fill]
+        self._big = bigger
+        self._big_view = memoryview(bigger)
 
     def _fail_connection(self, length: int, api_key: int = 0, api_version: int = 0):
         if api_key < 0 or api_version < 0 or api_version > _MAX_SANE_VERSION:
@@ -370,8 +384,12 @@ class _Connection(asyncio.BufferedProtocol):
             self._write_error(request_id, Errors.UNKNOWN_SERVER_ERROR,
                               f"Internal error: the {name} response is incomplete: {e}")
         except Exception as e:  # noqa: BLE001 - any handler bug must become an answer, not silence
-            log.error("%s handler failed:\n%s", name, traceback.format_exc())
-            self._write_error(request_id, Errors.UNKNOWN_SERVER_ERROR, f"{type(e).__name__}: {e}")
+            code = getattr(e, "error_code", None)  # e.g. codec.errors.CorruptBatchError
+            if isinstance(code, int) and code != 0:
+                self._write_error(request_id, code, str(e) or type(e).__name__)
+            else:
+                log.error("%s handler failed:\n%s", name, traceback.format_exc())
+                self._write_error(request_id, Errors.UNKNOWN_SERVER_ERROR, f"{type(e).__name__}: {e}")
         self.last_active = self._loop.time()
 
     def _authenticate(self, frame, request_id: int):

@@ -224,6 +224,10 @@ class Catalog:
         self._partition_owner.pop(p.partition_id, None)
         self._version += 1
 
+    def touch(self) -> None:
+        """Mark an in-place change of an entry (e.g. an altered database) for the next commit."""
+        self._version += 1
+
     # -- persistence ---------------------------------------------------------------------------
     def snapshot(self) -> dict:
         dbs = []

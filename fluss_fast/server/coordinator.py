@@ -15,12 +15,12 @@ from datetime import datetime, timedelta, timezone
 from typing import Optional
 
 from ..datatypes import (ARRAY, BIGINT, DATE, INTEGER, MAP, NESTED, PARTITION_KEY_ROOTS, ROW, TIMESTAMP,
-                         TIMESTAMP_LTZ, Column, DataType, SchemaInfo, TableDescriptorInfo, highest_field_id_of)
+                         TIMESTAMP_LTZ, DataType, SchemaInfo, TableDescriptorInfo)
 from ..errors import FlussError
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
 from ..rpc.errors import Errors
-from .catalog import BUILTIN_DATABASE, PartitionEntry, TableEntry
+from .catalog import BUILTIN_DATABASE, PartitionEntry, TableEntry, now_ms
 
 log = logging.getLogger("fluss_fast.server")
 
@@ -911,10 +911,8 @@ class Coordinator:
         db.custom_properties = custom
         if req.HasField("comment"):
             db.comment = req.comment
-        from .catalog import now_ms
-
         db.modified_time = now_ms()
-        self.catalog._version += 1
+        self.catalog.touch()
         await self.catalog.commit()
         return pb.AlterDatabaseResponse()
 

@@ -537,3 +537,61 @@ async def test_read_only_request_retried_after_dropped_connection():
         assert await conn.get_admin().list_databases() == ["again"]
     assert count["n"] == 2
     await peer.close()
+
+
+async def test_cancelled_call_cancels_its_request_on_the_runtime():
+    seen = asyncio.Event()
+
+    def handler(key, rid, req, writer):
+        if key == Api.LIST_DATABASES:
+            seen.set()
+        return None
+
+    peer = await Peer(handler).start()
+    conn = await fluss_fast.FlussConnection.create(fluss_fast.Config({"bootstrap.servers": peer.address}))
+    task = asyncio.ensure_future(conn.get_admin().list_databases())
+    await asyncio.wait_for(seen.wait(), 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+    async def in_flight():
+        await asyncio.sleep(0.05)
+        return sum(c.in_flight for c in conn._ctx._conns.values())
+
+    assert await get_runtime().run(in_flight()) == 0
+    await conn.close()
+    await peer.close()
+
+
+async def test_metadata_retries_retriable_errors():
+    calls = {"n": 0}
+
+    def handler(key, rid, req, writer):
+        if key == Api.GET_METADATA and len(req.table_path):
+            calls["n"] += 1
+            if calls["n"] < 3:
+                return [frame.encode_error_response(rid, 44, "leader not available yet")]
+            resp = peer.metadata_response()
+            tm = resp.table_metadata.add()
+            tm.table_path.database_name, tm.table_path.table_name = "db", "t"
+            tm.table_id, tm.schema_id, tm.created_time, tm.modified_time = 9, 1, 1, 2
+            desc = fluss_fast.TableDescriptor(fluss_fast.Schema(__import__("pyarrow").schema([("a", "int32")])),
+                                              bucket_count=1)
+            tm.table_json = desc.to_json_bytes()
+            b = tm.bucket_metadata.add()
+            b.bucket_id, b.leader_id = 0, 0
+            return [ok(rid, resp)]
+        return None
+
+    peer = await Peer(handler, server_type=None).start()
+    conn = await fluss_fast.FlussConnection.create(fluss_fast.Config({"bootstrap.servers": peer.address}))
+
+    async def body():
+        meta = await conn._ctx.metadata.table(fluss_fast.TablePath("db", "t"))
+        return meta.table_id, meta.leaders, conn._ctx.metadata.leader(9, None, 0)
+
+    assert await get_runtime().run(body()) == (9, {0: 0}, 0)
+    assert calls["n"] == 3
+    await conn.close()
+    await peer.close()

@@ -124,6 +124,12 @@ KNOWN = [
     (pa.decimal128(10, 2), D("1E+3"), D("1000.00")),
     (pa.decimal128(10, 2), D("-0"), D("0.00")),
     (pa.decimal128(10, 2), D("0.000001"), D("0.00")),
+    (pa.decimal128(38, 6), D("9.83328508775459477371E-15"), D("0.000000")),
+    (pa.decimal128(10, 2), D("0.009"), D("0.01")),
+    (pa.decimal128(10, 2), D("0.005"), D("0.01")),
+    (pa.decimal128(10, 2), D("-0.0049"), D("0.00")),
+    (pa.decimal128(10, 2), D("9E-3"), D("0.01")),
+    (pa.decimal128(10, 2), D("9E-4"), D("0.00")),
     (pa.decimal128(10, 2), 7, D("7.00")),
     (pa.decimal128(10, 2), D("99999999.99"), D("99999999.99")),
     (pa.decimal128(38, 0), D("9" * 38), D("9" * 38)),
@@ -428,3 +434,27 @@ def test_matches_pyarrow_from_pylist_for_plain_values(builder_cls):
     b = builder_cls(SCHEMA, "t")
     b.extend(rows)
     assert b.build().equals(pa.RecordBatch.from_pylist(rows, schema=SCHEMA.to_arrow()))
+
+
+_DEC_TYPES = [(38, 0), (38, 10), (38, 38), (18, 4), (10, 2), (5, 5), (1, 0), (19, 0)]
+
+
+@pytest.mark.skipif(_ext is None, reason="Cython twin not built")
+@settings(max_examples=400, deadline=None)
+@given(digits=st.lists(st.integers(0, 9), min_size=1, max_size=45), exp=st.integers(-60, 40),
+       sign=st.integers(0, 1), ps=st.sampled_from(_DEC_TYPES))
+def test_twins_agree_on_decimals_of_any_exponent(digits, exp, sign, ps):
+    """The C decimal parser (str(Decimal) -> HALF_UP unscaled int128) against decimal.quantize."""
+    value = D((sign, tuple(digits), exp))
+    schema = _single(pa.decimal128(*ps))
+    results = []
+    for cls in (columns.RowBatchBuilder_py, _ext.RowBatchBuilder):
+        try:
+            results.append(_build_one(cls, schema, (value,)).column(0)[0].as_py())
+        except FlussError as exc:
+            results.append(str(exc))
+    assert results[0] == results[1]
+    if isinstance(results[0], D):
+        exact = value.quantize(D(1).scaleb(-ps[1]), rounding=decimal.ROUND_HALF_UP,
+                               context=decimal.Context(prec=200))
+        assert results[0] == exact

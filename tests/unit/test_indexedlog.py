@@ -165,3 +165,12 @@ def test_to_arrow_matches_pyarrow_for_every_type():
     with pytest.raises(ValueError, match="2 values"):
         L.to_arrow([[1, 2]], SchemaInfo((Column("a", INT),)))
     assert L.to_arrow([], schema).num_rows == 0
+
+
+def test_lookup_values_carry_a_schema_id_prefix():
+    row = R.CompactedRowEncoder([INT, STRING]).encode([10, "abc"])
+    v = KV.encode_value(3, row)
+    assert v == h("03 00") + row
+    assert KV.decode_value(v) == (3, row)
+    with pytest.raises(ValueError):
+        KV.decode_value(b"\x01")

@@ -481,3 +481,37 @@ def test_corrupted_rows_only_raise_value_error(case, fmt, data):
                 dec(impl, fmt, tys, candidate)
             except ValueError:
                 pass
+
+
+@pytest.mark.parametrize("fmt", FMTS)
+def test_encode_records_frames_rows_like_the_log_format(impl, fmt):
+    tys = [INT, STRING]
+    cls = impl.CE if fmt == "COMPACTED" else impl.IE
+    e = cls(tys)
+    rows = [[1, "a"], [None, "bb" * 300], [3, None]]
+    out = e.encode_records(rows, [1, 3, 4])
+    expected = b"".join(struct.pack("<i", len(e.encode(r)) + 1) + bytes([ct]) + e.encode(r)
+                        for r, ct in zip(rows, [1, 3, 4]))
+    assert out == expected
+    assert e.encode_records(rows)[4] == 0   # default change type +A
+    assert e.encode_records([]) == b""
+    with pytest.raises(TypeError, match="row 1: field 0"):
+        e.encode_records([[1, "a"], ["x", "b"]])
+    with pytest.raises(ValueError, match="change type 9"):
+        e.encode_records([[1, "a"]], [9])
+
+
+@pytest.mark.parametrize("fmt", FMTS)
+def test_very_wide_rows(impl, fmt):
+    tys = [T(D.TINYINT)] * 3000
+    row = [None if i % 7 == 0 else i % 100 for i in range(3000)]
+    encoded = enc(impl, fmt, tys, row)
+    assert encoded == enc(PURE, fmt, tys, row)
+    assert dec(impl, fmt, tys, encoded) == row
+
+
+def test_compacted_decode_with_end_reports_where_the_row_stops(impl):
+    d = impl.CD([INT, STRING])
+    row = enc(impl, "COMPACTED", [INT, STRING], [5, "xyz"])
+    assert d.decode_with_end(row + b"tail") == ([5, "xyz"], len(row))
+    assert d.decode_with_end(memoryview(b"ab" + row), 2) == ([5, "xyz"], 2 + len(row))

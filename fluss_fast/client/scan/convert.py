@@ -15,6 +15,8 @@ from typing import List
 
 import pyarrow as pa
 
+from ...codec._select import pick as _pick
+
 __all__ = ["column_to_pylist", "needs_custom"]
 
 _UTC = _dt.timezone.utc
@@ -106,7 +108,7 @@ def _flat_temporal(arr: pa.Array):
             return None
         if t.tz is None:
             return values
-        return [None if v is None else v.replace(tzinfo=_UTC) for v in values]
+        return attach_utc(values)
     if T.is_date32(t):
         import numpy as np
 
@@ -189,3 +191,15 @@ def column_to_pylist(arr) -> List:
                 out.append({n: c[i] for n, c in zip(names, children)})
         return out
     return arr.to_pylist()
+
+
+def attach_utc(values: list) -> list:
+    """The naive datetimes of ``values`` as UTC-aware ones (None stays None), in place."""
+    for i, v in enumerate(values):
+        if v is not None:
+            values[i] = v.replace(tzinfo=_UTC)
+    return values
+
+
+attach_utc_py = attach_utc
+_pick("fluss_fast.client.scan._records", globals(), ["attach_utc"])

@@ -51,6 +51,8 @@ _RETRY_BACKOFF_S = 0.05
 _MAX_BACKOFF_S = 1.0
 #: consecutive transport failures of one node before the error reaches poll()
 _NODE_FAILURES_BEFORE_ERROR = 3
+#: decoded-but-unconsumed fetch results per bucket before it stops being fetched
+_MAX_AHEAD = 2
 _U64 = 1 << 64
 
 
@@ -325,12 +327,20 @@ class ScanSpec:
 
 # -- per-bucket state -------------------------------------------------------------------------------
 class _BucketState:
-    __slots__ = ("offset", "high_watermark", "retry_at")
+    """``offset`` is the position handed out to the user so far; ``fetch_pos`` (None: same as
+    ``offset``) is where the next FetchLog starts, ahead of ``offset`` while results are buffered."""
+
+    __slots__ = ("offset", "fetch_pos", "high_watermark", "retry_at")
 
     def __init__(self, offset: int):
         self.offset = offset
+        self.fetch_pos = None
         self.high_watermark = -1
         self.retry_at = 0.0
+
+    @property
+    def fetch_at(self) -> int:
+        return self.offset if self.fetch_pos is None else self.fetch_pos
 
 
 class _Completed:
@@ -377,6 +387,7 @@ class LogFetcher:
         self._errors: collections.deque = collections.deque()
         self._waiter: Optional[asyncio.Future] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._stops = None
         self._filter_pb = None
         if spec.predicate is not None and spec.arrow_format:
             self._filter_pb = spec.predicate.to_pb()
@@ -449,7 +460,8 @@ class LogFetcher:
         now = loop.time()
         md = self.ctx.metadata
         spec = self.spec
-        buffered = {c.bucket for c in self._buffer}
+        buffered = collections.Counter(c.bucket for c in self._buffer)
+        stops = self._stops
         by_node: Dict[int, list] = {}
         need_meta = []
         need_latest = []
@@ -457,7 +469,9 @@ class LogFetcher:
         with self._lock:
             items = list(self._subs.items())
         for tb, st in items:
-            if tb in buffered or (exclude is not None and tb in exclude):
+            if buffered[tb] >= _MAX_AHEAD or (exclude is not None and tb in exclude):
+                continue
+            if stops is not None and (tb not in stops or st.fetch_at >= stops[tb]):
                 continue
             if st.retry_at > now:
                 next_retry = st.retry_at if next_retry is None else min(next_retry, st.retry_at)
@@ -471,7 +485,7 @@ class LogFetcher:
                 continue
             if node in self._inflight:
                 continue
-            by_node.setdefault(node, []).append((tb, st, st.offset))
+            by_node.setdefault(node, []).append((tb, st, st.fetch_at))
         for node, entries in by_node.items():
             self._inflight.add(node)
             self._spawn(self._fetch(node, entries))
@@ -522,6 +536,7 @@ class LogFetcher:
             self._node_failures.pop(node, None)
             try:
                 self._handle_response(body, node, entries)
+                return
             except FlussError as exc:
                 self._fail(exc)
             except (CorruptBatchError, ValueError, TypeError, pa.ArrowException) as exc:
@@ -546,6 +561,8 @@ class LogFetcher:
                                   f"{n} times in a row: {exc.message}", exc.error_code))
 
     def _handle_response(self, body, node: int, entries) -> None:
+        """Errors and positions first, then the next FetchLog goes out, then the decoding: the
+        server prepares the next answer while this one is decoded."""
         spec = self.spec
         mv = memoryview(body)
         if mv.format != "B" or mv.ndim != 1:
@@ -553,6 +570,8 @@ class LogFetcher:
         sent = {tb: (st, off) for tb, st, off in entries}
         now = self._loop.time()
         md = self.ctx.metadata
+        todo = []
+        error = None
         for table_id, buckets in parse_fetch_response(mv):
             if table_id != spec.table_id:
                 continue
@@ -564,7 +583,7 @@ class LogFetcher:
                 st, off = hit
                 with self._lock:
                     current = self._subs.get(tb)
-                if current is not st or st.offset != off:
+                if current is not st or st.fetch_at != off:
                     continue  # unsubscribed or moved while the request was out
                 code = r.error_code
                 if code:
@@ -572,31 +591,53 @@ class LogFetcher:
                     if code in _REFRESH_CODES:
                         md.invalidate(spec.table_id, tb.partition_id)
                         st.retry_at = now + _RETRY_BACKOFF_S
-                        continue
-                    if code in _RETRY_CODES:
+                    elif code in _RETRY_CODES:
                         st.retry_at = now + _RETRY_BACKOFF_S * 2
-                        continue
-                    if code == LOG_OFFSET_OUT_OF_RANGE:
+                    elif code == LOG_OFFSET_OUT_OF_RANGE:
                         st.retry_at = now + _RETRY_BACKOFF_S * 4
-                        raise FlussError(
+                        error = error or FlussError(
                             f"The fetch offset {off} is out of range for {spec.where(tb)}"
                             f"{': ' + msg if msg else ''}", code)
-                    raise FlussError(
-                        f"Fetching {spec.where(tb)} at offset {off} failed with error code "
-                        f"{code}{': ' + msg if msg else ''}", code)
+                    else:
+                        error = error or FlussError(
+                            f"Fetching {spec.where(tb)} at offset {off} failed with error code "
+                            f"{code}{': ' + msg if msg else ''}", code)
+                    continue
                 if r.remote is not None and r.records is None:
-                    raise FlussError(
+                    error = error or FlussError(
                         f"{spec.where(tb)}: offset {off} is only in remote (tiered) storage, "
                         f"which this client cannot read yet", CLIENT_ERROR)
+                    continue
                 if r.high_watermark >= 0:
                     st.high_watermark = r.high_watermark
+                nxt = off
+                if r.records is not None and r.records[1] > r.records[0]:
+                    for h in logbatch.iter_batches(mv, r.records[0], r.records[1]):
+                        nxt = h.next_offset
+                if r.filtered_end_offset is not None and r.filtered_end_offset > nxt:
+                    nxt = r.filtered_end_offset
+                if nxt != off or (r.records is not None and r.records[1] > r.records[0]):
+                    st.fetch_pos = max(nxt, off)
+                    todo.append((tb, st, off, r))
+        self._inflight.discard(node)
+        if todo:
+            self.send_fetches()
+        for tb, st, off, r in todo:
+            try:
                 chunks, nxt = [], off
                 if r.records is not None and r.records[1] > r.records[0]:
                     chunks, nxt = spec.decode_records(tb, mv, r.records[0], r.records[1], off)
                 if r.filtered_end_offset is not None and r.filtered_end_offset > nxt:
                     nxt = r.filtered_end_offset
-                if chunks or nxt != off:
-                    self._buffer.append(_Completed(tb, st, off, chunks, nxt, r.high_watermark))
+            except BaseException:
+                st.fetch_pos = None
+                raise
+            if chunks or nxt != off:
+                self._buffer.append(_Completed(tb, st, off, chunks, nxt, r.high_watermark))
+            else:
+                st.fetch_pos = None
+        if error is not None:
+            raise error
 
     async def _refresh_metadata(self, buckets) -> None:
         spec = self.spec
@@ -745,6 +786,8 @@ class LogFetcher:
                 current = self._subs.get(tb)
             if current is not st or st.offset != comp.fetch_offset:
                 buf.popleft()
+                if current is st:
+                    st.fetch_pos = None
                 continue
             stop = None if stops is None else stops.get(tb)
             if stops is not None and (stop is None or st.offset >= stop):
@@ -769,6 +812,7 @@ class LogFetcher:
                         n_rec += ch.count
                         n_chunks += 1
                     st.offset = comp.fetch_offset = stop
+                    st.fetch_pos = None
                     comp.next_offset = stop
                     break
                 if max_records is not None and ch.count > max_records - n_rec:
@@ -785,6 +829,8 @@ class LogFetcher:
                 if stop is not None and nxt > stop:
                     nxt = stop
                 st.offset = nxt
+                if st.fetch_pos is not None and st.fetch_pos <= nxt:
+                    st.fetch_pos = None
                 buf.popleft()
         if skipped:
             buf.extendleft(reversed(skipped))
@@ -796,6 +842,14 @@ class LogFetcher:
             self._loop = asyncio.get_running_loop()
         loop = self._loop
         deadline = loop.time() + timeout_s
+        exclude = None
+        self._stops = stops
+        try:
+            return await self._poll_loop(loop, deadline, max_records, max_chunks, stops)
+        finally:
+            self._stops = None
+
+    async def _poll_loop(self, loop, deadline, max_records, max_chunks, stops):
         exclude = None
         while True:
             self._raise_pending_error()

@@ -13,6 +13,7 @@ from typing import Dict, Iterator, List, Optional
 import pyarrow as pa
 
 from ...metadata import ChangeType, TableBucket
+from ...codec._select import pick as _pick
 from .convert import column_to_pylist
 
 __all__ = ["RowSource", "Chunk", "ScanRecord", "ScanRecords", "RecordBatch"]
@@ -41,9 +42,6 @@ class RowSource:
             cols = self._cols = [column_to_pylist(c) for c in self.batch.columns]
         return cols
 
-    def row(self, i: int) -> dict:
-        return dict(zip(self.names, [c[i] for c in self.columns()]))
-
 
 class Chunk:
     """Rows ``[start, start + count)`` of ``source`` for one bucket.
@@ -55,7 +53,7 @@ class Chunk:
     """
 
     __slots__ = ("bucket", "source", "start", "count", "base_offset", "offsets", "change_types",
-                 "timestamp", "next_offset")
+                 "timestamp", "next_offset", "_rows")
 
     def __init__(self, bucket, source: RowSource, start: int, count: int, base_offset: int,
                  offsets, change_types, timestamp: int, next_offset: int):
@@ -68,6 +66,7 @@ class Chunk:
         self.change_types = change_types
         self.timestamp = timestamp
         self.next_offset = next_offset
+        self._rows = None
 
     def offset_at(self, k: int) -> int:
         """Offset of the chunk's k-th row."""
@@ -97,40 +96,46 @@ class Chunk:
         return b.slice(self.start, self.count)
 
     def records(self) -> List["ScanRecord"]:
-        src, start, ts = self.source, self.start, self.timestamp
-        cts = self.change_types
-        new = ScanRecord.__new__
-        out = []
-        append = out.append
-        if self.offsets is None:
-            off = self.base_offset - start
-            for i in range(start, start + self.count):
-                r = new(ScanRecord)
-                r._src = src
-                r._i = i
-                r._offset = off + i
-                r._ts = ts
-                r._ct = _APPEND_ONLY if cts is None else _CHANGE_TYPES[cts[i]]
-                r._row = None
-                append(r)
-        else:
-            for k, o in enumerate(self.offsets):
-                i = start + k
-                r = new(ScanRecord)
-                r._src = src
-                r._i = i
-                r._offset = o
-                r._ts = ts
-                r._ct = _APPEND_ONLY if cts is None else _CHANGE_TYPES[cts[i]]
-                r._row = None
-                append(r)
-        return out
+        return make_records(self, _CHANGE_TYPES, _APPEND_ONLY)
+
+    def rows(self) -> List[dict]:
+        """The row dicts of this chunk, built together on the first access of any of them."""
+        rows = self._rows
+        if rows is None:
+            src = self.source
+            rows = self._rows = build_rows(src.names, src.columns(), self.start, self.count)
+        return rows
+
+
+def make_records(chunk: Chunk, change_types_table, append_only) -> List["ScanRecord"]:
+    """The ScanRecords of ``chunk``, in row order."""
+    start, ts, cts = chunk.start, chunk.timestamp, chunk.change_types
+    base, offsets = chunk.base_offset, chunk.offsets
+    new = ScanRecord.__new__
+    out = []
+    append = out.append
+    for k in range(chunk.count):
+        r = new(ScanRecord)
+        r._chunk = chunk
+        r._k = k
+        r._offset = base + k if offsets is None else offsets[k]
+        r._ts = ts
+        r._ct = append_only if cts is None else change_types_table[cts[start + k]]
+        r._row = None
+        append(r)
+    return out
+
+
+def build_rows(names: list, columns: list, start: int, count: int) -> List[dict]:
+    """One dict per row ``start .. start+count`` from per-column value lists."""
+    sliced = [c[start:start + count] for c in columns]
+    return [dict(zip(names, values)) for values in zip(*sliced)] if sliced else [{} for _ in range(count)]
 
 
 class ScanRecord:
     """A single scan record: ``offset``, ``timestamp``, ``change_type`` and the ``row`` dict."""
 
-    __slots__ = ("_src", "_i", "_offset", "_ts", "_ct", "_row")
+    __slots__ = ("_chunk", "_k", "_offset", "_ts", "_ct", "_row")
 
     def __init__(self):
         raise TypeError("No constructor defined for ScanRecord")
@@ -151,7 +156,7 @@ class ScanRecord:
     def row(self) -> Dict[str, object]:
         row = self._row
         if row is None:
-            row = self._row = self._src.row(self._i)
+            row = self._row = self._chunk.rows()[self._k]
         return row
 
     def __str__(self) -> str:
@@ -286,3 +291,8 @@ class RecordBatch:
                 f"last_offset={self._last_offset}, rows={self._batch.num_rows})")
 
     __repr__ = __str__
+
+
+# The pure classes stay importable under these names whichever implementation is in use.
+ScanRecord_py, make_records_py, build_rows_py = ScanRecord, make_records, build_rows
+_pick("fluss_fast.client.scan._records", globals(), ["ScanRecord", "make_records", "build_rows"])

@@ -1,0 +1,361 @@
+"""``fluss-fast bench``: fluss_fast against pyfluss, same scenarios, same server, alternating clients.
+
+    fluss-fast bench [--quick] [--scenarios a,b] [--rows N] [--repeat N] [--dataset orders|clicks]
+                     [--clients fluss_fast,pyfluss] [--bootstrap-servers HOST:PORT]
+                     [--json FILE] [--plot FILE.png] [--no-progress]
+
+Exit status: 0 when every scenario ran and checked out (SKIPPED is fine), 1 when any result is FAILED
+(wrong rows or checksum) or ERROR (an exception), 2 on bad arguments.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as _dt
+import importlib
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from . import datasets as ds
+from . import scenarios as sc
+from .util import EmbeddedServer, human_rate
+
+# importing registers the ceiling scenarios
+from . import ceiling as _ceiling  # noqa: F401
+
+DEFAULT_SCENARIOS = sc.LOG_SCENARIOS + sc.PK_SCENARIOS + ["ceiling_produce", "ceiling_fetch"]
+CLIENT_MODULES = {"fluss_fast": "fluss_fast", "pyfluss": "fluss"}
+QUICK_ROWS = 20_000
+QUICK_REPEAT = 2
+FULL_ROWS = 200_000
+FULL_REPEAT = 3
+
+OK, FAILED, ERROR, SKIPPED = "ok", "FAILED", "ERROR", "SKIPPED"
+
+
+@dataclass
+class Result:
+    scenario: str
+    client: str
+    samples: List[sc.Outcome] = field(default_factory=list)
+    status: str = OK
+    detail: str = ""
+
+    def fail(self, status: str, detail: str) -> None:
+        # The worst status wins: one bad repetition makes the whole result bad.
+        rank = {OK: 0, SKIPPED: 1, ERROR: 2, FAILED: 3}
+        if rank[status] >= rank[self.status]:
+            self.status = status
+            self.detail = detail
+
+    def rates(self) -> List[float]:
+        return [s.rows / s.seconds for s in self.samples if s.seconds > 0]
+
+    def summary(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {"scenario": self.scenario, "client": self.client, "status": self.status,
+                               "detail": self.detail, "repetitions": len(self.samples),
+                               "samples": [{"seconds": s.seconds, "rows": s.rows, "bytes": s.nbytes,
+                                            "wire_bytes": s.wire_bytes, "note": s.note} for s in self.samples]}
+        rates = self.rates()
+        if rates:
+            mbs = [s.nbytes / s.seconds / 1e6 for s in self.samples if s.seconds > 0]
+            out.update(rows_per_s=statistics.median(rates), rows_per_s_min=min(rates),
+                       rows_per_s_max=max(rates), mb_per_s=statistics.median(mbs),
+                       mb_per_s_min=min(mbs), mb_per_s_max=max(mbs),
+                       seconds_median=statistics.median(s.seconds for s in self.samples))
+            wires = [s.wire_bytes / s.seconds / 1e9 for s in self.samples if s.seconds > 0 and s.wire_bytes]
+            if wires:
+                out["wire_gb_per_s"] = statistics.median(wires)
+        return out
+
+
+def parse_args(argv: List[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="fluss-fast bench", description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true",
+                   help=f"small run for CI (< 1 min): {QUICK_ROWS} rows, {QUICK_REPEAT} repetitions")
+    p.add_argument("--scenarios", help="comma-separated subset of: " + ", ".join(sc.SCENARIOS))
+    p.add_argument("--rows", help=f"rows in the data set (default {FULL_ROWS}; accepts 10k, 1m)")
+    p.add_argument("--repeat", type=int, help=f"repetitions per client (default {FULL_REPEAT})")
+    p.add_argument("--dataset", default="orders", choices=sorted(ds.DATASETS))
+    p.add_argument("--clients", default="fluss_fast,pyfluss",
+                   help="comma-separated clients to compare (pyfluss is dropped if not installed)")
+    p.add_argument("--buckets", type=int, default=3, help="buckets per table (default 3)")
+    p.add_argument("--bootstrap-servers", help="use this cluster instead of starting the embedded server")
+    p.add_argument("--tablet-servers", type=int, default=1, help="embedded server: tablet servers")
+    p.add_argument("--json", help="write the results to this JSON file")
+    p.add_argument("--plot", help="draw the results into this PNG (needs matplotlib: the 'bench' extra)")
+    p.add_argument("--timeout", type=float, default=900.0, help="seconds allowed per scenario run")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    return p.parse_args(argv)
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def load_clients(names: List[str]) -> List[sc.Client]:
+    clients = []
+    for name in names:
+        mod_name = CLIENT_MODULES.get(name)
+        if mod_name is None:
+            raise ValueError(f"unknown client {name!r}; expected one of {', '.join(CLIENT_MODULES)}")
+        try:
+            module = importlib.import_module(mod_name)
+        except ImportError as exc:
+            if name == "pyfluss":
+                _log(f"pyfluss is not installed ({exc}); benchmarking fluss_fast alone")
+                continue
+            raise
+        clients.append(sc.Client(name, module))
+    return clients
+
+
+def versions(clients: List[sc.Client]) -> Dict[str, str]:
+    import numpy
+    import pyarrow
+
+    out = {"python": platform.python_version(), "pyarrow": pyarrow.__version__, "numpy": numpy.__version__}
+    for c in clients:
+        out[c.name] = getattr(c.module, "__version__", None) or _dist_version(c.name)
+    try:
+        from ..codec import _select
+
+        out["cython_extensions"] = ",".join(sorted(k for k, v in _select.LOADED.items() if v)) or "none"
+    except ImportError:
+        pass
+    return out
+
+
+def _dist_version(name: str) -> str:
+    try:
+        from importlib.metadata import version
+
+        return version(name)
+    except Exception:
+        return "?"
+
+
+def machine() -> Dict[str, Any]:
+    cpu = platform.processor() or ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {"host": platform.node(), "system": f"{platform.system()} {platform.release()}",
+            "machine": platform.machine(), "cpu": cpu, "cores": os.cpu_count()}
+
+
+async def run_all(opts, scenario_names: List[str], clients: List[sc.Client], bootstrap: str,
+                  rows: int, repeat: int) -> List[Result]:
+    for c in clients:
+        await c.open(bootstrap)
+    verifier = next((c for c in clients if c.name == "pyfluss"), clients[0])
+    env = sc.Env(bootstrap, opts.dataset, rows, opts.buckets, verifier, progress=not opts.no_progress)
+    t0 = time.perf_counter()
+    _ = env.table
+    _log(f"data set {opts.dataset}: {rows} rows, {env.table.nbytes / 1e6:.1f} MB in Arrow "
+         f"(loaded in {time.perf_counter() - t0:.1f} s)")
+    prepared: Dict[Any, Any] = {}
+    prepare_errors: Dict[Any, BaseException] = {}
+    results: List[Result] = []
+    try:
+        for name in scenario_names:
+            s = sc.SCENARIOS[name]
+            labels = ["raw"] if s.raw else [c.name for c in clients]
+            res = {label: Result(name, label) for label in labels}
+            results.extend(res.values())
+            shared = None
+            if s.prepare is not None:
+                key = s.prepare
+                if key not in prepared and key not in prepare_errors:
+                    _log(f"[{name}] preparing ...")
+                    try:
+                        prepared[key] = await asyncio.wait_for(s.prepare(env), opts.timeout)
+                    except BaseException as exc:  # noqa: BLE001 - reported per scenario below
+                        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                            raise
+                        prepare_errors[key] = exc
+                if key in prepare_errors:
+                    exc = prepare_errors[key]
+                    status = SKIPPED if isinstance(exc, sc.Skip) else \
+                        FAILED if isinstance(exc, sc.Mismatch) else ERROR
+                    for r in res.values():
+                        r.fail(status, f"prepare: {_describe(exc)}")
+                    _log(f"[{name}] {status}: {_describe(exc)}")
+                    continue
+                shared = prepared[key]
+            for rep in range(repeat):
+                order = clients if rep % 2 == 0 else list(reversed(clients))
+                runners = [(None, "raw")] if s.raw else [(c, c.name) for c in order]
+                for client, label in runners:
+                    r = res[label]
+                    if r.status in (SKIPPED,):
+                        continue
+                    try:
+                        out = await asyncio.wait_for(s.run(client, env, shared), opts.timeout)
+                    except sc.Skip as exc:
+                        r.fail(SKIPPED, str(exc))
+                        _log(f"[{name}] {label}: SKIPPED ({exc})")
+                        continue
+                    except sc.Mismatch as exc:
+                        r.fail(FAILED, str(exc))
+                        _log(f"[{name}] {label} rep {rep + 1}: FAILED: {exc}")
+                        continue
+                    except asyncio.TimeoutError:
+                        r.fail(ERROR, f"timed out after {opts.timeout:.0f} s")
+                        _log(f"[{name}] {label} rep {rep + 1}: ERROR: timed out")
+                        continue
+                    except Exception as exc:  # noqa: BLE001 - a crash is a result too
+                        r.fail(ERROR, _describe(exc))
+                        _log(f"[{name}] {label} rep {rep + 1}: ERROR: {_describe(exc)}")
+                        if os.environ.get("FLUSS_FAST_BENCH_TRACE"):
+                            traceback.print_exc()
+                        continue
+                    r.samples.append(out)
+                    _log(f"[{name}] {label} rep {rep + 1}/{repeat}: {out.rows} rows in {out.seconds:.3f} s "
+                         f"= {human_rate(out.rows / out.seconds)} rows/s, "
+                         f"{out.nbytes / out.seconds / 1e6:.1f} MB/s"
+                         + (f", wire {out.wire_bytes / out.seconds / 1e9:.2f} GB/s" if out.wire_bytes else ""))
+    finally:
+        for s_prepare, shared in prepared.items():
+            for s in sc.SCENARIOS.values():
+                if s.prepare is s_prepare and s.cleanup is not None:
+                    try:
+                        await s.cleanup(env, shared)
+                    except Exception:  # noqa: BLE001 - cleanup never masks results
+                        pass
+                    break
+        for c in clients:
+            try:
+                await c.close()
+            except Exception:  # noqa: BLE001
+                pass
+    return results
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return f"{type(exc).__name__}: {text}"[:500]
+
+
+def format_table(summaries: List[Dict[str, Any]]) -> str:
+    head = ["scenario", "client", "rows/s", "min-max rows/s", "MB/s", "ff/py", "status"]
+    rows = []
+    by = {}
+    for s in summaries:
+        by[(s["scenario"], s["client"])] = s
+    for s in summaries:
+        ratio = ""
+        if s["client"] == "fluss_fast" and "rows_per_s" in s:
+            other = by.get((s["scenario"], "pyfluss"))
+            if other and "rows_per_s" in other and other["rows_per_s"] > 0:
+                ratio = f"{s['rows_per_s'] / other['rows_per_s']:.2f}x"
+        if "rows_per_s" in s:
+            rate = human_rate(s["rows_per_s"])
+            spread = f"{human_rate(s['rows_per_s_min'])}-{human_rate(s['rows_per_s_max'])}"
+            mbs = f"{s['mb_per_s']:.1f}"
+            if "wire_gb_per_s" in s:
+                mbs += f" (wire {s['wire_gb_per_s']:.2f} GB/s)"
+        else:
+            rate = spread = mbs = "-"
+        status = s["status"] if s["status"] == OK else f"{s['status']}: {s['detail'][:70]}"
+        rows.append([s["scenario"], s["client"], rate, spread, mbs, ratio, status])
+    widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
+    widths[-1] = 0
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(head, widths)).rstrip()]
+    lines.append("  ".join("-" * max(w, 6) for w in widths).rstrip())
+    for r in rows:
+        lines.append("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
+    return "\n".join(lines)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    opts = parse_args(argv)
+    if opts.list:
+        for name, s in sc.SCENARIOS.items():
+            print(f"{name:16} {s.description}")
+        return 0
+    try:
+        rows = ds.parse_rows(opts.rows) if opts.rows else (QUICK_ROWS if opts.quick else FULL_ROWS)
+        repeat = opts.repeat or (QUICK_REPEAT if opts.quick else FULL_REPEAT)
+        if repeat < 1:
+            raise ValueError("--repeat must be at least 1")
+        names = [n.strip() for n in opts.scenarios.split(",") if n.strip()] if opts.scenarios \
+            else list(DEFAULT_SCENARIOS)
+        unknown = [n for n in names if n not in sc.SCENARIOS]
+        if unknown:
+            raise ValueError(f"unknown scenario(s) {', '.join(unknown)}; expected: {', '.join(sc.SCENARIOS)}")
+        clients = load_clients([c.strip() for c in opts.clients.split(",") if c.strip()])
+        if not clients:
+            raise ValueError("no client to benchmark")
+    except ValueError as exc:
+        print(f"fluss-fast bench: {exc}", file=sys.stderr)
+        return 2
+
+    server = None
+    started = time.time()
+    try:
+        if opts.bootstrap_servers:
+            bootstrap = opts.bootstrap_servers
+        else:
+            server = EmbeddedServer(tablet_servers=opts.tablet_servers).start()
+            bootstrap = server.bootstrap_servers
+            _log(f"embedded server pid {server.pid} at {bootstrap}")
+        results = _run(run_all(opts, names, clients, bootstrap, rows, repeat))
+    finally:
+        if server is not None:
+            server.close()
+    summaries = [r.summary() for r in results]
+    report = {
+        "meta": {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                 "machine": machine(), "versions": versions(clients), "dataset": opts.dataset,
+                 "rows": rows, "repeat": repeat, "buckets": opts.buckets,
+                 "server": opts.bootstrap_servers or f"embedded ({opts.tablet_servers} tablet server(s))",
+                 "command": "fluss-fast bench " + " ".join(argv), "wall_seconds": round(time.time() - started, 1)},
+        "results": summaries,
+    }
+    print(format_meta(report["meta"]))
+    print(format_table(summaries))
+    if opts.json:
+        with open(opts.json, "w") as f:
+            json.dump(report, f, indent=2)
+        _log(f"results written to {opts.json}")
+    if opts.plot:
+        from .plot import plot
+
+        plot(report, opts.plot)
+        _log(f"chart written to {opts.plot}")
+    bad = [s for s in summaries if s["status"] in (FAILED, ERROR)]
+    return 1 if bad else 0
+
+
+def format_meta(meta: Dict[str, Any]) -> str:
+    v = meta["versions"]
+    m = meta["machine"]
+    parts = ", ".join(f"{k} {val}" for k, val in v.items())
+    return (f"# {meta['date']}  {m['cpu']} ({m['cores']} cores), {m['system']}\n"
+            f"# {parts}\n"
+            f"# data set {meta['dataset']}: {meta['rows']} rows, {meta['buckets']} buckets, "
+            f"{meta['repeat']} repetitions, server: {meta['server']}")
+
+
+def _run(coro):
+    # Plain asyncio, as a typical user of either client would run it.
+    return asyncio.run(coro)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
