@@ -91,7 +91,7 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument("--tablet-servers", type=int, default=1, help="embedded server: tablet servers")
     p.add_argument("--json", help="write the results to this JSON file")
     p.add_argument("--plot", help="draw the results into this PNG (needs matplotlib: the 'bench' extra)")
-    p.add_argument("--timeout", type=float, default=900.0, help="seconds allowed per scenario run")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds allowed per scenario run")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument("--list", action="store_true", help="list the scenarios and exit")
     return p.parse_args(argv)

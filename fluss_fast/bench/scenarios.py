@@ -74,6 +74,7 @@ class Env:
     _table: Optional[pa.Table] = None
     _dicts: Optional[List[dict]] = None
     _expected: Dict[str, ds.Checksum] = field(default_factory=dict)
+    pk_support: Dict[str, str] = field(default_factory=dict)   # client name -> "" or why not
 
     @property
     def spec(self) -> ds.DatasetSpec:
@@ -309,7 +310,44 @@ def _pk_schema(spec: ds.DatasetSpec, extra_not_null=()) -> pa.Schema:
     return pa.schema(fields)
 
 
+PROBE_TIMEOUT_S = 15.0
+
+
+async def probe_pk(client: Client, env: Env) -> None:
+    """Raises Skip unless ``client`` can create, upsert into and look up a primary-key table here.
+
+    Probed once per client with a short deadline: a server without PUT_KV would otherwise leave the
+    writer retrying until the scenario timeout.
+    """
+    verdict = env.pk_support.get(client.name)
+    if verdict is None:
+        name = table_name(f"pkprobe_{client.name}")
+        schema = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("v", pa.string())])
+        try:
+            async def attempt():
+                table = await create_table(client, name, schema, 1, primary_keys=["k"])
+                writer = table.new_upsert().create_writer()
+                writer.upsert({"k": 1, "v": "probe"})
+                await writer.flush()
+                row = await table.new_lookup().create_lookuper().lookup({"k": 1})
+                if row is None or row.get("v") != "probe":
+                    raise Mismatch(f"lookup after upsert returned {row!r}")
+
+            await asyncio.wait_for(attempt(), PROBE_TIMEOUT_S)
+            verdict = ""
+        except asyncio.TimeoutError:
+            verdict = f"upsert/lookup did not complete within {PROBE_TIMEOUT_S:.0f} s"
+        except Exception as exc:  # noqa: BLE001 - any failure means "not supported here"
+            verdict = f"{type(exc).__name__}: {exc}"[:300]
+        finally:
+            await drop_table(client, name)
+        env.pk_support[client.name] = verdict
+    if verdict:
+        raise Skip(f"primary-key tables unavailable with {client.name}: {verdict}")
+
+
 async def _create_pk(client: Client, env: Env, tag: str, *, prefix: bool = False):
+    await probe_pk(client, env)
     spec = env.spec
     name = table_name(tag)
     try:

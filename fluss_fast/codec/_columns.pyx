@@ -137,7 +137,6 @@ cdef int parse_decimal(object text, int precision, int scale, int128* out):
     cdef int128 acc = 0, limit = 1
     cdef long long exp = 0, k
     cdef int c, esign = 1, round_digit = 0, j
-    cdef int128 kept
     cdef Py_ssize_t start, keep, pos
     if n == 0:
         return 1

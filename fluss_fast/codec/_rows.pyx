@@ -9,7 +9,6 @@ values, produce the same bytes and raise the same messages.
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
 from libc.stdlib cimport malloc, realloc, free
-from libc.stdio cimport snprintf
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_CheckExact
 from cpython.unicode cimport PyUnicode_CheckExact, PyUnicode_DecodeUTF8
 from cpython.long cimport PyLong_CheckExact, PyLong_AsLongLong, PyLong_FromLongLong
@@ -340,6 +339,7 @@ cdef int decimal_value(object v, int scale, int precision, int64_t *out) except 
     cdef long e = 0
     cdef bint eneg = False
     cdef int64_t q, r, p
+    cdef char c
     text = str(v)
     s = PyUnicode_AsUTF8AndSize(text, &n)
     if n == 0:
@@ -399,9 +399,30 @@ cdef int decimal_value(object v, int scale, int precision, int64_t *out) except 
 
 
 cdef object decimal_object(int64_t u, int scale):
+    # "<unscaled>E-<scale>" is exact for the Decimal constructor; formatted by hand (snprintf is slow)
     cdef char buf[48]
-    cdef int n = snprintf(buf, sizeof(buf), "%lldE-%d", <long long> u, scale)
-    return _Decimal(PyUnicode_DecodeUTF8(buf, n, NULL))
+    cdef char *q = buf + 48
+    cdef uint64_t m = <uint64_t> (-u) if u < 0 else <uint64_t> u
+    cdef int sc = scale
+    while True:
+        q -= 1
+        q[0] = <char> (48 + sc % 10)
+        sc //= 10
+        if sc == 0:
+            break
+    q -= 2
+    q[0] = 69   # 'E'
+    q[1] = 45   # '-'
+    while True:
+        q -= 1
+        q[0] = <char> (48 + m % 10)
+        m //= 10
+        if m == 0:
+            break
+    if u < 0:
+        q -= 1
+        q[0] = 45
+    return _Decimal(PyUnicode_DecodeUTF8(q, buf + 48 - q, NULL))
 
 
 cdef inline object make_date(int64_t days):

@@ -460,7 +460,7 @@ class ArrowLogCodec:
     def projected_schema(self, fields: Sequence[int]) -> pa.Schema:
         return pa.schema([self.arrow_schema.field(i) for i in fields])
 
-    def decode(self, buf, header: BatchHeader, *, arrow_schema: Optional[pa.Schema] = None,
+    def decode(self, buf, header: BatchHeader, arrow_schema: Optional[pa.Schema] = None, *,
                projected=None) -> Tuple[pa.RecordBatch, Optional[bytes]]:
         """``(record batch, change-type vector or None)`` of the batch ``header`` inside ``buf``.
 

@@ -485,3 +485,19 @@ def test_every_lz4_buffer_is_an_independent_block_frame(batch):
     assert framed
     for b in framed:
         assert b[8:12] == b"\x04\x22\x4d\x18" and b[12] == 0x60 and b[13] == 0x40
+
+
+@pytest.mark.parametrize("comp", COMPRESSIONS)
+def test_sliced_batches_encode_only_their_rows(batch, comp):
+    codec = _codec(comp)
+    part = batch.slice(13, 17)
+    blob = codec.build(part, schema_id=1)
+    h = lb.parse_header(blob)
+    assert h.record_count == 17
+    out, _ = codec.decode(blob, h)
+    assert out.to_pylist() == batch.to_pylist()[13:30]
+    assert len(blob) < len(codec.build(batch, schema_id=1))
+    proj = codec.project_batch(blob, h, [1, 19, 22])
+    got, _ = codec.decode(proj, lb.parse_header(proj), projected=[1, 19, 22])
+    assert got.to_pylist() == [{k: r[k] for k in ("b", "arr", "deep")}
+                               for r in batch.to_pylist()[13:30]]

@@ -397,8 +397,8 @@ def _row(draw):
 
 
 @pytest.mark.skipif(_ext is None, reason="Cython twin not built")
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(rows=st.lists(_row(), max_size=12))
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=st.lists(_row(), max_size=8))
 def test_twins_agree_on_random_rows(rows):
     py = columns.RowBatchBuilder_py(SCHEMA, "db.rand")
     ext = _ext.RowBatchBuilder(SCHEMA, "db.rand")

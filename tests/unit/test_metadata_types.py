@@ -180,7 +180,8 @@ def test_lake_snapshot_and_database_descriptor():
     ls = fluss_fast.LakeSnapshot._make(9, {tb: 42})
     assert ls.get_bucket_offset(tb) == 42 and ls.get_table_buckets() == [tb]
     assert str(ls) == "LakeSnapshot(snapshot_id=9, buckets_count=1)"
-    for args in [(), ("cm",), ("cm", {"x": "y"}), (None, {"a": "1", "b": "q\"uote"})]:
+    # (one key at most: pyfluss prints a Rust HashMap, whose order is random)
+    for args in [(), ("cm",), ("cm", {"x": "y"}), (None, {"b": "q\"uo\\te"})]:
         assert repr(fluss_fast.DatabaseDescriptor(*args)) == repr(fluss.DatabaseDescriptor(*args))
         ours, theirs = fluss_fast.DatabaseDescriptor(*args), fluss.DatabaseDescriptor(*args)
         assert ours.comment == theirs.comment

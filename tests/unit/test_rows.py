@@ -515,3 +515,29 @@ def test_compacted_decode_with_end_reports_where_the_row_stops(impl):
     row = enc(impl, "COMPACTED", [INT, STRING], [5, "xyz"])
     assert d.decode_with_end(row + b"tail") == ([5, "xyz"], len(row))
     assert d.decode_with_end(memoryview(b"ab" + row), 2) == ([5, "xyz"], 2 + len(row))
+
+
+decimals = st.one_of(
+    st.decimals(allow_nan=False, allow_infinity=False),
+    st.builds(lambda m, e: decimal.Decimal(m).scaleb(e, decimal.Context(prec=60)),
+              st.integers(-10**20, 10**20), st.integers(-25, 25)),
+    st.sampled_from([decimal.Decimal(x) for x in ("NaN", "-Infinity", "-0", "0E-30", "1E+30", "0.5", "-0.5")]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(v=decimals, p=st.integers(1, 38), data=st.data())
+def test_any_decimal_input_encodes_identically_in_both_twins(v, p, data):
+    s = data.draw(st.integers(0, p))
+    t = T(D.DECIMAL, precision=p, scale=s)
+    for fmt in FMTS:
+        results = []
+        for impl in IMPLS:
+            try:
+                results.append(enc(impl, fmt, [t], [v]))
+            except (TypeError, ValueError) as exc:
+                results.append((type(exc), str(exc)))
+        assert all(r == results[0] for r in results)
+        if isinstance(results[0], bytes):
+            got = dec(PURE, fmt, [t], results[0])[0]
+            expected = v.quantize(decimal.Decimal(1).scaleb(-s), decimal.ROUND_HALF_UP, decimal.Context(prec=80))
+            assert got == expected

@@ -330,11 +330,16 @@ class _BucketState:
     """``offset`` is the position handed out to the user so far; ``fetch_pos`` (None: same as
     ``offset``) is where the next FetchLog starts, ahead of ``offset`` while results are buffered."""
 
-    __slots__ = ("offset", "fetch_pos", "high_watermark", "retry_at")
+    __slots__ = ("offset", "fetch_pos", "high_watermark", "retry_at", "starved", "need_bytes")
 
     def __init__(self, offset: int):
         self.offset = offset
         self.fetch_pos = None
+        # got only part of a batch: the server sends the first batch of a request's first bucket
+        # whole, so this bucket goes first next time
+        self.starved = False
+        # size of the batch that did not fit: asked for in full next time
+        self.need_bytes = 0
         self.high_watermark = -1
         self.retry_at = 0.0
 
@@ -487,6 +492,7 @@ class LogFetcher:
                 continue
             by_node.setdefault(node, []).append((tb, st, st.fetch_at))
         for node, entries in by_node.items():
+            entries.sort(key=lambda e: not e[1].starved)
             self._inflight.add(node)
             self._spawn(self._fetch(node, entries))
         if need_meta and self._meta_task is None:
@@ -513,7 +519,7 @@ class LogFetcher:
                 b.partition_id = tb.partition_id
             b.bucket_id = tb.bucket_id
             b.fetch_offset = off
-            b.max_fetch_bytes = self.max_bytes_for_bucket
+            b.max_fetch_bytes = max(self.max_bytes_for_bucket, _st.need_bytes)
         if self._filter_pb is not None:
             t.filter_predicate.CopyFrom(self._filter_pb)
             t.filter_schema_id = spec.schema_id
@@ -521,6 +527,7 @@ class LogFetcher:
 
     async def _fetch(self, node: int, entries) -> None:
         spec = self.spec
+        handed = False  # the response handler releases the node itself, before it decodes
         try:
             try:
                 conn = await _connection(self.ctx, node)
@@ -534,6 +541,7 @@ class LogFetcher:
                     NETWORK_EXCEPTION))
                 return
             self._node_failures.pop(node, None)
+            handed = True
             try:
                 self._handle_response(body, node, entries)
                 return
@@ -544,7 +552,8 @@ class LogFetcher:
                 self._fail(FlussError(f"Could not read the fetch response for table '{spec.path}' "
                                       f"from node {node}: {exc}", code))
         finally:
-            self._inflight.discard(node)
+            if not handed:
+                self._inflight.discard(node)
             self._wake()
 
     def _node_failed(self, node: int, entries, exc: FlussError) -> None:
@@ -572,6 +581,38 @@ class LogFetcher:
         md = self.ctx.metadata
         todo = []
         error = None
+        try:
+            self._scan_response(mv, sent, now, md, todo)
+        except FlussError as exc:
+            error = exc
+        finally:
+            self._inflight.discard(node)
+        if todo:
+            self.send_fetches()
+        for tb, st, off, r in todo:
+            try:
+                chunks, nxt = [], off
+                if r.records is not None and r.records[1] > r.records[0]:
+                    chunks, nxt = spec.decode_records(tb, mv, r.records[0], r.records[1], off)
+                if r.filtered_end_offset is not None and r.filtered_end_offset > nxt:
+                    nxt = r.filtered_end_offset
+            except BaseException:
+                st.fetch_pos = None
+                raise
+            if chunks or nxt != off:
+                self._buffer.append(_Completed(tb, st, off, chunks, nxt, r.high_watermark))
+            else:
+                st.fetch_pos = None
+        if error is not None:
+            raise error
+
+    def _scan_response(self, mv, sent, now, md, todo) -> None:
+        """Per-bucket errors, high watermarks and the next fetch positions of one response;
+        buckets with data to decode are added to ``todo``. Raises the first user-facing error
+        after looking at every bucket."""
+        spec = self.spec
+        error = None
+        entries_first = next(iter(sent), None)
         for table_id, buckets in parse_fetch_response(mv):
             if table_id != spec.table_id:
                 continue
@@ -612,30 +653,29 @@ class LogFetcher:
                     st.high_watermark = r.high_watermark
                 nxt = off
                 if r.records is not None and r.records[1] > r.records[0]:
+                    complete = False
                     for h in logbatch.iter_batches(mv, r.records[0], r.records[1]):
                         nxt = h.next_offset
+                        complete = True
+                    if not complete:
+                        if r.records[1] - r.records[0] >= 12:
+                            length = int.from_bytes(mv[r.records[0] + 8:r.records[0] + 12], "little",
+                                                    signed=True)
+                            st.need_bytes = max(st.need_bytes, min(max(length + 12, 0), 1 << 30))
+                        if st.starved and entries_first == tb:
+                            error = error or FlussError(
+                                f"{spec.where(tb)}: the batch at offset {off} does not fit into "
+                                f"the fetch response ({r.records[1] - r.records[0]} bytes returned)",
+                                CLIENT_ERROR)
+                        st.starved = True
+                        continue
+                    # need_bytes stays: the next batches of this bucket are likely as large
+                    st.starved = False
                 if r.filtered_end_offset is not None and r.filtered_end_offset > nxt:
                     nxt = r.filtered_end_offset
                 if nxt != off or (r.records is not None and r.records[1] > r.records[0]):
                     st.fetch_pos = max(nxt, off)
                     todo.append((tb, st, off, r))
-        self._inflight.discard(node)
-        if todo:
-            self.send_fetches()
-        for tb, st, off, r in todo:
-            try:
-                chunks, nxt = [], off
-                if r.records is not None and r.records[1] > r.records[0]:
-                    chunks, nxt = spec.decode_records(tb, mv, r.records[0], r.records[1], off)
-                if r.filtered_end_offset is not None and r.filtered_end_offset > nxt:
-                    nxt = r.filtered_end_offset
-            except BaseException:
-                st.fetch_pos = None
-                raise
-            if chunks or nxt != off:
-                self._buffer.append(_Completed(tb, st, off, chunks, nxt, r.high_watermark))
-            else:
-                st.fetch_pos = None
         if error is not None:
             raise error
 
@@ -843,11 +883,12 @@ class LogFetcher:
         loop = self._loop
         deadline = loop.time() + timeout_s
         exclude = None
+        # A bounded read keeps ``_stops`` set (see set_stops) so that no fetch, not even one sent
+        # from a response handler between polls, long-polls a bucket that already reached its end.
+        return await self._poll_loop(loop, deadline, max_records, max_chunks, stops)
+
+    def set_stops(self, stops) -> None:
         self._stops = stops
-        try:
-            return await self._poll_loop(loop, deadline, max_records, max_chunks, stops)
-        finally:
-            self._stops = None
 
     async def _poll_loop(self, loop, deadline, max_records, max_chunks, stops):
         exclude = None

@@ -175,7 +175,14 @@ class LogScanner:
         positions = f.subscriptions()
         stops = {tb: off for tb, off in latest.items()
                  if off > 0 and tb in positions and positions[tb] < off}
+        f.set_stops(stops)
         return stops
+
+    def _end_bounded(self, stops) -> None:
+        f = self._fetcher
+        if stops:
+            f.unassign(list(stops))
+        f.set_stops(None)
 
     async def _next_bounded(self, stops: Dict[TableBucket, int]):
         """The next batches of a bounded read (empty list once every bucket reached its stop)."""
@@ -204,8 +211,7 @@ class LogScanner:
                     break
                 batches.extend(got)
         finally:
-            if stops:
-                self._fetcher.unassign(list(stops))
+            self._end_bounded(stops)
         return self._table_of(batches)
 
     @on_runtime
@@ -225,7 +231,6 @@ class LogScanner:
         rt = self._runtime
         stops = rt.call(self._start_bounded())
         spec = self._spec
-        fetcher = self._fetcher
 
         def batches():
             try:
@@ -236,8 +241,7 @@ class LogScanner:
                     for b in got:
                         yield b
             finally:
-                if stops:
-                    fetcher.unassign(list(stops))
+                self._end_bounded(stops)
 
         return pa.RecordBatchReader.from_batches(spec.out_schema, batches())
 
