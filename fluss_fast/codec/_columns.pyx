@@ -263,6 +263,10 @@ cdef class _Col:
 
     cdef int put_null(self) except -1:
         cdef int k = self.kind
+        if self.nulls == 0:
+            # the bitmap is only kept once a null shows up: mark every earlier row valid now
+            buf_reserve(&self.valid, (self.count >> 3) + 1)
+            memset(self.valid.p, 0xFF, (self.count >> 3) + 1)
         self.set_valid(False)
         if k == K_OBJ:
             self.objs.append(None)
@@ -434,7 +438,8 @@ cdef class _Col:
             c = self.conv(v)
             self.objs.append(c)
             n = self.size_of(c) if self.size_of is not None else 0
-        self.set_valid(True)
+        if self.nulls:
+            self.set_valid(True)
         self.count += 1
         return n
 
@@ -446,7 +451,7 @@ cdef class _Col:
             return 0
         self.count -= 1
         i = self.count
-        if not ((<uint8_t*>self.valid.p)[i >> 3] >> (i & 7)) & 1:
+        if self.nulls and not ((<uint8_t*>self.valid.p)[i >> 3] >> (i & 7)) & 1:
             self.nulls -= 1
         if k == K_OBJ:
             self.objs.pop()

@@ -402,7 +402,7 @@ cdef object decimal_object(int64_t u, int scale):
     # "<unscaled>E-<scale>" is exact for the Decimal constructor; formatted by hand (snprintf is slow)
     cdef char buf[48]
     cdef char *q = buf + 48
-    cdef uint64_t m = <uint64_t> (-u) if u < 0 else <uint64_t> u
+    cdef uint64_t m = (<uint64_t> 0) - <uint64_t> u if u < 0 else <uint64_t> u
     cdef int sc = scale
     while True:
         q -= 1

@@ -42,7 +42,7 @@ import datetime as _dt
 import decimal as _decimal
 import math
 import struct
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Optional, Sequence, Tuple
 
 from ._select import pick
 

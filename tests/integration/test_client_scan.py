@@ -410,3 +410,33 @@ async def test_server_killed_mid_poll_raises(start_server, unique_name):
         assert time.monotonic() - start < 25
     finally:
         await c.close()
+
+
+async def test_indexed_log_format_reads_through_the_same_api(conn, db):
+    t = await _table(conn, db, "indexed", buckets=2, log_format="INDEXED")
+    rows = [_row(i) for i in range(50)]
+    await _write(t, rows)
+    bs = await t.new_scan().project_by_name(["name", "id"]).filter(col("id") >= 40).create_record_batch_log_scanner()
+    bs.subscribe_buckets({0: ff.EARLIEST_OFFSET, 1: ff.EARLIEST_OFFSET})
+    tab = await bs.to_arrow()
+    assert tab.schema.names == ["name", "id"]
+    assert sorted(tab.to_pylist(), key=lambda r: r["id"]) == [{"name": r["name"], "id": r["id"]} for r in rows[40:]]
+    sc = await t.new_scan().create_log_scanner()
+    sc.subscribe_buckets({0: 0, 1: 0})
+    recs = await _poll_all(sc, 50)
+    assert sorted((r.row["id"], r.row["name"], r.row["score"]) for r in recs) == sorted(
+        (r["id"], r["name"], r["score"]) for r in rows)
+    tid = t.get_table_info().table_id
+    last = await t.new_scan().limit(3).create_bucket_batch_scanner(ff.TableBucket(tid, 0)).to_arrow()
+    assert last.num_rows == 3
+
+
+async def test_subscribe_at_latest_reads_only_new_rows(conn, db):
+    t = await _table(conn, db, "latest")
+    await _write(t, [_row(i) for i in range(20)])
+    sc = await t.new_scan().create_log_scanner()
+    sc.subscribe(0, ff.LATEST_OFFSET)
+    assert (await sc.poll(300)).is_empty()
+    await _write(t, [_row(i) for i in range(20, 25)])
+    recs = await _poll_all(sc, 5)
+    assert [(r.offset, r.row["id"]) for r in recs] == [(i, i) for i in range(20, 25)]

@@ -69,7 +69,6 @@ _US_PER = {"s": 1_000_000, "ms": 1000, "us": 1}
 def _fast_timestamps(arr: pa.Array):
     """Naive datetimes via numpy (pyarrow's per-value conversion is ~20x slower); None if some
     value lies outside datetime's range (then pyarrow's conversion, which copes, is used)."""
-    import numpy as np
     import pyarrow.compute as pc
 
     t = arr.type
@@ -110,8 +109,6 @@ def _flat_temporal(arr: pa.Array):
             return values
         return attach_utc(values)
     if T.is_date32(t):
-        import numpy as np
-
         days = arr.view(pa.int32())
         d = days.fill_null(0).to_numpy(zero_copy_only=False) if days.null_count else \
             days.to_numpy(zero_copy_only=False)
