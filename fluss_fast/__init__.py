@@ -19,34 +19,9 @@ from .client.connection import FlussConnection
 
 from .client.table import FlussTable, TableAppend, TableLookup, TablePrefixLookup, TableUpsert
 from .client.write import AppendWriter, WriteResultHandle
+from .client.kv import Lookuper, PrefixLookuper, UpsertWriter
 from .client.scan import BatchScanner, LogScanner, RecordBatch, ScanRecord, ScanRecords, TableScan
 from .client.predicate import ColumnRef, Predicate, col
-
-
-def _missing(name):
-    # Primary-key writer/lookup classes until client-write lands them: same name, fails clearly.
-    def fail(*args, **kwargs):
-        raise FlussError(f"fluss_fast.{name} is not available yet: primary-key tables are not supported")
-
-    return type(name, (), {"__new__": fail, "__module__": "fluss_fast"})
-
-
-def _find(name: str):
-    # UpsertWriter / Lookuper / PrefixLookuper live wherever client-write put them.
-    for mod in ("fluss_fast.client.table", "fluss_fast.client.write", "fluss_fast.client.write.upsert",
-                "fluss_fast.client.lookup", "fluss_fast.client.write.lookup"):
-        try:
-            m = _importlib.import_module(mod)
-        except ImportError:
-            continue
-        if hasattr(m, name):
-            return getattr(m, name)
-    return _missing(name)
-
-
-UpsertWriter = _find("UpsertWriter")
-Lookuper = _find("Lookuper")
-PrefixLookuper = _find("PrefixLookuper")
 
 __all__ = [
     "AppendWriter", "BatchScanner", "ChangeType", "ColumnRef", "Config", "DatabaseDescriptor", "DatabaseInfo",

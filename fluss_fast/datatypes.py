@@ -168,10 +168,10 @@ class DataType:
         if r in (TIMESTAMP, TIMESTAMP_LTZ):
             p = self.precision
             unit = "s" if p == 0 else "ms" if p <= 3 else "us" if p <= 6 else "ns"
-            # pyfluss labels LTZ columns "UTC"; the zone never travels on the wire.
+            # pyfluss labels LTZ columns "UTC" and list items "item"; neither travels on the wire.
             return pa.timestamp(unit, tz="UTC" if r == TIMESTAMP_LTZ else None)
         if r == ARRAY:
-            return pa.list_(pa.field("element", self.element.to_arrow(), self.element.nullable))
+            return pa.list_(pa.field("item", self.element.to_arrow(), self.element.nullable))
         if r == MAP:
             return pa.map_(pa.field("key", self.key.to_arrow(), False),
                            pa.field("value", self.value.to_arrow(), self.value.nullable))

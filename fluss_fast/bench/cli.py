@@ -192,7 +192,7 @@ async def run_all(opts, scenario_names: List[str], clients: List[sc.Client], boo
                     status = SKIPPED if isinstance(exc, sc.Skip) else \
                         FAILED if isinstance(exc, sc.Mismatch) else ERROR
                     for r in res.values():
-                        r.fail(status, f"prepare: {_describe(exc)}")
+                        r.fail(status, str(exc) if isinstance(exc, sc.Skip) else f"prepare: {_describe(exc)}")
                     _log(f"[{name}] {status}: {_describe(exc)}")
                     continue
                 shared = prepared[key]

@@ -323,9 +323,13 @@ async def probe_pk(client: Client, env: Env) -> None:
     if verdict is None:
         name = table_name(f"pkprobe_{client.name}")
         schema = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("v", pa.string())])
+        # A throw-away connection: a writer stuck retrying an unsupported request would otherwise hold
+        # up every later flush() on the shared one.
+        probe = Client(client.name, client.module)
         try:
             async def attempt():
-                table = await create_table(client, name, schema, 1, primary_keys=["k"])
+                await probe.open(env.bootstrap)
+                table = await create_table(probe, name, schema, 1, primary_keys=["k"])
                 writer = table.new_upsert().create_writer()
                 writer.upsert({"k": 1, "v": "probe"})
                 await writer.flush()
@@ -341,6 +345,10 @@ async def probe_pk(client: Client, env: Env) -> None:
             verdict = f"{type(exc).__name__}: {exc}"[:300]
         finally:
             await drop_table(client, name)
+            try:
+                await asyncio.wait_for(probe.close(), 5)
+            except BaseException:  # noqa: BLE001 - a stuck probe connection is simply abandoned
+                pass
         env.pk_support[client.name] = verdict
     if verdict:
         raise Skip(f"primary-key tables unavailable with {client.name}: {verdict}")

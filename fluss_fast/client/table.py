@@ -1,19 +1,29 @@
 """FlussTable and its builders (pyfluss's ``FlussTable``, ``TableAppend``, ``TableUpsert``,
-``TableLookup``, ``TablePrefixLookup``).
+``TableLookup``, ``TablePrefixLookup``), plus the spellings of the older client guide.
 
-Primary-key writes and lookups come later; their builders exist now with pyfluss's method names
-so code written against pyfluss imports and fails clearly, not with an AttributeError.
+Primary-key writes and lookups come later: their builders exist now with pyfluss's method names
+and checks, and creating a writer or lookuper raises a FlussError naming the table.
+
+The older guide (and pyfluss 1.0.0's own log-table page) call scanner reads without ``await``
+(``for r in scanner.poll(timeout_ms=5000)``, ``print(scanner.to_pandas())``). ``new_scan()``
+therefore hands out thin subclasses of the scan builder and scanner whose reads return
+``deferred.Deferred`` results (awaitable, or usable as the value), and which add the older
+names ``create_batch_scanner`` and ``poll_batches``.
 """
 from __future__ import annotations
 
-from typing import List
+from typing import List, Optional
 
 import pyarrow as pa
 
 from ..errors import FlussError
 from ..metadata import TableInfo
+from .deferred import deferred
+from .kv import Lookuper, PrefixLookuper, UpsertWriter
+from .runtime import on_runtime
+from .scan import LogScanner, TableScan
 
-_PK_NOT_SUPPORTED = "primary-key tables are not supported yet"
+CLIENT_ERROR = -2
 
 
 class FlussTable:
@@ -25,19 +35,42 @@ class FlussTable:
         self._meta = meta
         self._arrow_schema = None
 
-    def new_scan(self):
-        from .scan import TableScan
-
-        return TableScan(self)
+    def new_scan(self) -> TableScan:
+        return _TableScan(self)
 
     def new_append(self) -> "TableAppend":
+        if self.has_primary_key():
+            raise FlussError(f"Append is only supported for log tables (without primary key); "
+                             f"table '{self._meta.path}' has primary key "
+                             f"({', '.join(self._meta.schema.primary_key)}): use new_upsert()",
+                             CLIENT_ERROR)
         return TableAppend(self)
 
-    def new_upsert(self) -> "TableUpsert":
-        return TableUpsert(self)
+    def new_upsert(self, columns: Optional[List[str]] = None,
+                   column_indices: Optional[List[int]] = None) -> "TableUpsert":
+        """``columns`` / ``column_indices`` are the older guide's partial-update spelling."""
+        if not self.has_primary_key():
+            raise FlussError(f"Upsert is only supported for primary key tables; table "
+                             f"'{self._meta.path}' is a log table: use new_append()", CLIENT_ERROR)
+        upsert = TableUpsert(self)
+        if columns is not None and column_indices is not None:
+            raise FlussError(f"table '{self._meta.path}': pass either columns or column_indices "
+                             f"to new_upsert(), not both", CLIENT_ERROR)
+        if columns is not None:
+            return upsert.partial_update_by_name(columns)
+        if column_indices is not None:
+            return upsert.partial_update_by_index(column_indices)
+        return upsert
 
     def new_lookup(self) -> "TableLookup":
+        if not self.has_primary_key():
+            raise FlussError(f"Lookup is only supported for primary key tables; table "
+                             f"'{self._meta.path}' is a log table", CLIENT_ERROR)
         return TableLookup(self)
+
+    async def new_append_writer(self):
+        """The older guide's ``writer = await table.new_append_writer()``."""
+        return self.new_append().create_writer()
 
     @property
     def arrow_schema(self) -> pa.Schema:
@@ -55,7 +88,7 @@ class FlussTable:
         return bool(self._meta.schema.primary_key)
 
     def __repr__(self) -> str:
-        return f"FlussTable(path={self._meta.path}, id={self._meta.table_id})"
+        return f"FlussTable(path={self._meta.path})"
 
 
 class TableAppend:
@@ -67,71 +100,157 @@ class TableAppend:
     def create_writer(self):
         from .write import AppendWriter
 
-        t = self._table
-        if t.has_primary_key():
-            raise FlussError(f"table '{t._meta.path}' has a primary key: write it with "
-                             f"new_upsert(), not new_append()")
-        return AppendWriter(t)
+        return AppendWriter(self._table)
 
     def __repr__(self) -> str:
-        return f"TableAppend(table={self._table._meta.path})"
+        return "TableAppend()"
 
 
 class TableUpsert:
-    """Builder of an UpsertWriter (optionally a partial update)."""
+    """Builder of an UpsertWriter (optionally a partial update).
 
-    def __init__(self, table: FlussTable, target_columns=None):
+    The older guide used the object ``new_upsert()`` returned as the writer itself
+    (``writer = table.new_upsert(); writer.upsert(row)``): ``upsert`` / ``delete`` / ``flush``
+    here go to one writer created on first use.
+    """
+
+    def __init__(self, table: FlussTable, target_columns: Optional[List[int]] = None):
         self._table = table
         self._target = target_columns
+        self._writer: Optional[UpsertWriter] = None
 
     def partial_update_by_name(self, columns: List[str]) -> "TableUpsert":
-        names = self._table._meta.schema.names
+        meta = self._table._meta
+        if isinstance(columns, (str, bytes)):
+            raise TypeError("Can't extract `str` to `Vec`")
+        names = meta.schema.names
         for c in columns:
             if c not in names:
-                raise FlussError(f"table '{self._table._meta.path}': unknown column '{c}' in "
-                                 f"partial update; columns are {', '.join(names)}")
+                raise FlussError(f"Cannot find target column `{c}` for table {meta.path}.", CLIENT_ERROR)
         return TableUpsert(self._table, [names.index(c) for c in columns])
 
     def partial_update_by_index(self, column_indices: List[int]) -> "TableUpsert":
-        n = len(self._table._meta.schema.columns)
+        meta = self._table._meta
+        n = len(meta.schema.columns)
+        out = []
         for i in column_indices:
-            if not isinstance(i, int) or not 0 <= i < n:
-                raise FlussError(f"table '{self._table._meta.path}': column index {i!r} is out of "
-                                 f"range 0..{n - 1}")
-        return TableUpsert(self._table, list(column_indices))
+            if isinstance(i, bool) or not isinstance(i, int):
+                raise TypeError(f"'{type(i).__name__}' object cannot be interpreted as an integer")
+            if not 0 <= i < n:
+                raise FlussError(f"Invalid target column index: {i} for table {meta.path}. "
+                                 f"The table only has {n} columns.", CLIENT_ERROR)
+            out.append(i)
+        return TableUpsert(self._table, out)
 
-    def create_writer(self):
-        raise FlussError(f"table '{self._table._meta.path}': {_PK_NOT_SUPPORTED} "
-                         f"(UpsertWriter)", -2)
+    def create_writer(self) -> UpsertWriter:
+        return UpsertWriter(self._table, self._target)
+
+    # -- the older guide: the builder used as the writer -------------------------------------------
+    def _the_writer(self) -> UpsertWriter:
+        if self._writer is None:
+            self._writer = self.create_writer()
+        return self._writer
+
+    def upsert(self, row):
+        return self._the_writer().upsert(row)
+
+    def delete(self, pk):
+        return self._the_writer().delete(pk)
+
+    async def flush(self) -> None:
+        await self._the_writer().flush()
 
     def __repr__(self) -> str:
-        return f"TableUpsert(table={self._table._meta.path})"
+        return "TableUpsert()"
 
 
 class TableLookup:
-    """Builder of a Lookuper, or of a PrefixLookuper via ``lookup_by``."""
+    """Builder of a Lookuper, or of a PrefixLookuper via ``lookup_by``.
+
+    The older guide awaited ``lookup`` on what ``new_lookup()`` returned; that goes to one
+    Lookuper created on first use.
+    """
 
     def __init__(self, table: FlussTable):
         self._table = table
+        self._lookuper: Optional[Lookuper] = None
 
-    def create_lookuper(self):
-        raise FlussError(f"table '{self._table._meta.path}': {_PK_NOT_SUPPORTED} (Lookuper)", -2)
+    def create_lookuper(self) -> Lookuper:
+        return Lookuper(self._table)
 
     def lookup_by(self, column_names: List[str]) -> "TablePrefixLookup":
+        if isinstance(column_names, (str, bytes)):
+            raise TypeError("Can't extract `str` to `Vec`")
         return TablePrefixLookup(self._table, list(column_names))
 
+    async def lookup(self, pk):
+        if self._lookuper is None:
+            self._lookuper = self.create_lookuper()
+        return await self._lookuper.lookup(pk)
+
     def __repr__(self) -> str:
-        return f"TableLookup(table={self._table._meta.path})"
+        return "TableLookup()"
 
 
 class TablePrefixLookup:
+    """Builder of a PrefixLookuper: ``table.new_lookup().lookup_by(columns).create_lookuper()``."""
+
     def __init__(self, table: FlussTable, columns: List[str]):
         self._table = table
         self._columns = columns
 
-    def create_lookuper(self):
-        raise FlussError(f"table '{self._table._meta.path}': {_PK_NOT_SUPPORTED} "
-                         f"(PrefixLookuper)", -2)
+    def create_lookuper(self) -> PrefixLookuper:
+        return PrefixLookuper(self._table, self._columns)
 
     def __repr__(self) -> str:
-        return f"TablePrefixLookup(table={self._table._meta.path}, columns={self._columns})"
+        return "TablePrefixLookup()"
+
+
+# -- scanners with the guides' spellings -------------------------------------------------------------
+
+def _dual(name: str):
+    """The scanner read ``name`` returning a Deferred; left as it is if it is not a runtime coroutine."""
+    attr = getattr(LogScanner, name)
+    if hasattr(attr, "__runtime_impl__"):
+        return deferred(attr)
+    return attr
+
+
+class _LogScanner(LogScanner):
+    """pyfluss's LogScanner whose reads also work without ``await`` (the guides' spelling)."""
+
+    poll = _dual("poll")
+    poll_arrow = _dual("poll_arrow")
+    poll_record_batch = _dual("poll_record_batch")
+    to_arrow = _dual("to_arrow")
+    to_pandas = _dual("to_pandas")
+    # older guide name of poll_record_batch
+    poll_batches = poll_record_batch
+
+
+_LogScanner.__name__ = _LogScanner.__qualname__ = "LogScanner"
+
+
+def _adapt(scanner):
+    # The scanner is built by the scan builder; only its class changes (no state of its own).
+    if type(scanner) is LogScanner:
+        scanner.__class__ = _LogScanner
+    return scanner
+
+
+class _TableScan(TableScan):
+    """pyfluss's TableScan, plus the older guide's ``create_batch_scanner``."""
+
+    @on_runtime
+    async def create_log_scanner(self) -> LogScanner:
+        return _adapt(await TableScan.create_log_scanner.__runtime_impl__(self))
+
+    @on_runtime
+    async def create_record_batch_log_scanner(self) -> LogScanner:
+        return _adapt(await TableScan.create_record_batch_log_scanner.__runtime_impl__(self))
+
+    # older guide name of create_record_batch_log_scanner
+    create_batch_scanner = create_record_batch_log_scanner
+
+
+_TableScan.__name__ = _TableScan.__qualname__ = "TableScan"

@@ -11,6 +11,9 @@ TWINS = {
                  "verify_crc", "iter_batches", "validate_records", "assign_offsets"],
     "murmur": ["fluss_murmur32", "int_murmur", "bucket_for_key", "buckets_for_keys",
                "paimon_bucket", "murmur3_32", "iceberg_bucket"],
+    "columns": ["RowBatchBuilder"],
+    "rows": ["CompactedRowEncoder", "CompactedRowDecoder", "IndexedRowEncoder", "IndexedRowDecoder",
+             "CompactedKeyEncoder"],
 }
 
 NO_EXT = bool(os.environ.get("FLUSS_FAST_NO_EXTENSIONS"))
@@ -46,10 +49,10 @@ def test_pure_selected_in_this_process(name):
 
 def test_env_var_selects_pure_twins():
     script = (
-        "import sys\n"
-        "from fluss_fast.codec import crc32c, logbatch, murmur, LOADED, NO_EXTENSIONS\n"
+        "import importlib, sys\n"
+        "from fluss_fast.codec import crc32c, LOADED, NO_EXTENSIONS\n"
         f"twins = {TWINS!r}\n"
-        "mods = {'crc32c': crc32c, 'logbatch': logbatch, 'murmur': murmur}\n"
+        "mods = {m: importlib.import_module('fluss_fast.codec.' + m) for m in twins}\n"
         "assert NO_EXTENSIONS is True\n"
         "for mod, names in twins.items():\n"
         "    assert LOADED['_' + mod] is False, mod\n"

@@ -4,14 +4,18 @@ Everything in ``LogFetcher`` except the subscription methods runs on the client 
 
 How data flows:
 
-* ``send_fetches`` groups the fetchable buckets (subscribed, nothing buffered, not backing off,
-  leader known) by leader node and sends one FetchLog per node that has none outstanding.
-* A response is decoded right away, on the runtime: batch headers, CRC (skipped when the server
-  projected, since it does not recompute it), Arrow IPC straight over the response buffer, the
-  exact filter, the user's column order. The result, a ``_Completed`` per bucket, is buffered.
-* ``poll`` drains buffered results, moves each bucket's position as its rows are handed out, and
-  sends the next round of fetches before returning, so the following FetchLog is in flight while
-  the caller works on what it got.
+* ``send_fetches`` groups the fetchable buckets (subscribed, fewer than ``_MAX_AHEAD`` decoded
+  results waiting, not backing off, leader known, not past the end of a bounded read) by leader
+  node and sends one FetchLog per node that has none outstanding.
+* When a response arrives its batch headers are scanned first: that fixes each bucket's next fetch
+  position (``fetch_pos``, ahead of the user's position while results wait), and the next FetchLog
+  goes out at once. Only then is the response decoded, on the runtime: CRC (skipped when the
+  server projected, since it does not recompute it), Arrow IPC straight over the response buffer,
+  the exact filter, the user's column order. The result, a ``_Completed`` per bucket, is buffered.
+* ``poll`` drains buffered results and moves each bucket's position as its rows are handed out.
+* The server sends only the first batch of a request's first bucket whole when it exceeds the
+  per-bucket byte budget; a bucket that got a partial batch goes first next time and asks for
+  that batch's size (remembered as the bucket's floor), so large batches cost no extra rounds.
 
 Per-bucket errors follow the Rust client: leader/metadata problems (12, 44, 24, 21, 23) drop the
 cached leaders and retry, storage hiccups (10, 11, 26, -1) retry after a short back-off, an offset

@@ -19,7 +19,7 @@ import time
 from typing import Callable, Optional
 
 from ...errors import FlussError
-from .batch import KIND_LOG, WriteBatch
+from .batch import KIND_LOG, WriteBatch, WriteResultHandle
 
 _GROW_ABOVE = 0.8
 _SHRINK_BELOW = 0.5
@@ -70,7 +70,8 @@ class BatchSizeEstimator:
 class RecordAccumulator:
     def __init__(self, *, table_name: str, memory_size: int, wait_timeout_ms: int, batch_size: int,
                  dynamic: bool, dynamic_min: int, linger_ms: int, assigner, new_builder: Callable,
-                 wake: Callable[[], None], runtime_thread: Callable[[], Optional[int]]):
+                 wake: Callable[[], None], runtime_thread: Callable[[], Optional[int]],
+                 runtime=None):
         self.table_name = table_name
         self._lock = threading.Lock()
         self._space = threading.Condition(self._lock)
@@ -91,6 +92,12 @@ class RecordAccumulator:
         self.flushing = 0
         self.closing = False
         self.row_bytes = 64  # guess of one row's Arrow size, reserved before the row is validated
+        self._runtime = runtime
+        # The open batch that rows without partition or bucket go to while the sticky assigner
+        # stays on its bucket: ``append_plain`` fills it without looking anything up. Every
+        # change that could make it stale (sealed, drained, chunk appended, closing) resets it.
+        self._hot: Optional[WriteBatch] = None
+        self._sticky = getattr(assigner, "sticky", False)
 
     # -- caller side --------------------------------------------------------------------------
     def _state(self, partition_id, bucket) -> BucketState:
@@ -134,6 +141,8 @@ class RecordAccumulator:
     def _open_batch(self, st: BucketState) -> WriteBatch:
         b = WriteBatch(KIND_LOG, st, st.partition_id, st.bucket)
         b.target = self.estimator.target(st.partition_id)
+        # one handle per batch, shared by all its rows: they share the outcome anyway
+        b.handle = WriteResultHandle(b.future, self._runtime)
         st.open = b
         self._incomplete[b] = None
         self._active[(st.partition_id, st.bucket)] = st
@@ -143,52 +152,82 @@ class RecordAccumulator:
     def _seal(self, st: BucketState, full: bool, num_buckets: int) -> None:
         b = st.open
         st.open = None
+        self._hot = None
         st.queue.append(b)
         self._observe(b)
         if full:
             self.assigner.on_batch_full(st.partition_id, st.bucket, num_buckets)
             self._wake()
 
-    def append_row(self, row, partition_id, bucket: Optional[int], num_buckets: int):
-        """Add one row; returns the future of the batch it went into."""
+    def append_plain(self, row, num_buckets: int):
+        """Add one row of a table without partitions or bucket key; returns its batch's handle.
+
+        The common case touches only the hot batch: one lock, one builder call, a few integer
+        updates. Anything else (no hot batch, budget tight, sealing) goes the general way.
+        """
         with self._lock:
-            if self.closing:
-                raise FlussError(f"table '{self.table_name}': the writer was closed")
-            est = self.row_bytes
-            used = self.used + est
-            if used > self.limit and self.used:
-                self._reserve(est)
-            else:
-                self.used = used
-            b = None
-            try:
-                if bucket is None:
-                    bucket = self.assigner.bucket(partition_id, num_buckets)
-                st = self._states.get((partition_id, bucket)) or self._state(partition_id, bucket)
-                b = st.open
-                if b is None:
-                    b = self._open_batch(st)
-                builder = b.builder
-                if builder is None:
-                    builder = b.builder = self._new_builder()
-                size = builder.append(row)
-            except BaseException:
-                self.used -= est
-                if b is not None and not b.record_count and st.open is b:
-                    # a rejected first row must not leave an empty batch for flush() to wait on
-                    st.open = None
-                    self._incomplete.pop(b, None)
-                    b.complete(-1)
-                raise
+            b = self._hot
+            if b is None or self.used + self.row_bytes > self.limit:
+                b = self._append_locked(row, None, None, num_buckets)
+                if self._sticky and b.state.open is b and b.builder is not None:
+                    self._hot = b
+                return b.handle
+            # the builder validates first and changes nothing when it rejects the row
+            size = b.builder.append(row)
             actual = size - b.builder_bytes
             b.builder_bytes = size
-            # the reservation was a guess; book what the row really takes
-            self.used += actual - est
+            self.used += actual
             b.record_count += 1
-            b.est_bytes += actual
-            if b.est_bytes >= b.target:
-                self._seal(st, True, num_buckets)
-            return b.future
+            est = b.est_bytes + actual
+            b.est_bytes = est
+            if est >= b.target:
+                self._seal(b.state, True, num_buckets)
+            return b.handle
+
+    def append_row(self, row, partition_id, bucket: Optional[int], num_buckets: int):
+        """Add one row; returns the handle of the batch it went into."""
+        with self._lock:
+            return self._append_locked(row, partition_id, bucket, num_buckets).handle
+
+    def _append_locked(self, row, partition_id, bucket: Optional[int], num_buckets: int) -> WriteBatch:
+        if self.closing:
+            raise FlussError(f"table '{self.table_name}': the writer was closed")
+        est = self.row_bytes
+        used = self.used + est
+        if used > self.limit and self.used:
+            self._reserve(est)
+        else:
+            self.used = used
+        b = None
+        try:
+            if bucket is None:
+                bucket = self.assigner.bucket(partition_id, num_buckets)
+            st = self._states.get((partition_id, bucket)) or self._state(partition_id, bucket)
+            b = st.open
+            if b is None:
+                b = self._open_batch(st)
+            builder = b.builder
+            if builder is None:
+                builder = b.builder = self._new_builder()
+            size = builder.append(row)
+        except BaseException:
+            self.used -= est
+            if b is not None and not b.record_count and st.open is b:
+                # a rejected first row must not leave an empty batch for flush() to wait on
+                st.open = None
+                self._hot = None
+                self._incomplete.pop(b, None)
+                b.complete(-1)
+            raise
+        actual = size - b.builder_bytes
+        b.builder_bytes = size
+        # the reservation was a guess; book what the row really takes
+        self.used += actual - est
+        b.record_count += 1
+        b.est_bytes += actual
+        if b.est_bytes >= b.target:
+            self._seal(st, True, num_buckets)
+        return b
 
     def append_chunk(self, rb, nbytes: int, partition_id, bucket: Optional[int], num_buckets: int):
         """Add an Arrow record batch (already conformed to the table schema and sized to fit)."""
@@ -196,6 +235,7 @@ class RecordAccumulator:
             if self.closing:
                 raise FlussError(f"table '{self.table_name}': the writer was closed")
             self._reserve(nbytes)
+            self._hot = None
             if bucket is None:
                 bucket = self.assigner.bucket(partition_id, num_buckets)
             st = self._states.get((partition_id, bucket)) or self._state(partition_id, bucket)
@@ -265,6 +305,8 @@ class RecordAccumulator:
                     continue
                 if b is st.open:
                     st.open = None
+                    if b is self._hot:
+                        self._hot = None
                     self._observe(b)
                 else:
                     st.queue.popleft()
@@ -328,6 +370,7 @@ class RecordAccumulator:
         """Remove and return every batch that has not gone out (for failing them on close)."""
         out = []
         with self._lock:
+            self._hot = None
             for st in self._active.values():
                 out.extend(st.queue)
                 st.queue.clear()
@@ -349,4 +392,5 @@ class RecordAccumulator:
     def set_closing(self) -> None:
         with self._lock:
             self.closing = True
+            self._hot = None
             self._space.notify_all()

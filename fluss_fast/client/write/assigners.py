@@ -15,6 +15,8 @@ from ...codec import murmur
 
 class StickyBucketAssigner:
     __slots__ = ("_current", "_rng")
+    #: the bucket only changes in ``on_batch_full``, so the accumulator may cache its open batch
+    sticky = True
 
     def __init__(self):
         self._current = {}  # partition id -> bucket
@@ -35,6 +37,7 @@ class StickyBucketAssigner:
 
 class RoundRobinBucketAssigner:
     __slots__ = ("_counter",)
+    sticky = False
 
     def __init__(self):
         self._counter = {}

@@ -32,7 +32,8 @@ class WriteBatch:
     __slots__ = (
         "kind", "partition_id", "bucket", "chunks", "builder", "record_count", "est_bytes",
         "created", "writer_id", "sequence", "attempts", "first_attempt", "future", "payload",
-        "records", "records_key", "ambiguous", "requeued", "state", "builder_bytes", "target", "__weakref__",
+        "records", "records_key", "ambiguous", "requeued", "state", "builder_bytes", "target", "handle",
+        "__weakref__",
     )
 
     def __init__(self, kind: str, state, partition_id: Optional[int], bucket: int):
@@ -52,6 +53,7 @@ class WriteBatch:
         self.attempts = 0
         self.first_attempt = 0.0
         self.future = concurrent.futures.Future()
+        self.handle = None  # the WriteResultHandle every row of this batch returns
         self.payload = None  # encoded records without the batch header
         self.records = None  # header + payload for (writer_id, sequence) == records_key
         self.records_key = None

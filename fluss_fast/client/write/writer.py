@@ -193,6 +193,7 @@ class AppendWriter:
             new_builder=lambda: RowBatchBuilder(schema, table_name),
             wake=self._wake,
             runtime_thread=lambda: self._runtime._thread_id,
+            runtime=self._runtime,
         )
         self._sender = Sender(
             ctx=ctx, meta=meta, accumulator=self._acc, idempotence=self._idem, encode=self._encode,
@@ -206,7 +207,7 @@ class AppendWriter:
         self._sender.wake()
 
     def __repr__(self) -> str:
-        return f"AppendWriter(table={self._table_name})"
+        return "AppendWriter()"
 
     # -- errors ---------------------------------------------------------------------------------
     def _record_error(self, error: FlussError) -> None:
@@ -269,8 +270,7 @@ class AppendWriter:
         if self._plain:
             if self._closed or self._ctx._closed:
                 self._check_open()
-            return WriteResultHandle(self._acc.append_row(row, None, None, self._num_buckets),
-                                     self._runtime)
+            return self._acc.append_plain(row, self._num_buckets)
         self._check_open()
         pid = None
         bucket = None
@@ -291,8 +291,7 @@ class AppendWriter:
             # malformed row: the builder raises the precise error
             RowBatchBuilder(self._schema, self._table_name).append(row)
             raise FlussError(f"table '{self._table_name}': cannot place row {row!r}")
-        fut = self._acc.append_row(row, pid, bucket, self._num_buckets)
-        return WriteResultHandle(fut, self._runtime)
+        return self._acc.append_row(row, pid, bucket, self._num_buckets)
 
     # -- Arrow ----------------------------------------------------------------------------------
     def write_arrow_batch(self, batch: pa.RecordBatch) -> WriteResultHandle:

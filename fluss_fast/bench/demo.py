@@ -1,0 +1,203 @@
+"""``fluss-fast demo``: start the embedded server (or use ``--bootstrap-servers``), create a table,
+ingest a bench_data set with progress shown, read it back, check row counts and checksums, and print
+rows/s and MB/s for every step. Exits non-zero on any mismatch.
+
+    fluss-fast demo [--rows N] [--dataset orders|clicks] [--bootstrap-servers HOST:PORT]
+                    [--client fluss_fast|pyfluss] [--buckets N] [--keep]
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import sys
+import time
+import uuid
+from typing import List, Optional
+
+import pyarrow as pa
+import pyarrow.compute  # noqa: F401 - pa.compute below
+
+from . import datasets as ds
+from .util import EmbeddedServer, Progress, human_rate
+
+DEFAULT_ROWS = 2_000_000
+DATABASE = "fluss_fast_demo"
+WRITE_BATCH_ROWS = 65_536
+APPEND_ROWS_MAX = 200_000   # the per-row append step uses at most this many rows (it is the slow path)
+
+
+class DemoFailed(Exception):
+    pass
+
+
+def parse_args(argv: List[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="fluss-fast demo", description=__doc__.split("\n")[0])
+    p.add_argument("--rows", default=str(DEFAULT_ROWS), help=f"rows to ingest (default {DEFAULT_ROWS}; 10k, 1m ...)")
+    p.add_argument("--dataset", default="orders", choices=sorted(ds.DATASETS))
+    p.add_argument("--bootstrap-servers", help="use this cluster instead of starting the embedded server")
+    p.add_argument("--client", default="fluss_fast", choices=["fluss_fast", "pyfluss"],
+                   help="client library to drive (default fluss_fast)")
+    p.add_argument("--buckets", type=int, default=3)
+    p.add_argument("--keep", action="store_true", help="keep the demo table instead of dropping it")
+    p.add_argument("--no-progress", action="store_true")
+    return p.parse_args(argv)
+
+
+def _say(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def _step(name: str, rows: int, nbytes: int, seconds: float) -> None:
+    _say(f"  {name:<26} {rows:>10,} rows  {seconds:7.2f} s  {human_rate(rows / seconds):>9} rows/s  "
+         f"{nbytes / seconds / 1e6:8.1f} MB/s")
+
+
+async def run_demo(fluss, bootstrap: str, dataset: str, rows: int, buckets: int, *, keep: bool = False,
+                   progress: bool = True) -> None:
+    spec = ds.DATASETS[dataset]
+    t0 = time.perf_counter()
+    data = ds.load(dataset, rows)
+    _step(f"load data set '{dataset}'", data.num_rows, data.nbytes, time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    expected = ds.checksum(data, spec.id_column, spec.string_column)
+    expected_proj = ds.checksum(data, spec.id_column, spec.short_string_column)
+    _say(f"  expected checksum: {expected} ({time.perf_counter() - t0:.2f} s)")
+
+    conn = await fluss.FlussConnection.create(fluss.Config({"bootstrap.servers": bootstrap}))
+    admin = conn.get_admin()
+    name = f"{dataset}_{uuid.uuid4().hex[:8]}"
+    path = fluss.TablePath(DATABASE, name)
+    try:
+        await admin.create_database(DATABASE, ignore_if_exists=True)
+        await admin.create_table(path, fluss.TableDescriptor(fluss.Schema(spec.schema), bucket_count=buckets))
+        table = await conn.get_table(path)
+        _say(f"  created table {DATABASE}.{name} ({buckets} buckets)")
+
+        # 1. bulk ingest: Arrow batches, as a pipeline reading Parquet would send them
+        writer = table.new_append().create_writer()
+        batches = data.to_batches(max_chunksize=WRITE_BATCH_ROWS)
+        with Progress(rows, "write_arrow_batch", enabled=None if progress else False) as bar:
+            t0 = time.perf_counter()
+            for rb in batches:
+                writer.write_arrow_batch(rb)
+                bar.update(rb.num_rows)
+            await writer.flush()
+            seconds = time.perf_counter() - t0
+        _step("ingest (write_arrow_batch)", rows, data.nbytes, seconds)
+
+        # 2. per-row append of dicts (the slow path most code uses), into the same table
+        n_append = min(APPEND_ROWS_MAX, max(1, rows // 10))
+        extra = data.slice(0, n_append)
+        offset = int(pa.compute.max(data.column(spec.id_column)).as_py()) + 1
+        extra = extra.set_column(extra.schema.get_field_index(spec.id_column), spec.schema.field(spec.id_column),
+                                 pa.array(range(offset, offset + n_append), pa.int64()))
+        dicts = extra.to_pylist()
+        with Progress(n_append, "append(dict)", enabled=None if progress else False) as bar:
+            t0 = time.perf_counter()
+            step = max(1000, n_append // 50)
+            for lo in range(0, n_append, step):
+                for row in dicts[lo:lo + step]:
+                    writer.append(row)
+                bar.update(min(step, n_append - lo))
+            await writer.flush()
+            seconds = time.perf_counter() - t0
+        _step("ingest (append dicts)", n_append, extra.nbytes, seconds)
+        full = pa.concat_tables([data, extra])
+        expected = ds.checksum(full, spec.id_column, spec.string_column)
+        expected_proj = ds.checksum(full, spec.id_column, spec.short_string_column)
+        total = full.num_rows
+
+        # 3. read everything back batch by batch, with progress
+        scanner = await table.new_scan().create_record_batch_log_scanner()
+        scanner.subscribe_buckets({b: fluss.EARLIEST_OFFSET for b in range(buckets)})
+        got: List[pa.Table] = []
+        count = 0
+        with Progress(total, "poll_arrow", enabled=None if progress else False) as bar:
+            t0 = time.perf_counter()
+            idle_since = time.perf_counter()
+            while count < total:
+                part = await scanner.poll_arrow(500)
+                if part.num_rows:
+                    got.append(part)
+                    count += part.num_rows
+                    bar.update(part.num_rows)
+                    idle_since = time.perf_counter()
+                elif time.perf_counter() - idle_since > 60:
+                    raise DemoFailed(f"read back of {DATABASE}.{name} stalled at {count} of {total} rows")
+            seconds = time.perf_counter() - t0
+        back = pa.concat_tables(got) if got else pa.table({})
+        _step("read back (poll_arrow)", back.num_rows, full.nbytes, seconds)
+        _check("read back", ds.checksum(back, spec.id_column, spec.string_column), expected)
+        del got, back
+
+        # 4. one-shot to_arrow and a projected scan
+        scanner = await table.new_scan().create_record_batch_log_scanner()
+        scanner.subscribe_buckets({b: fluss.EARLIEST_OFFSET for b in range(buckets)})
+        t0 = time.perf_counter()
+        back = await scanner.to_arrow()
+        seconds = time.perf_counter() - t0
+        _step("read back (to_arrow)", back.num_rows, full.nbytes, seconds)
+        _check("to_arrow", ds.checksum(back, spec.id_column, spec.string_column), expected)
+        del back
+
+        proj = list(spec.projection)
+        scanner = await table.new_scan().project_by_name(proj).create_record_batch_log_scanner()
+        scanner.subscribe_buckets({b: fluss.EARLIEST_OFFSET for b in range(buckets)})
+        t0 = time.perf_counter()
+        back = await scanner.to_arrow()
+        seconds = time.perf_counter() - t0
+        _step(f"projected scan ({len(proj)} cols)", back.num_rows, full.select(proj).nbytes, seconds)
+        if back.column_names != proj:
+            raise DemoFailed(f"projected scan returned columns {back.column_names}, expected {proj}")
+        _check("projected scan", ds.checksum(back, spec.id_column, spec.short_string_column), expected_proj)
+    finally:
+        if not keep:
+            try:
+                await admin.drop_table(path, ignore_if_not_exists=True)
+            except Exception:  # noqa: BLE001 - the demo's verdict matters more than cleanup
+                pass
+        await conn.close()
+
+
+def _check(what: str, got: ds.Checksum, want: ds.Checksum) -> None:
+    if got != want:
+        raise DemoFailed(f"{what}: checksum mismatch: got {got}, expected {want}")
+    _say(f"  {what}: {got.rows:,} rows, checksum ok")
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    opts = parse_args(list(sys.argv[1:] if argv is None else argv))
+    try:
+        rows = ds.parse_rows(opts.rows)
+    except ValueError as exc:
+        print(f"fluss-fast demo: {exc}", file=sys.stderr)
+        return 2
+    fluss = importlib.import_module("fluss_fast" if opts.client == "fluss_fast" else "fluss")
+    server = None
+    started = time.perf_counter()
+    try:
+        if opts.bootstrap_servers:
+            bootstrap = opts.bootstrap_servers
+        else:
+            server = EmbeddedServer().start()
+            bootstrap = server.bootstrap_servers
+        _say(f"fluss-fast demo: {rows:,} rows of '{opts.dataset}' with {opts.client} against {bootstrap}"
+             + (" (embedded server)" if server else ""))
+        asyncio.run(run_demo(fluss, bootstrap, opts.dataset, rows, opts.buckets, keep=opts.keep,
+                             progress=not opts.no_progress))
+    except DemoFailed as exc:
+        print(f"fluss-fast demo: FAILED: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # noqa: BLE001 - any error is a failed demo, said plainly
+        print(f"fluss-fast demo: ERROR: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if server is not None:
+            server.close()
+    _say(f"all checks passed in {time.perf_counter() - started:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

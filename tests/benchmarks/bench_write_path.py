@@ -1,0 +1,250 @@
+"""Write-path micro-harness: fluss_fast vs pyfluss (``import fluss``) on one embedded server.
+
+Run as a script (not collected by pytest)::
+
+    python tests/benchmarks/bench_write_path.py [--rounds 3] [--rows 200000] [--arrow-rows 1000000]
+        [--clients fluss_fast,pyfluss] [--scenarios append_dict,append_tuple,write_arrow,write_arrow_batch]
+        [--json out.json] [--profile fluss_fast:append_dict:/tmp/prof.out]
+
+It starts ``python -m fluss_fast server`` in a subprocess, then for every round runs each client in
+its own fresh worker process (the order alternates between rounds, so neither client always gets
+the warmer machine). A worker creates a fresh table per scenario, builds the input before the clock
+starts and times only the writes plus the final ``flush()``. The report gives the median of the
+rounds per client and scenario and the fluss_fast / pyfluss ratio of the medians (> 1 = faster).
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+SCENARIOS = ("append_dict", "append_tuple", "write_arrow", "write_arrow_batch")
+BUCKETS = 3
+
+
+def arrow_schema():
+    import pyarrow as pa
+
+    return pa.schema([
+        ("id", pa.int64()), ("user_id", pa.int32()), ("name", pa.string()), ("price", pa.float64()),
+        ("qty", pa.int16()), ("ok", pa.bool_()), ("city", pa.string()), ("ratio", pa.float32()),
+        ("seq", pa.int64()), ("ts", pa.timestamp("us")),
+    ])
+
+
+def make_rows(n: int):
+    base = dt.datetime(2024, 5, 1, 12, 0, 0)
+    cities = ["Berlin", "Paris", "Lisbon", "Oslo", "Rome", "Madrid", "Vienna", None]
+    names = [f"user-{i:05d}" for i in range(997)]
+    stamps = [base + dt.timedelta(seconds=i) for i in range(1000)]
+    cols = arrow_schema().names
+    tuples = [(i, i % 100_000, names[i % 997], i * 0.25, i % 300, i % 3 == 0, cities[i % 8],
+               float(i % 1000) / 7.0, i * 7, stamps[i % 1000]) for i in range(n)]
+    dicts = [dict(zip(cols, t)) for t in tuples]
+    return dicts, tuples
+
+
+def make_table(n: int):
+    import numpy as np
+    import pyarrow as pa
+
+    i = np.arange(n, dtype=np.int64)
+    cities = pa.array(["Berlin", "Paris", "Lisbon", "Oslo", "Rome", "Madrid", "Vienna", None])
+    names = pa.array([f"user-{k:05d}" for k in range(997)])
+    ts0 = np.datetime64("2024-05-01T12:00:00", "us")
+    return pa.table([
+        pa.array(i), pa.array((i % 100_000).astype(np.int32)), names.take(pa.array(i % 997)),
+        pa.array(i * 0.25), pa.array((i % 300).astype(np.int16)), pa.array(i % 3 == 0),
+        cities.take(pa.array(i % 8)), pa.array((i % 1000).astype(np.float32) / np.float32(7.0)),
+        pa.array(i * 7), pa.array(ts0 + (i % 1000).astype("timedelta64[s]")),
+    ], schema=arrow_schema())
+
+
+# -- worker (one client, every scenario, fresh process) --------------------------------------------
+async def worker(client: str, bootstrap: str, scenarios, rows: int, arrow_rows: int, batch_rows: int,
+                 profile: str | None) -> dict:
+    import pyarrow as pa
+
+    if client == "fluss_fast":
+        import fluss_fast as mod
+    else:
+        import fluss as mod
+    conn = await mod.FlussConnection.create(mod.Config({"bootstrap.servers": bootstrap}))
+    admin = conn.get_admin()
+    out = {}
+    need_rows = any(s.startswith("append") for s in scenarios)
+    dicts, tuples = make_rows(rows) if need_rows else ([], [])
+    table_in = make_table(arrow_rows) if any(s.startswith("write") for s in scenarios) else None
+    for sc in scenarios:
+        path = mod.TablePath("fluss", f"bw_{client}_{sc}_{uuid.uuid4().hex[:8]}")
+        await admin.create_table(path, mod.TableDescriptor(mod.Schema(arrow_schema()),
+                                                           bucket_count=BUCKETS))
+        table = await conn.get_table(path)
+        w = table.new_append().create_writer()
+        if sc == "write_arrow_batch":
+            batches = table_in.slice(0, arrow_rows).to_batches(max_chunksize=batch_rows)
+        prof = None
+        if profile and profile.split(":")[1] == sc:
+            import cProfile
+
+            prof = cProfile.Profile()
+            prof.enable()
+        t0 = time.perf_counter()
+        if sc == "append_dict":
+            app = w.append
+            for r in dicts:
+                app(r)
+            n = len(dicts)
+            nbytes = None
+        elif sc == "append_tuple":
+            app = w.append
+            for r in tuples:
+                app(r)
+            n = len(tuples)
+            nbytes = None
+        elif sc == "write_arrow":
+            w.write_arrow(table_in)
+            n = table_in.num_rows
+            nbytes = table_in.nbytes
+        else:
+            wb = w.write_arrow_batch
+            for b in batches:
+                wb(b)
+            n = sum(b.num_rows for b in batches)
+            nbytes = sum(b.nbytes for b in batches)
+        t_append = time.perf_counter() - t0
+        await w.flush()
+        secs = time.perf_counter() - t0
+        if prof is not None:
+            prof.disable()
+            prof.dump_stats(profile.split(":", 2)[2])
+        out[sc] = {"seconds": secs, "append_seconds": t_append, "rows": n, "bytes": nbytes}
+        await admin.drop_table(path, ignore_if_not_exists=True)
+    await conn.close()
+    return out
+
+
+# -- driver ----------------------------------------------------------------------------------------
+def start_server(data_dir: str):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    p = subprocess.Popen([sys.executable, "-m", "fluss_fast", "server", "--data-dir", data_dir,
+                          "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE, env=env, cwd=ROOT,
+                         text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = p.stdout.readline()
+        if not line:
+            break
+        if line.startswith("READY"):
+            for part in line.split():
+                if part.startswith("bootstrap.servers="):
+                    return p, part.split("=", 1)[1]
+    p.kill()
+    raise SystemExit("the embedded server did not print READY")
+
+
+def run_worker(client, bootstrap, opts, profile=None) -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", client, "--bootstrap", bootstrap,
+           "--rows", str(opts.rows), "--arrow-rows", str(opts.arrow_rows),
+           "--batch-rows", str(opts.batch_rows), "--scenarios", ",".join(opts.scenarios)]
+    if profile:
+        cmd += ["--profile", profile]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, timeout=900)
+    if r.returncode != 0:
+        raise SystemExit(f"worker {client} failed:\n{r.stderr[-4000:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def rate(res: dict) -> float:
+    return res["rows"] / res["seconds"]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rows", type=int, default=200_000)
+    ap.add_argument("--arrow-rows", type=int, default=1_000_000)
+    ap.add_argument("--batch-rows", type=int, default=10_000)
+    ap.add_argument("--clients", default="fluss_fast,pyfluss")
+    ap.add_argument("--scenarios", default=",".join(SCENARIOS))
+    ap.add_argument("--json")
+    ap.add_argument("--profile", help="CLIENT:SCENARIO:OUTFILE (cProfile of one worker)")
+    ap.add_argument("--bootstrap", help="use a running server instead of starting one")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    opts = ap.parse_args(argv)
+    opts.scenarios = [s for s in opts.scenarios.split(",") if s]
+    if opts.worker:
+        prof = opts.profile if opts.profile and opts.profile.split(":")[0] == opts.worker else None
+        res = asyncio.run(worker(opts.worker, opts.bootstrap, opts.scenarios, opts.rows,
+                                 opts.arrow_rows, opts.batch_rows, prof))
+        print(json.dumps(res))
+        return 0
+    clients = [c for c in opts.clients.split(",") if c]
+    server = None
+    tmp = None
+    bootstrap = opts.bootstrap
+    if bootstrap is None:
+        tmp = tempfile.TemporaryDirectory(prefix="bench-write-")
+        server, bootstrap = start_server(tmp.name)
+    results = {c: {s: [] for s in opts.scenarios} for c in clients}
+    try:
+        for rnd in range(opts.rounds):
+            order = clients if rnd % 2 == 0 else list(reversed(clients))
+            for c in order:
+                res = run_worker(c, bootstrap, opts, opts.profile if rnd == 0 else None)
+                for s, v in res.items():
+                    results[c][s].append(v)
+                line = "  ".join(f"{s}={rate(v) / 1e3:.0f}k/s" for s, v in res.items())
+                print(f"round {rnd + 1} {c:<10} {line}", file=sys.stderr, flush=True)
+    finally:
+        if server is not None:
+            server.terminate()
+            try:
+                server.wait(10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+        if tmp is not None:
+            tmp.cleanup()
+    summary = {}
+    print(f"\n{'scenario':<18}" + "".join(f"{c + ' rows/s':>22}{'MB/s':>8}" for c in clients)
+          + ("   ratio ff/py" if len(clients) == 2 else ""))
+    for s in opts.scenarios:
+        cells = ""
+        med = {}
+        for c in clients:
+            runs = results[c][s]
+            med[c] = statistics.median(rate(v) for v in runs)
+            mb = [v["bytes"] / v["seconds"] / 1e6 for v in runs if v["bytes"]]
+            mbs = f"{statistics.median(mb):8.0f}" if mb else f"{'':>8}"
+            cells += f"{med[c]:22,.0f}{mbs}"
+            summary.setdefault(s, {})[c] = {"median_rows_per_s": med[c],
+                                            "runs_rows_per_s": [rate(v) for v in runs]}
+        ratio = ""
+        if len(clients) == 2 and med[clients[1]]:
+            r = med[clients[0]] / med[clients[1]]
+            summary[s]["ratio"] = r
+            ratio = f"{r:14.2f}"
+        print(f"{s:<18}{cells}{ratio}")
+    if opts.json:
+        with open(opts.json, "w") as f:
+            json.dump({"rounds": opts.rounds, "rows": opts.rows, "arrow_rows": opts.arrow_rows,
+                       "summary": summary, "raw": results}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
