@@ -21,7 +21,7 @@ import pyarrow.compute  # noqa: F401 - pa.compute below
 from . import datasets as ds
 from .util import EmbeddedServer, Progress, human_rate
 
-DEFAULT_ROWS = 2_000_000
+DEFAULT_ROWS = 5_000_000
 DATABASE = "fluss_fast_demo"
 WRITE_BATCH_ROWS = 65_536
 APPEND_ROWS_MAX = 200_000   # the per-row append step uses at most this many rows (it is the slow path)

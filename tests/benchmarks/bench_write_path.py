@@ -28,6 +28,8 @@ import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)  # run as a script from anywhere: measure this tree's fluss_fast
 
 SCENARIOS = ("append_dict", "append_tuple", "write_arrow", "write_arrow_batch")
 BUCKETS = 3
