@@ -27,8 +27,7 @@ from . import datasets as ds
 from . import scenarios as sc
 from .util import EmbeddedServer, human_rate
 
-# importing registers the ceiling scenarios
-from . import ceiling as _ceiling  # noqa: F401
+from . import ceiling as _ceiling  # noqa: F401 - importing registers the ceiling scenarios
 
 DEFAULT_SCENARIOS = sc.LOG_SCENARIOS + sc.PK_SCENARIOS + ["ceiling_produce", "ceiling_fetch"]
 CLIENT_MODULES = {"fluss_fast": "fluss_fast", "pyfluss": "fluss"}
@@ -251,11 +250,11 @@ def _describe(exc: BaseException) -> str:
 
 
 def format_table(summaries: List[Dict[str, Any]]) -> str:
+    """The results table; reasons for SKIPPED/FAILED/ERROR are numbered notes below it."""
     head = ["scenario", "client", "rows/s", "min-max rows/s", "MB/s", "ff/py", "status"]
     rows = []
-    by = {}
-    for s in summaries:
-        by[(s["scenario"], s["client"])] = s
+    notes: List[str] = []
+    by = {(s["scenario"], s["client"]): s for s in summaries}
     for s in summaries:
         ratio = ""
         if s["client"] == "fluss_fast" and "rows_per_s" in s:
@@ -270,14 +269,19 @@ def format_table(summaries: List[Dict[str, Any]]) -> str:
                 mbs += f" (wire {s['wire_gb_per_s']:.2f} GB/s)"
         else:
             rate = spread = mbs = "-"
-        status = s["status"] if s["status"] == OK else f"{s['status']}: {s['detail'][:70]}"
+        status = s["status"]
+        if status != OK:
+            if s["detail"] not in notes:
+                notes.append(s["detail"])
+            status += f" [{notes.index(s['detail']) + 1}]"
         rows.append([s["scenario"], s["client"], rate, spread, mbs, ratio, status])
     widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
-    widths[-1] = 0
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(head, widths)).rstrip()]
-    lines.append("  ".join("-" * max(w, 6) for w in widths).rstrip())
+    lines.append("  ".join("-" * w for w in widths))
     for r in rows:
         lines.append("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
+    for i, note in enumerate(notes, 1):
+        lines.append(f"[{i}] {note}")
     return "\n".join(lines)
 
 

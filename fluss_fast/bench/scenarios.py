@@ -20,6 +20,7 @@ from typing import Any, Awaitable, Callable, Dict, List, Optional
 
 import pyarrow as pa
 
+from ..rpc.api import API_KEYS, Api
 from . import datasets as ds
 from .util import Progress
 
@@ -310,7 +311,7 @@ def _pk_schema(spec: ds.DatasetSpec, extra_not_null=()) -> pa.Schema:
     return pa.schema(fields)
 
 
-PROBE_TIMEOUT_S = 15.0
+PROBE_TIMEOUT_S = 8.0
 
 
 async def probe_pk(client: Client, env: Env) -> None:
@@ -319,6 +320,14 @@ async def probe_pk(client: Client, env: Env) -> None:
     Probed once per client with a short deadline: a server without PUT_KV would otherwise leave the
     writer retrying until the scenario timeout.
     """
+    if "server" not in env.pk_support:
+        from .ceiling import tablet_apis
+
+        missing = [k for k in (Api.PUT_KV, Api.LOOKUP) if k not in await tablet_apis(env.bootstrap)]
+        env.pk_support["server"] = (f"the server does not offer {', '.join(API_KEYS[k].name for k in missing)}"
+                                    if missing else "")
+    if env.pk_support["server"]:
+        raise Skip(f"primary-key tables unavailable: {env.pk_support['server']}")
     verdict = env.pk_support.get(client.name)
     if verdict is None:
         name = table_name(f"pkprobe_{client.name}")

@@ -25,10 +25,15 @@ class EmbeddedServer:
     its own GIL, as a real cluster would, so client time and server time are not mixed up.
     """
 
-    def __init__(self, data_dir: Optional[str] = None, tablet_servers: int = 1) -> None:
+    def __init__(self, data_dir: Optional[str] = None, tablet_servers: int = 1, *,
+                 watch_pid: Optional[int] = None) -> None:
         self._own_dir = data_dir is None
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="fluss-fast-bench-")
         self.tablet_servers = tablet_servers
+        # With watch_pid the server is started through a watchdog that stops it (and removes its data
+        # dir) once that process is gone: asv's setup_cache runs in a process that exits before the
+        # benchmarks that use the server do.
+        self.watch_pid = watch_pid
         self.proc: Optional[subprocess.Popen] = None
         self.bootstrap_servers: Optional[str] = None
 
@@ -38,7 +43,16 @@ class EmbeddedServer:
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         cmd = [sys.executable, "-m", "fluss_fast", "server", "--data-dir", self.data_dir,
                "--listen", "127.0.0.1:0", "--tablet-servers", str(self.tablet_servers)]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        popen_kw = {}
+        if self.watch_pid is not None:
+            cmd = [sys.executable, "-m", "fluss_fast.bench.util", "--watch", str(self.watch_pid),
+                   "--remove", self.data_dir if self._own_dir else "", "--"] + cmd
+            popen_kw["start_new_session"] = True
+            self._own_dir = False  # the watchdog removes it
+        # stderr goes to a file, not a pipe: a chatty server must never block on a full pipe.
+        self._stderr = tempfile.TemporaryFile(mode="w+")
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._stderr, text=True, env=env,
+                                     **popen_kw)
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:
             ready, _, _ = select.select([self.proc.stdout], [], [], 0.2)
@@ -49,7 +63,8 @@ class EmbeddedServer:
                     self.bootstrap_servers = fields["bootstrap.servers"]
                     return self
             if self.proc.poll() is not None:
-                err = self.proc.stderr.read() if self.proc.stderr else ""
+                self._stderr.seek(0)
+                err = self._stderr.read()
                 self.close()
                 raise FlussError(f"embedded server (data dir {self.data_dir}) exited with code "
                                  f"{self.proc.returncode} before READY: {err.strip()[-2000:]}")
@@ -61,6 +76,12 @@ class EmbeddedServer:
     def pid(self) -> Optional[int]:
         return self.proc.pid if self.proc else None
 
+    def detach(self) -> None:
+        """Leave the server running (to its watchdog); drop only our end of its pipes."""
+        if self.proc is not None and self.proc.stdout:
+            self.proc.stdout.close()
+        self.proc = None
+
     def close(self) -> None:
         proc = self.proc
         if proc is not None and proc.poll() is None:
@@ -70,10 +91,12 @@ class EmbeddedServer:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(5)
-        if proc is not None:
-            for stream in (proc.stdout, proc.stderr):
-                if stream:
-                    stream.close()
+        if proc is not None and proc.stdout:
+            proc.stdout.close()
+        stderr = getattr(self, "_stderr", None)
+        if stderr is not None:
+            stderr.close()
+            self._stderr = None
         if self._own_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
 
@@ -158,3 +181,44 @@ def human_rate(x: float, unit: str = "") -> str:
         if abs(x) >= div:
             return f"{x / div:.2f}{suffix}{unit}"
     return f"{x:.1f}{unit}"
+
+
+def _watchdog(argv) -> int:
+    """``python -m fluss_fast.bench.util --watch PID --remove DIR -- CMD...``: runs CMD (passing its
+    stdout through) until PID exits or this process is told to stop, then stops CMD."""
+    import argparse
+
+    p = argparse.ArgumentParser()
+    p.add_argument("--watch", type=int, required=True)
+    p.add_argument("--remove", default="")
+    p.add_argument("cmd", nargs=argparse.REMAINDER)
+    opts = p.parse_args(argv)
+    cmd = opts.cmd[1:] if opts.cmd and opts.cmd[0] == "--" else opts.cmd
+    child = subprocess.Popen(cmd)
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
+    signal.signal(signal.SIGINT, lambda *a: stop.append(1))
+    try:
+        while not stop and child.poll() is None:
+            try:
+                os.kill(opts.watch, 0)
+            except ProcessLookupError:
+                break
+            except PermissionError:
+                pass
+            time.sleep(0.5)
+    finally:
+        if child.poll() is None:
+            child.send_signal(signal.SIGTERM)
+            try:
+                child.wait(15)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait(5)
+        if opts.remove:
+            shutil.rmtree(opts.remove, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_watchdog(sys.argv[1:]))

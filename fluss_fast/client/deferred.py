@@ -33,38 +33,35 @@ class Deferred(collections.abc.Coroutine):
         self._kwargs = kwargs
         self._inner = None
         self._state = _PENDING
-        self._value = None
-        self._error = None
 
     # -- the awaitable side ----------------------------------------------------------------------
-    async def _run(self):
+    def __await__(self):
+        # A generator, not an ``async def``: one frame less on every awaited read.
+        state = self._state
+        if state == _DONE:
+            # awaiting again gives the same result, as awaiting a Future does
+            return self._result()
+        if state == _RUNNING:
+            raise RuntimeError(f"{self._impl.__name__}() is already being awaited")
         self._state = _RUNNING
         try:
-            value = await self._rt.run(self._impl(self._obj, *self._args, **self._kwargs))
+            value = yield from self._rt.run(self._impl(self._obj, *self._args, **self._kwargs)).__await__()
         except Exception as e:
-            self._finish(None, e)
+            self._value, self._error, self._state = None, e, _DONE
             raise
         except BaseException:
             # cancelled: nothing was produced, so a later use may run the call again
             self._state = _PENDING
             self._inner = None
             raise
-        self._finish(value, None)
+        self._value, self._error, self._state = value, None, _DONE
         return value
 
-    async def _cached(self):
-        return self._result()
-
     def _coro(self):
+        # what ``send``/``throw`` drive when a Task runs this object as its coroutine
         if self._inner is None:
-            self._inner = self._cached() if self._state == _DONE else self._run()
+            self._inner = self.__await__()
         return self._inner
-
-    def __await__(self):
-        if self._state == _DONE:
-            # awaiting a second time gives the same result, as awaiting a Future does
-            return self._cached().__await__()
-        return self._coro().__await__()
 
     def send(self, value):
         return self._coro().send(value)
@@ -79,12 +76,6 @@ class Deferred(collections.abc.Coroutine):
             self._inner.close()
 
     # -- the value side --------------------------------------------------------------------------
-    def _finish(self, value, error):
-        self._value, self._error = value, error
-        self._state = _DONE
-        # the call's arguments are no longer needed; do not keep the scanner alive through them
-        self._args = self._kwargs = None
-
     def _result(self):
         if self._state == _DONE:
             if self._error is not None:
@@ -95,9 +86,9 @@ class Deferred(collections.abc.Coroutine):
         try:
             value = self._rt.call(self._impl(self._obj, *self._args, **self._kwargs))
         except Exception as e:
-            self._finish(None, e)
+            self._value, self._error, self._state = None, e, _DONE
             raise
-        self._finish(value, None)
+        self._value, self._error, self._state = value, None, _DONE
         return value
 
     def __getattr__(self, name):
@@ -138,8 +129,8 @@ class Deferred(collections.abc.Coroutine):
     def __ne__(self, other):
         return self._result() != (other._result() if isinstance(other, Deferred) else other)
 
-    def __hash__(self):
-        return hash(self._result())
+    # Identity hash: asyncio.gather / wait keep awaitables in dicts, which must not run the call.
+    __hash__ = object.__hash__
 
 
 def deferred(impl):

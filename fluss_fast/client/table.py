@@ -40,9 +40,9 @@ class FlussTable:
 
     def new_append(self) -> "TableAppend":
         if self.has_primary_key():
-            raise FlussError(f"Append is only supported for log tables (without primary key); "
-                             f"table '{self._meta.path}' has primary key "
-                             f"({', '.join(self._meta.schema.primary_key)}): use new_upsert()",
+            raise FlussError(f"Fluss hitting unsupported operation error Append is only supported for "
+                             f"log tables (without primary key). Table '{self._meta.path}' has primary "
+                             f"key ({', '.join(self._meta.schema.primary_key)}): use new_upsert()",
                              CLIENT_ERROR)
         return TableAppend(self)
 
@@ -119,6 +119,8 @@ class TableUpsert:
         self._target = target_columns
         self._writer: Optional[UpsertWriter] = None
 
+    # The messages below are pyfluss's word for word (they already name the table), so code that
+    # matches on them keeps working.
     def partial_update_by_name(self, columns: List[str]) -> "TableUpsert":
         meta = self._table._meta
         if isinstance(columns, (str, bytes)):
@@ -126,7 +128,8 @@ class TableUpsert:
         names = meta.schema.names
         for c in columns:
             if c not in names:
-                raise FlussError(f"Cannot find target column `{c}` for table {meta.path}.", CLIENT_ERROR)
+                raise FlussError(f"Fluss hitting illegal argument error Cannot find target column `{c}` "
+                                 f"for table {meta.path}..", CLIENT_ERROR)
         return TableUpsert(self._table, [names.index(c) for c in columns])
 
     def partial_update_by_index(self, column_indices: List[int]) -> "TableUpsert":
@@ -137,8 +140,9 @@ class TableUpsert:
             if isinstance(i, bool) or not isinstance(i, int):
                 raise TypeError(f"'{type(i).__name__}' object cannot be interpreted as an integer")
             if not 0 <= i < n:
-                raise FlussError(f"Invalid target column index: {i} for table {meta.path}. "
-                                 f"The table only has {n} columns.", CLIENT_ERROR)
+                raise FlussError(f"Fluss hitting illegal argument error Invalid target column index: "
+                                 f"{i} for table {meta.path}. The table only has {n} columns..",
+                                 CLIENT_ERROR)
             out.append(i)
         return TableUpsert(self._table, out)
 
@@ -219,6 +223,9 @@ def _dual(name: str):
 class _LogScanner(LogScanner):
     """pyfluss's LogScanner whose reads also work without ``await`` (the guides' spelling)."""
 
+    # no state of its own, so a scanner built by the scan builder can take this class (_adapt)
+    __slots__ = ()
+
     poll = _dual("poll")
     poll_arrow = _dual("poll_arrow")
     poll_record_batch = _dual("poll_record_batch")
@@ -232,7 +239,7 @@ _LogScanner.__name__ = _LogScanner.__qualname__ = "LogScanner"
 
 
 def _adapt(scanner):
-    # The scanner is built by the scan builder; only its class changes (no state of its own).
+    # The scan builder builds the scanner; only its class changes.
     if type(scanner) is LogScanner:
         scanner.__class__ = _LogScanner
     return scanner

@@ -19,6 +19,7 @@ import time
 from typing import Callable, Optional
 
 from ...errors import FlussError
+from ...codec.appendslot import HotSlot
 from .batch import KIND_LOG, WriteBatch, WriteResultHandle
 
 _GROW_ABOVE = 0.8
@@ -78,7 +79,7 @@ class RecordAccumulator:
         self.limit = memory_size
         # u64::MAX means "wait forever" (pyfluss's default)
         self._wait_timeout = None if wait_timeout_ms >= (1 << 62) else wait_timeout_ms / 1000.0
-        self.used = 0
+        self._used = 0  # booked bytes; the hot batch's rows since it turned hot come on top
         self._waiters = 0
         self.estimator = BatchSizeEstimator(dynamic, batch_size, dynamic_min)
         self.linger = max(0, linger_ms) / 1000.0
@@ -93,11 +94,23 @@ class RecordAccumulator:
         self.closing = False
         self.row_bytes = 64  # guess of one row's Arrow size, reserved before the row is validated
         self._runtime = runtime
-        # The open batch that rows without partition or bucket go to while the sticky assigner
-        # stays on its bucket: ``append_plain`` fills it without looking anything up. Every
-        # change that could make it stale (sealed, drained, chunk appended, closing) resets it.
-        self._hot: Optional[WriteBatch] = None
         self._sticky = getattr(assigner, "sticky", False)
+        # The "hot" batch: the open batch of the sticky bucket, which rows without partition or
+        # bucket key go to. ``slot.append`` (any thread, under our lock) adds rows to its builder
+        # and books nothing else: the bytes, row count and budget are settled in ``_cool`` (lock
+        # held) before anything reads them or the batch changes hands. ``slot.cap`` is the
+        # builder size up to which a row may still go in without sealing the batch or
+        # overrunning the budget.
+        self.slot = HotSlot(self._lock)
+        self._hot: Optional[WriteBatch] = None
+        self._hot_rows = 0
+
+    @property
+    def used(self) -> int:
+        """Bytes held by batches not yet completed (estimated, as booked against the budget)."""
+        b = self._hot
+        extra = self.slot.size - b.builder_bytes if b is not None else 0
+        return self._used + max(0, extra)
 
     # -- caller side --------------------------------------------------------------------------
     def _state(self, partition_id, bucket) -> BucketState:
@@ -107,20 +120,56 @@ class RecordAccumulator:
             st = self._states[key] = BucketState(partition_id, bucket)
         return st
 
+    def _cool(self) -> None:
+        """Book the hot batch's new rows and stop treating it as hot (lock held)."""
+        b = self._hot
+        if b is None:
+            return
+        slot = self.slot
+        builder = slot.builder
+        self._hot = slot.builder = slot.handle = None
+        size = slot.size
+        delta = size - b.builder_bytes
+        b.builder_bytes = size
+        b.est_bytes += delta
+        self._used += delta
+        n = len(builder)
+        b.record_count += n - self._hot_rows
+
+    def _heat(self, b: WriteBatch) -> None:
+        """Make ``b`` (open, with a row builder, of the sticky bucket) the hot batch."""
+        builder = b.builder
+        slot = self.slot
+        self._hot = b
+        self._hot_rows = len(builder)
+        slot.size = b.builder_bytes
+        # in builder-size units: seal once est_bytes would reach the target, and keep
+        # used + row_bytes <= limit before every row, as the general path does
+        by_target = b.target - b.est_bytes + b.builder_bytes
+        by_budget = self.limit - self._used - self.row_bytes + b.builder_bytes + 1
+        slot.cap = by_target if by_target < by_budget else by_budget
+        slot.handle = b.handle
+        slot.builder = builder
+
     def _reserve(self, nbytes: int) -> None:
         """Wait (lock held, released while waiting) until ``nbytes`` fit in the budget."""
-        if self.used + nbytes <= self.limit or self.used == 0:
-            self.used += nbytes
+        self._cool()
+        if self._used + nbytes <= self.limit or self._used == 0:
+            self._used += nbytes
             return
         if threading.get_ident() == self._runtime_thread():
             raise FlussError(f"table '{self.table_name}': the write buffer is full "
-                             f"({self.used} of {self.limit} bytes) and a write was made on the "
+                             f"({self._used} of {self.limit} bytes) and a write was made on the "
                              f"client's own runtime thread, which cannot wait for it to drain")
         deadline = None if self._wait_timeout is None else time.monotonic() + self._wait_timeout
         self._waiters += 1
         self._wake()  # full buffer: let the sender ship open batches without waiting for linger
         try:
-            while self.used + nbytes > self.limit and self.used > 0:
+            while True:
+                # another thread may have made a batch hot while the lock was released
+                self._cool()
+                if self._used + nbytes <= self.limit or self._used <= 0:
+                    break
                 if self.closing:
                     raise FlussError(f"table '{self.table_name}': the writer was closed")
                 if deadline is None:
@@ -131,12 +180,12 @@ class RecordAccumulator:
                         raise FlussError(
                             f"table '{self.table_name}': the write buffer stayed full for "
                             f"{int(self._wait_timeout * 1000)} ms (writer.buffer.wait-timeout-ms): "
-                            f"{self.used} of {self.limit} bytes (writer.buffer.memory-size) are "
+                            f"{self._used} of {self.limit} bytes (writer.buffer.memory-size) are "
                             f"held by unacknowledged batches; could not add {nbytes} bytes")
                     self._space.wait(left)
         finally:
             self._waiters -= 1
-        self.used += nbytes
+        self._used += nbytes
 
     def _open_batch(self, st: BucketState) -> WriteBatch:
         b = WriteBatch(KIND_LOG, st, st.partition_id, st.bucket)
@@ -151,8 +200,9 @@ class RecordAccumulator:
 
     def _seal(self, st: BucketState, full: bool, num_buckets: int) -> None:
         b = st.open
+        if b is self._hot:
+            self._cool()
         st.open = None
-        self._hot = None
         st.queue.append(b)
         self._observe(b)
         if full:
@@ -162,48 +212,53 @@ class RecordAccumulator:
     def append_plain(self, row, num_buckets: int):
         """Add one row of a table without partitions or bucket key; returns its batch's handle.
 
-        The common case touches only the hot batch: one lock, one builder call, a few integer
-        updates. Anything else (no hot batch, budget tight, sealing) goes the general way.
+        The common case is ``slot.append``: one lock and one builder call (which validates the
+        row and changes nothing when it rejects it); everything else goes the general way.
         """
+        h = self.slot.append(row)
+        if h is not None:
+            return h
         with self._lock:
-            b = self._hot
-            if b is None or self.used + self.row_bytes > self.limit:
-                b = self._append_locked(row, None, None, num_buckets)
-                if self._sticky and b.state.open is b and b.builder is not None:
-                    self._hot = b
-                return b.handle
-            # the builder validates first and changes nothing when it rejects the row
-            size = b.builder.append(row)
-            actual = size - b.builder_bytes
-            b.builder_bytes = size
-            self.used += actual
-            b.record_count += 1
-            est = b.est_bytes + actual
-            b.est_bytes = est
-            if est >= b.target:
-                self._seal(b.state, True, num_buckets)
+            slot = self.slot
+            if slot.builder is not None and slot.size < slot.cap:
+                # another thread refilled the slot after ours came back empty
+                slot.size = slot.builder.append(row)
+                return slot.handle
+            self._cool()
+            b = self._append_locked(row, None, None, num_buckets)
+            if self._sticky and b.state.open is b and b.builder is not None:
+                self._heat(b)
             return b.handle
 
     def append_row(self, row, partition_id, bucket: Optional[int], num_buckets: int):
         """Add one row; returns the handle of the batch it went into."""
         with self._lock:
+            self._cool()
             return self._append_locked(row, partition_id, bucket, num_buckets).handle
 
     def _append_locked(self, row, partition_id, bucket: Optional[int], num_buckets: int) -> WriteBatch:
         if self.closing:
             raise FlussError(f"table '{self.table_name}': the writer was closed")
         est = self.row_bytes
-        used = self.used + est
-        if used > self.limit and self.used:
+        used = self._used + est
+        if used > self.limit and self._used:
             self._reserve(est)
         else:
-            self.used = used
+            self._used = used
         b = None
         try:
-            if bucket is None:
+            chosen = bucket is None
+            if chosen:
                 bucket = self.assigner.bucket(partition_id, num_buckets)
             st = self._states.get((partition_id, bucket)) or self._state(partition_id, bucket)
             b = st.open
+            if b is not None and b.est_bytes >= b.target:
+                # filled by rows of the hot path, which leaves sealing to the next row
+                self._seal(st, True, num_buckets)
+                if chosen:  # the assigner has moved on from the full bucket
+                    bucket = self.assigner.bucket(partition_id, num_buckets)
+                    st = self._states.get((partition_id, bucket)) or self._state(partition_id, bucket)
+                b = st.open
             if b is None:
                 b = self._open_batch(st)
             builder = b.builder
@@ -211,18 +266,17 @@ class RecordAccumulator:
                 builder = b.builder = self._new_builder()
             size = builder.append(row)
         except BaseException:
-            self.used -= est
+            self._used -= est
             if b is not None and not b.record_count and st.open is b:
                 # a rejected first row must not leave an empty batch for flush() to wait on
                 st.open = None
-                self._hot = None
                 self._incomplete.pop(b, None)
                 b.complete(-1)
             raise
         actual = size - b.builder_bytes
         b.builder_bytes = size
         # the reservation was a guess; book what the row really takes
-        self.used += actual - est
+        self._used += actual - est
         b.record_count += 1
         b.est_bytes += actual
         if b.est_bytes >= b.target:
@@ -234,8 +288,7 @@ class RecordAccumulator:
         with self._lock:
             if self.closing:
                 raise FlussError(f"table '{self.table_name}': the writer was closed")
-            self._reserve(nbytes)
-            self._hot = None
+            self._reserve(nbytes)  # also cools the hot batch: the chunk may go behind its rows
             if bucket is None:
                 bucket = self.assigner.bucket(partition_id, num_buckets)
             st = self._states.get((partition_id, bucket)) or self._state(partition_id, bucket)
@@ -274,6 +327,7 @@ class RecordAccumulator:
         next_wake = None
         no_leader = set()
         with self._lock:
+            self._cool()
             force = self.flushing > 0 or self.closing or self._waiters > 0
             for key, st in list(self._active.items()):
                 if st.inflight >= max_inflight or (st.gate and st.inflight > 0):
@@ -305,8 +359,6 @@ class RecordAccumulator:
                     continue
                 if b is st.open:
                     st.open = None
-                    if b is self._hot:
-                        self._hot = None
                     self._observe(b)
                 else:
                     st.queue.popleft()
@@ -348,9 +400,9 @@ class RecordAccumulator:
             if sent:
                 st.inflight -= 1
             self._incomplete.pop(batch, None)
-            self.used -= batch.est_bytes
-            if self.used < 0:
-                self.used = 0
+            self._used -= batch.est_bytes
+            if self._used < 0:
+                self._used = 0
             self._space.notify_all()
 
     def _observe(self, b: WriteBatch) -> None:
@@ -370,7 +422,7 @@ class RecordAccumulator:
         """Remove and return every batch that has not gone out (for failing them on close)."""
         out = []
         with self._lock:
-            self._hot = None
+            self._cool()
             for st in self._active.values():
                 out.extend(st.queue)
                 st.queue.clear()
@@ -392,5 +444,5 @@ class RecordAccumulator:
     def set_closing(self) -> None:
         with self._lock:
             self.closing = True
-            self._hot = None
+            self._cool()
             self._space.notify_all()

@@ -13,12 +13,31 @@ import concurrent.futures
 import time
 from typing import Optional
 
-from ...codec.logbatch import build_batch
+from ...codec.crc32c import crc32c
+# The header layout is logbatch's (the same struct definitions); only the assembly differs: the
+# header is built on its own so the payload goes to the socket without being copied behind it.
+from ...codec.logbatch import (_CRC_FREE_V0, _HEAD, APPEND_ONLY_FLAG, LOG_OVERHEAD,
+                               V0_HEADER_SIZE)
 from ..runtime import on_runtime
 
 #: batch kinds; the sender picks the request type (ProduceLog now, PutKv later) from the kind
 KIND_LOG = "LOG"
 KIND_KV = "KV"
+
+
+def log_batch_header(payload, *, schema_id: int, record_count: int, writer_id: int = -1,
+                     batch_sequence: int = -1, append_only: bool = True) -> bytes:
+    """The V0 header (DATA.md §1) of a batch holding ``payload``: ``header + payload`` equals
+    ``logbatch.build_batch(payload, ...)`` byte for byte, without copying the payload."""
+    if record_count <= 0:
+        raise ValueError(f"a write batch needs records, got record_count={record_count}")
+    total = V0_HEADER_SIZE + memoryview(payload).nbytes
+    if total - LOG_OVERHEAD > 0x7FFFFFFF:
+        raise OverflowError(f"batch of {total} bytes is too large")
+    checked = _CRC_FREE_V0.pack(schema_id, APPEND_ONLY_FLAG if append_only else 0, record_count - 1,
+                                writer_id, batch_sequence, record_count)
+    crc = crc32c(payload, crc32c(checked))
+    return _HEAD.pack(0, total - LOG_OVERHEAD, 0, 0, crc) + checked
 
 
 class WriteBatch:
@@ -55,17 +74,20 @@ class WriteBatch:
         self.future = concurrent.futures.Future()
         self.handle = None  # the WriteResultHandle every row of this batch returns
         self.payload = None  # encoded records without the batch header
-        self.records = None  # header + payload for (writer_id, sequence) == records_key
+        self.records = None  # the header for (writer_id, sequence) == records_key
         self.records_key = None
         # set when a send failed in a way that leaves open whether the server appended it
         self.ambiguous = False
         self.requeued = False
 
-    def records_for(self, schema_id: int, payload_count: int) -> bytes:
+    def header_for(self, schema_id: int) -> bytes:
+        """The batch header for the current (writer id, sequence); ``header + payload`` is the
+        batch as ``build_batch`` would make it. Cached: retries reuse it unless resequenced."""
         key = (self.writer_id, self.sequence)
         if self.records is None or self.records_key != key:
-            self.records = build_batch(self.payload, schema_id=schema_id, record_count=payload_count,
-                                       writer_id=self.writer_id, batch_sequence=self.sequence)
+            self.records = log_batch_header(self.payload, schema_id=schema_id,
+                                            record_count=self.record_count,
+                                            writer_id=self.writer_id, batch_sequence=self.sequence)
             self.records_key = key
         return self.records
 

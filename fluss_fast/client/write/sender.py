@@ -19,6 +19,7 @@ import asyncio
 import concurrent.futures
 import logging
 import os
+import struct
 import threading
 import time
 from typing import Callable, Optional
@@ -60,6 +61,69 @@ def _forget_pool_after_fork():
 
 
 os.register_at_fork(after_in_child=_forget_pool_after_fork)
+
+
+# -- ProduceLogRequest framing --------------------------------------------------------------------
+# The request is encoded by hand around the batches (the same bytes ``pb.ProduceLogRequest``
+# serializes to, fields in number order): the protobuf message would copy every batch into itself
+# and again into the serialized string. Field numbers: ProduceLogRequest acks=1, table_id=2,
+# timeout_ms=3, buckets_req=4; PbProduceLogReqForBucket partition_id=1, bucket_id=2, records=3.
+_COALESCE_BELOW = 64 * 1024  # smaller payloads are joined to their framing: fewer socket writes
+
+
+def _varint(value: int) -> bytes:
+    if value < 0:
+        value += 1 << 64  # negative int32/int64 are sign-extended to ten bytes
+    if value < 0x80:
+        return bytes((value,))
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def encode_produce_log_request(acks: int, table_id: int, timeout_ms: int, buckets) -> list:
+    """Serialized ``ProduceLogRequest`` as a list of bytes-like chunks (to be written in order).
+
+    ``buckets`` is ``[(partition_id | None, bucket_id, [records_chunk, ...]), ...]``; the records
+    of one bucket are the concatenation of its chunks (batch header, payload). Large chunks are
+    passed through as they are, not copied.
+    """
+    out = []
+    cur = bytearray(b"\x08")
+    cur += _varint(acks)
+    cur += b"\x10"
+    cur += _varint(table_id)
+    cur += b"\x18"
+    cur += _varint(timeout_ms)
+    for partition_id, bucket_id, records in buckets:
+        views = [c if isinstance(c, (bytes, bytearray)) else memoryview(c).cast("B") for c in records]
+        rec_len = 0
+        for v in views:
+            rec_len += len(v)
+        sub = bytearray()
+        if partition_id is not None:
+            sub += b"\x08"
+            sub += _varint(partition_id)
+        sub += b"\x10"
+        sub += _varint(bucket_id)
+        sub += b"\x1a"
+        sub += _varint(rec_len)
+        cur += b"\x22"
+        cur += _varint(len(sub) + rec_len)
+        cur += sub
+        for v in views:
+            if len(v) < _COALESCE_BELOW:
+                cur += v
+            else:
+                out.append(bytes(cur))
+                out.append(v)
+                cur = bytearray()
+    if cur:
+        out.append(bytes(cur))
+    return out
 
 
 class Sender:
@@ -305,22 +369,35 @@ class Sender:
                 if not batches:
                     self.wake()
                     return
-        req = pb.ProduceLogRequest(acks=self._acks, table_id=self._table_id,
-                                   timeout_ms=self._timeout_ms)
         now = time.monotonic()
         schema_id = self._meta.schema_id
+        parts = []
+        ok = []
         for b in batches:
-            r = req.buckets_req.add()
-            if b.partition_id is not None:
-                r.partition_id = b.partition_id
-            r.bucket_id = b.bucket
-            r.records = b.records_for(schema_id, b.record_count)
+            try:
+                header = b.header_for(schema_id)
+            except (ValueError, OverflowError, struct.error) as e:
+                self._fail(b, FlussError(f"{self._where(b)}: could not frame the batch: {e}"))
+                continue
+            parts.append((b.partition_id, b.bucket, (header, b.payload)))
+            ok.append(b)
             b.attempts += 1
             if not b.first_attempt:
                 b.first_attempt = now
+        batches = ok
+        if not batches:
+            self.wake()
+            return
+        body = encode_produce_log_request(self._acks, self._table_id, self._timeout_ms, parts)
+        parts = None
         self.requests_sent += 1
         try:
-            resp = await self._ctx.tablet(node, Api.PRODUCE_LOG, req)
+            raw = await self._ctx.tablet_raw(node, Api.PRODUCE_LOG, body)
+            body = None
+            try:
+                resp = pb.ProduceLogResponse.FromString(raw)
+            except Exception as e:  # noqa: BLE001 - what the server did is unknown: retry
+                raise FlussError(f"unreadable ProduceLog response: {e}", Errors.NETWORK_EXCEPTION) from None
         except FlussError as e:
             for b in batches:
                 self._settle(b, e.error_code, e.message, None)

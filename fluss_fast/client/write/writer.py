@@ -202,6 +202,7 @@ class AppendWriter:
             request_timeout_ms=ctx.request_timeout_ms if hasattr(ctx, "request_timeout_ms") else 30000,
             on_failure=self._record_error, partition_name=self._pnames.get)
         self._sender.start(self._runtime)
+        self._slot_append = self._acc.slot.append  # per-row fast path (codec/appendslot.py)
 
     def _wake(self):
         self._sender.wake()
@@ -270,6 +271,9 @@ class AppendWriter:
         if self._plain:
             if self._closed or self._ctx._closed:
                 self._check_open()
+            h = self._slot_append(row)
+            if h is not None:
+                return h
             return self._acc.append_plain(row, self._num_buckets)
         self._check_open()
         pid = None
@@ -299,7 +303,7 @@ class AppendWriter:
         self._check_open()
         if not isinstance(batch, pa.RecordBatch):
             if isinstance(batch, pa.Table):
-                return self.write_arrow(batch)
+                return self._write_table(batch)
             raise FlussError(f"table '{self._table_name}': write_arrow_batch needs a "
                              f"pyarrow.RecordBatch, got {type(batch).__name__}")
         rb = self._codec.conform(batch)
@@ -312,8 +316,12 @@ class AppendWriter:
             return WriteResultHandle(_done_future(), self._runtime)
         return WriteResultHandle(futures[0] if len(futures) == 1 else tuple(futures), self._runtime)
 
-    def write_arrow(self, table: pa.Table) -> WriteResultHandle:
-        """Write a pyarrow Table (batch by batch)."""
+    def write_arrow(self, table: pa.Table) -> None:
+        """Write a pyarrow Table (batch by batch). Returns None, as pyfluss does: ``flush()``
+        acknowledges it."""
+        self._write_table(table)
+
+    def _write_table(self, table: pa.Table) -> WriteResultHandle:
         self._check_open()
         if isinstance(table, pa.RecordBatch):
             return self.write_arrow_batch(table)
@@ -328,15 +336,16 @@ class AppendWriter:
             return WriteResultHandle(_done_future(), self._runtime)
         return WriteResultHandle(tuple(futures), self._runtime)
 
-    def write_pandas(self, df) -> WriteResultHandle:
-        """Write a pandas DataFrame (converted with the table's Arrow schema)."""
+    def write_pandas(self, df) -> None:
+        """Write a pandas DataFrame (converted with the table's Arrow schema); returns None like
+        pyfluss."""
         self._check_open()
         try:
             table = pa.Table.from_pandas(df, schema=self._arrow_schema, preserve_index=False)
         except (pa.ArrowException, ValueError, TypeError, KeyError) as e:
             raise FlussError(f"table '{self._table_name}': cannot convert the DataFrame to the "
                              f"table schema: {e}") from None
-        return self.write_arrow(table)
+        self._write_table(table)
 
     def _append_slices(self, rb: pa.RecordBatch, pid, bucket, futures) -> None:
         n = rb.num_rows

@@ -1,0 +1,124 @@
+"""`fluss-fast bench` and `fluss-fast demo` run end to end against the embedded server they start, with
+both clients, and report consistent checksums; a wrong answer is a FAILED result and a non-zero exit."""
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from fluss_fast.bench import scenarios as sc
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _env(cache_dir):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["FLUSS_FAST_BENCH_CACHE"] = str(cache_dir)
+    return env
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("bench-cache")
+
+
+@pytest.mark.timeout(180)
+def test_bench_quick_one_scenario(tmp_path, cache_dir):
+    out = tmp_path / "bench.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "fluss_fast", "bench", "--quick", "--scenarios", "append,ceiling_fetch",
+         "--rows", "5000", "--json", str(out), "--no-progress"],
+        capture_output=True, text=True, timeout=170, env=_env(cache_dir), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads(out.read_text())
+    results = {(r["scenario"], r["client"]): r for r in report["results"]}
+    clients = {"fluss_fast"}
+    try:
+        import fluss  # noqa: F401 - only to know whether pyfluss took part
+    except ImportError:
+        pass
+    else:
+        clients.add("pyfluss")
+    for client in clients:
+        r = results[("append", client)]
+        assert r["status"] == "ok", r
+        assert r["repetitions"] == 2
+        assert all(s["rows"] == 5000 for s in r["samples"])
+        assert r["rows_per_s"] > 0 and r["mb_per_s"] > 0
+    raw = results[("ceiling_fetch", "raw")]
+    assert raw["status"] == "ok" and raw["wire_gb_per_s"] > 0
+    assert report["meta"]["rows"] == 5000
+    # the printed table carries the ratio column when both clients ran
+    lines = proc.stdout.splitlines()
+    assert any(line.split()[:1] == ["scenario"] and "rows/s" in line for line in lines)
+    ff_line = next(line for line in lines if line.split()[:2] == ["append", "fluss_fast"])
+    if "pyfluss" in clients:
+        assert ff_line.split()[-2].endswith("x"), ff_line  # the fluss_fast/pyfluss ratio
+
+
+@pytest.mark.timeout(120)
+def test_demo_10k_rows(tmp_path, cache_dir):
+    proc = subprocess.run([sys.executable, "-m", "fluss_fast", "demo", "--rows", "10000", "--no-progress"],
+                          capture_output=True, text=True, timeout=110, env=_env(cache_dir), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert out.count("checksum ok") == 3, out
+    assert "read back: 11,000 rows, checksum ok" in out
+    assert "all checks passed" in out
+
+
+def test_bench_rejects_unknown_scenario(tmp_path, cache_dir):
+    proc = subprocess.run([sys.executable, "-m", "fluss_fast", "bench", "--scenarios", "nope"],
+                          capture_output=True, text=True, timeout=60, env=_env(cache_dir), cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "unknown scenario" in proc.stderr and "nope" in proc.stderr
+
+
+@pytest.mark.timeout(120)
+def test_scan_check_catches_wrong_data(fluss_server, monkeypatch, tmp_path):
+    """A real scan of a real table is checked against the data set: a table holding different rows
+    (one string changed) must be a Mismatch, not a result."""
+    import fluss_fast
+
+    monkeypatch.setenv("FLUSS_FAST_BENCH_CACHE", str(tmp_path))
+
+    async def go():
+        client = await sc.Client("fluss_fast", fluss_fast).open(fluss_server.bootstrap_servers)
+        try:
+            env = sc.Env(fluss_server.bootstrap_servers, "orders", 2000, 2, client, progress=False)
+            name = await sc.prepare_filled(env)
+            good = await sc.run_scan(client, env, name)
+            assert good.rows == 2000
+            # the same table, now judged against a data set that differs in one description
+            desc = env.table.column("description").to_pylist()
+            desc[1234] = desc[1234] + "!"
+            env._table = env.table.set_column(env.table.schema.get_field_index("description"),
+                                              env.table.schema.field("description"), pa.array(desc))
+            env._expected.clear()
+            with pytest.raises(sc.Mismatch, match="str_hash"):
+                await sc.run_scan(client, env, name)
+            await sc.cleanup_filled(env, name)
+        finally:
+            await client.close()
+
+    asyncio.run(go())
+
+
+def test_failed_result_makes_exit_status_nonzero(fluss_server, monkeypatch, tmp_path, capsys):
+    from fluss_fast.bench import cli
+
+    async def wrong(client, env, shared):
+        raise sc.Mismatch("rows=1 expected rows=2")
+
+    monkeypatch.setitem(sc.SCENARIOS, "always_wrong", sc.Scenario("always_wrong", "test", wrong))
+    monkeypatch.setenv("FLUSS_FAST_BENCH_CACHE", str(tmp_path))
+    rc = cli.main(["--scenarios", "always_wrong", "--rows", "100", "--repeat", "1", "--clients", "fluss_fast",
+                   "--bootstrap-servers", fluss_server.bootstrap_servers, "--no-progress"])
+    assert rc == 1
+    out = capsys.readouterr().out
+    assert "FAILED [1]" in out and "[1] rows=1 expected rows=2" in out

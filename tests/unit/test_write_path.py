@@ -1,0 +1,342 @@
+"""The write path's pieces without a server: hand-framed ProduceLog requests and batch headers
+(byte-for-byte against protobuf and logbatch), and the accumulator's single-lock row path."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fluss_fast.client.write.accumulator import RecordAccumulator
+from fluss_fast.client.write.assigners import make_no_key_assigner
+from fluss_fast.client.write.batch import WriteResultHandle, log_batch_header
+from fluss_fast.client.write.sender import encode_produce_log_request
+from fluss_fast.codec import logbatch
+from fluss_fast.codec.columns import RowBatchBuilder
+from fluss_fast.datatypes import SchemaInfo
+from fluss_fast.errors import FlussError
+from fluss_fast.rpc import fluss_api_pb2 as pb
+
+INT32 = st.integers(-(1 << 31), (1 << 31) - 1)
+INT64 = st.integers(-(1 << 63), (1 << 63) - 1)
+
+
+def pb_request(acks, table_id, timeout_ms, buckets) -> bytes:
+    req = pb.ProduceLogRequest(acks=acks, table_id=table_id, timeout_ms=timeout_ms)
+    for pid, bucket, chunks in buckets:
+        r = req.buckets_req.add()
+        if pid is not None:
+            r.partition_id = pid
+        r.bucket_id = bucket
+        r.records = b"".join(bytes(memoryview(c)) for c in chunks)
+    return req.SerializeToString()
+
+
+def joined(chunks) -> bytes:
+    return b"".join(bytes(memoryview(c)) for c in chunks)
+
+
+@settings(max_examples=200, deadline=None)
+@given(acks=st.sampled_from([-1, 0, 1]) | INT32, table_id=INT64, timeout_ms=INT32,
+       buckets=st.lists(st.tuples(st.none() | INT64, INT32,
+                                  st.lists(st.binary(max_size=300), max_size=3)), max_size=4))
+def test_produce_request_equals_protobuf(acks, table_id, timeout_ms, buckets):
+    assert joined(encode_produce_log_request(acks, table_id, timeout_ms, buckets)) == \
+        pb_request(acks, table_id, timeout_ms, buckets)
+
+
+def test_produce_request_large_payloads_are_not_copied():
+    big = pa.py_buffer(bytes(range(256)) * 1024)  # 256 KiB, a pa.Buffer as the Arrow codec returns
+    head = b"h" * 48
+    buckets = [(None, 0, [head, big]), (7, 2, [head, b"small"]), (2 ** 40, 1, [head, big])]
+    chunks = encode_produce_log_request(-1, 12345678901, 30000, buckets)
+    assert joined(chunks) == pb_request(-1, 12345678901, 30000, buckets)
+    # the big payloads travel as views of the caller's buffer, the small one is coalesced
+    views = [c for c in chunks if isinstance(c, memoryview)]
+    assert len(views) == 2 and all(len(v) == big.size for v in views)
+    assert all(v.obj is not None for v in views)
+    parsed = pb.ProduceLogRequest.FromString(joined(chunks))
+    assert [b.bucket_id for b in parsed.buckets_req] == [0, 2, 1]
+    assert not parsed.buckets_req[0].HasField("partition_id")
+    assert parsed.buckets_req[2].partition_id == 2 ** 40
+
+
+@settings(max_examples=200, deadline=None)
+@given(payload=st.binary(min_size=0, max_size=2000), schema_id=st.integers(0, (1 << 15) - 1),
+       count=st.integers(1, (1 << 31) - 1), writer_id=INT64, seq=INT32, append_only=st.booleans())
+def test_batch_header_matches_build_batch(payload, schema_id, count, writer_id, seq, append_only):
+    head = log_batch_header(payload, schema_id=schema_id, record_count=count, writer_id=writer_id,
+                            batch_sequence=seq, append_only=append_only)
+    assert len(head) == logbatch.V0_HEADER_SIZE
+    want = logbatch.build_batch(payload, schema_id=schema_id, record_count=count,
+                                writer_id=writer_id, batch_sequence=seq, append_only=append_only)
+    assert head + payload == want
+    h = logbatch.parse_header(want)
+    assert logbatch.verify_crc(head + payload) and h.record_count == count
+
+
+def test_batch_header_rejects_empty_batch():
+    with pytest.raises(ValueError):
+        log_batch_header(b"x", schema_id=1, record_count=0)
+
+
+# -- accumulator --------------------------------------------------------------------------------
+SCHEMA = SchemaInfo.from_arrow(pa.schema([("id", pa.int64()), ("name", pa.string())]))
+
+
+def make_acc(*, memory=64 << 20, batch_size=4096, assigner="sticky", wait_ms=1 << 63, wakes=None):
+    return RecordAccumulator(
+        table_name="db.t", memory_size=memory, wait_timeout_ms=wait_ms, batch_size=batch_size,
+        dynamic=False, dynamic_min=1, linger_ms=100, assigner=make_no_key_assigner(assigner),
+        new_builder=lambda: RowBatchBuilder(SCHEMA, "db.t"),
+        wake=(lambda: wakes.append(1)) if wakes is not None else (lambda: None),
+        runtime_thread=lambda: None, runtime=None)
+
+
+def all_batches(acc):
+    """Every batch not yet drained, with the hot batch's rows booked (as drain() does)."""
+    with acc._lock:
+        acc._cool()
+    out = []
+    for st_ in acc._states.values():
+        out.extend(st_.queue)
+        if st_.open is not None:
+            out.append(st_.open)
+    return out
+
+
+def rows_of(batch):
+    """The ids in ``batch``, finishing its row builder the way the sender's encode does."""
+    if batch.builder is not None and len(batch.builder):
+        batch.chunks.append(batch.builder.build())
+        batch.builder = None
+    return [r["id"] for c in batch.chunks for r in c.to_pylist()]
+
+
+def test_plain_append_shares_one_handle_per_batch_and_keeps_order():
+    acc = make_acc(batch_size=2000)
+    handles = [acc.append_plain({"id": i, "name": f"n{i}"}, 4) for i in range(500)]
+    assert all(isinstance(h, WriteResultHandle) for h in handles)
+    batches = all_batches(acc)
+    assert len(batches) > 3  # the batch size forced several batches
+    assert len({id(h) for h in handles}) == len(batches)
+    # every row once, each batch in append order, and the accounting matches the builders
+    ids = sorted(i for b in batches for i in rows_of(b))
+    assert ids == list(range(500))
+    for b in batches:
+        r = rows_of(b)
+        assert r == sorted(r) and b.record_count == len(r)
+    assert acc.used == sum(b.est_bytes for b in batches)
+    sealed = [b for st_ in acc._states.values() for b in st_.queue]
+    assert all(b.est_bytes >= b.target for b in sealed)
+
+
+def test_plain_append_rejected_row_changes_nothing():
+    acc = make_acc()
+    acc.append_plain({"id": 1}, 1)
+    used = acc.used
+    with pytest.raises(FlussError, match="id"):
+        acc.append_plain({"id": "not a number"}, 1)  # through the hot batch
+    assert acc.used == used
+    acc.append_plain((2, "b"), 1)
+    (b,) = all_batches(acc)
+    assert rows_of(b) == [1, 2] and b.record_count == 2
+
+
+def test_rejected_first_row_leaves_no_batch():
+    acc = make_acc()
+    with pytest.raises(FlussError):
+        acc.append_plain({"id": 1, "nope": 2}, 1)
+    assert acc.used == 0 and not acc.has_pending() and acc._hot is None
+
+
+def test_drain_and_chunks_and_close_invalidate_the_hot_batch():
+    acc = make_acc()
+    acc.append_plain({"id": 1}, 1)
+    first = acc._hot
+    assert first is not None
+    by_node, _, _ = acc.drain(time.monotonic() + 1.0, lambda pid, b: 0, 5, 1 << 30)
+    assert by_node == {0: [first]} and acc._hot is None
+    acc.append_plain({"id": 2}, 1)
+    second = acc._hot
+    assert second is not first and rows_of(first) == [1]
+    rb = pa.record_batch([pa.array([3], pa.int64()), pa.array(["c"])], names=["id", "name"])
+    acc.append_chunk(rb, rb.nbytes, None, None, 1)
+    assert acc._hot is None
+    acc.append_plain({"id": 4}, 1)
+    assert rows_of(second) == [2, 3, 4]
+    acc.set_closing()
+    with pytest.raises(FlussError, match="closed"):
+        acc.append_plain({"id": 5}, 1)
+
+
+def test_round_robin_does_not_use_the_hot_batch():
+    acc = make_acc(assigner="round_robin")
+    for i in range(8):
+        acc.append_plain({"id": i}, 4)
+    assert acc._hot is None
+    assert sorted(len(rows_of(b)) for b in all_batches(acc)) == [2, 2, 2, 2]
+
+
+def test_plain_append_waits_for_budget_then_fails_on_timeout():
+    acc = make_acc(memory=2000, batch_size=1 << 20, wait_ms=300)
+    n = 0
+    t0 = time.monotonic()
+    with pytest.raises(FlussError, match="buffer stayed full"):
+        while n < 10_000:
+            acc.append_plain({"id": n, "name": "x" * 20}, 1)
+            n += 1
+    assert time.monotonic() - t0 >= 0.25
+    assert 0 < acc.used <= 2000 + 200 and n > 10
+
+
+def test_plain_append_resumes_when_space_is_freed():
+    acc = make_acc(memory=2000, batch_size=1 << 20)
+    done = threading.Event()
+    count = [0]
+
+    def writer():
+        for i in range(200):
+            acc.append_plain({"id": i, "name": "y" * 20}, 1)
+            count[0] += 1
+        done.set()
+
+    t = threading.Thread(target=writer, daemon=True)
+    t.start()
+    freed = 0
+    deadline = time.monotonic() + 20
+    while not done.is_set() and time.monotonic() < deadline:
+        time.sleep(0.01)
+        by_node, _, _ = acc.drain(time.monotonic() + 1.0, lambda pid, b: 0, 5, 1 << 30)
+        for b in by_node.get(0, []):
+            freed += b.record_count
+            b.complete(0)
+            acc.completed(b)
+        assert acc.used <= 2000 + 200
+    t.join(5)
+    assert done.is_set() and count[0] == 200
+    rest = sum(b.record_count for b in all_batches(acc))
+    assert freed + rest == 200
+
+
+def test_hot_rows_count_in_used_before_they_are_booked():
+    acc = make_acc(batch_size=1 << 20)
+    acc.append_plain({"id": 0, "name": "a"}, 1)
+    before = acc.used
+    for i in range(1, 50):
+        acc.append_plain({"id": i, "name": "a"}, 1)
+    assert acc._hot is not None and acc.used > before
+    seen = acc.used
+    (b,) = all_batches(acc)  # books the hot rows
+    assert acc.used == seen == b.est_bytes and b.record_count == 50
+
+
+def test_full_hot_batch_is_sealed_by_the_next_row_and_the_bucket_moves():
+    acc = make_acc(batch_size=600)
+    first = acc.append_plain({"id": 0}, 8)
+    bucket = acc._hot.bucket
+    i = 1
+    while acc.append_plain({"id": i}, 8) is first:
+        i += 1
+    batches = all_batches(acc)
+    sealed = [b for b in batches if b.handle is first]
+    (full,) = sealed
+    assert full.est_bytes >= full.target and full.state.queue[0] is full
+    assert acc._hot is None or acc._hot.bucket != bucket
+    assert sorted(x for b in batches for x in rows_of(b)) == list(range(i + 1))
+
+
+def test_concurrent_appenders_and_drainer_lose_and_duplicate_nothing():
+    acc = make_acc(memory=64 * 1024, batch_size=4096)
+    per_thread, threads = 3000, 3
+    got = []
+    stop = threading.Event()
+    errors = []
+
+    def appender(k):
+        try:
+            for i in range(per_thread):
+                acc.append_plain((k * per_thread + i, "z" * (i % 17)), 3)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    def drainer():
+        while not stop.is_set():
+            by_node, _, _ = acc.drain(time.monotonic() + 1.0, lambda pid, b: 0, 5, 1 << 30)
+            for b in by_node.get(0, []):
+                rows = rows_of(b)
+                for k in range(threads):  # within a batch, each appender's rows are in order
+                    mine = [x for x in rows if k * per_thread <= x < (k + 1) * per_thread]
+                    if mine != sorted(mine):
+                        errors.append(AssertionError(f"out of order in {b}"))
+                got.extend(rows)
+                b.complete(0)
+                acc.completed(b)
+            if acc.used > 64 * 1024 + 1024:
+                errors.append(AssertionError(f"budget overrun: {acc.used}"))
+            time.sleep(0.001)
+
+    d = threading.Thread(target=drainer, daemon=True)
+    d.start()
+    ts = [threading.Thread(target=appender, args=(k,), daemon=True) for k in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(60)
+    stop.set()
+    d.join(10)
+    assert not errors
+    with acc._lock:
+        acc._cool()
+    for b in acc.take_unsent():
+        got.extend(rows_of(b))
+    assert sorted(got) == list(range(per_thread * threads))
+
+
+# -- the per-row fast path (codec/appendslot.py and its compiled twin) ---------------------------
+def slot_classes():
+    from fluss_fast.codec import appendslot
+
+    return [appendslot.HotSlot, appendslot.HotSlot_py]
+
+
+def test_appendslot_twin_is_selected():
+    import os
+
+    from fluss_fast.codec import LOADED, appendslot
+
+    if os.environ.get("FLUSS_FAST_NO_EXTENSIONS"):
+        assert appendslot.HotSlot is appendslot.HotSlot_py and LOADED["_appendslot"] is False
+    else:
+        from fluss_fast.codec import _appendslot
+
+        assert appendslot.HotSlot is _appendslot.HotSlot and LOADED["_appendslot"] is True
+
+
+@pytest.mark.parametrize("cls", slot_classes(), ids=["selected", "pure"])
+def test_hot_slot_appends_only_within_cap_and_always_unlocks(cls):
+    lock = threading.Lock()
+    slot = cls(lock)
+    assert slot.append((1, "a")) is None  # empty slot: nothing added
+    builder = RowBatchBuilder(SCHEMA, "db.t")
+    slot.builder, slot.handle, slot.size, slot.cap = builder, "H", 0, 10 ** 9
+    assert slot.append((1, "a")) == "H" and slot.size == builder.estimated_size and len(builder) == 1
+    with pytest.raises(FlussError, match="column 'id'"):
+        slot.append(("x", "b"))
+    assert not lock.locked() and len(builder) == 1
+    slot.cap = slot.size  # full: the caller must go the general way
+    assert slot.append((2, "c")) is None and len(builder) == 1
+    assert not lock.locked()
+    lock.acquire()  # the accumulator holds the lock: a slot append waits for it
+    done = []
+    slot.cap = 10 ** 9
+    t = threading.Thread(target=lambda: done.append(slot.append((3, "d"))))
+    t.start()
+    time.sleep(0.05)
+    assert not done
+    lock.release()
+    t.join(5)
+    assert done == ["H"] and len(builder) == 2
