@@ -62,6 +62,15 @@ ALIASES = {
 _BY_KEY = {o[0]: o for o in _OPTIONS}
 _BY_ATTR = {o[1]: o for o in _OPTIONS}
 
+# Property names from the older stub, kept as aliases of the current ones.
+ATTR_ALIASES = {
+    "bootstrap_server": "bootstrap_servers",
+    "request_max_size": "writer_request_max_size",
+}
+for _old, _new in ATTR_ALIASES.items():
+    _BY_ATTR[_old] = _BY_ATTR[_new]
+del _old, _new
+
 
 def _type_name(value: Any) -> str:
     return "None" if value is None else type(value).__name__
@@ -121,12 +130,15 @@ def _check_setter(option, value):
         return _parse_assigner(key, value) if kind == "assigner" else value
     if kind == "bool":
         if not isinstance(value, bool):
-            raise TypeError(f"argument '{arg}': '{_type_name(value)}' object is not an instance of 'bool'")
+            raise TypeError(f"argument '{arg}': 'None' is not an instance of 'bool'" if value is None else
+                            f"argument '{arg}': '{_type_name(value)}' object is not an instance of 'bool'")
         return value
     try:
         n = operator.index(value)
     except TypeError:
-        raise TypeError(f"argument '{arg}': '{_type_name(value)}' object cannot be interpreted as an integer") from None
+        # PyO3 names None's type here ('NoneType'), unlike in its instance checks
+        raise TypeError(f"argument '{arg}': '{type(value).__name__}' object cannot be interpreted as an "
+                        f"integer") from None
     lo, hi = _RANGES[kind]
     if n < lo:
         if lo == 0:
@@ -232,4 +244,6 @@ def _make_property(option):
 
 for _option in _OPTIONS:
     setattr(Config, _option[1], _make_property(_option))
-del _option
+for _alias, _target in ATTR_ALIASES.items():
+    setattr(Config, _alias, _make_property(_BY_ATTR[_target]))
+del _option, _alias, _target

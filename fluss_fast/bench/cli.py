@@ -61,7 +61,9 @@ class Result:
         out: Dict[str, Any] = {"scenario": self.scenario, "client": self.client, "status": self.status,
                                "detail": self.detail, "repetitions": len(self.samples),
                                "samples": [{"seconds": s.seconds, "rows": s.rows, "bytes": s.nbytes,
-                                            "wire_bytes": s.wire_bytes, "note": s.note} for s in self.samples]}
+                                            "wire_bytes": s.wire_bytes, "note": s.note,
+                                            "client_cpu_s": s.cpu[0], "server_cpu_s": s.cpu[1]}
+                                           for s in self.samples]}
         rates = self.rates()
         if rates:
             mbs = [s.nbytes / s.seconds / 1e6 for s in self.samples if s.seconds > 0]
@@ -69,6 +71,9 @@ class Result:
                        rows_per_s_max=max(rates), mb_per_s=statistics.median(mbs),
                        mb_per_s_min=min(mbs), mb_per_s_max=max(mbs),
                        seconds_median=statistics.median(s.seconds for s in self.samples))
+            out["client_cpu_pct"] = statistics.median(100 * s.cpu[0] / s.seconds for s in self.samples)
+            if all(s.cpu[1] >= 0 for s in self.samples):
+                out["server_cpu_pct"] = statistics.median(100 * s.cpu[1] / s.seconds for s in self.samples)
             wires = [s.wire_bytes / s.seconds / 1e9 for s in self.samples if s.seconds > 0 and s.wire_bytes]
             if wires:
                 out["wire_gb_per_s"] = statistics.median(wires)
@@ -92,6 +97,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument("--plot", help="draw the results into this PNG (needs matplotlib: the 'bench' extra)")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds allowed per scenario run")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument("--profile", metavar="DIR",
+                   help="cProfile each timed section (calling thread only) into DIR/<scenario>-<client>-rep<N>.prof")
     p.add_argument("--list", action="store_true", help="list the scenarios and exit")
     return p.parse_args(argv)
 
@@ -157,11 +164,12 @@ def machine() -> Dict[str, Any]:
 
 
 async def run_all(opts, scenario_names: List[str], clients: List[sc.Client], bootstrap: str,
-                  rows: int, repeat: int) -> List[Result]:
+                  rows: int, repeat: int, server_pid: Optional[int] = None) -> List[Result]:
     for c in clients:
         await c.open(bootstrap)
     verifier = next((c for c in clients if c.name == "pyfluss"), clients[0])
-    env = sc.Env(bootstrap, opts.dataset, rows, opts.buckets, verifier, progress=not opts.no_progress)
+    env = sc.Env(bootstrap, opts.dataset, rows, opts.buckets, verifier, progress=not opts.no_progress,
+                 server_pid=server_pid, profile_dir=opts.profile)
     t0 = time.perf_counter()
     _ = env.table
     _log(f"data set {opts.dataset}: {rows} rows, {env.table.nbytes / 1e6:.1f} MB in Arrow "
@@ -182,9 +190,7 @@ async def run_all(opts, scenario_names: List[str], clients: List[sc.Client], boo
                     _log(f"[{name}] preparing ...")
                     try:
                         prepared[key] = await asyncio.wait_for(s.prepare(env), opts.timeout)
-                    except BaseException as exc:  # noqa: BLE001 - reported per scenario below
-                        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-                            raise
+                    except Exception as exc:  # noqa: BLE001 - reported per scenario below
                         prepare_errors[key] = exc
                 if key in prepare_errors:
                     exc = prepare_errors[key]
@@ -202,6 +208,7 @@ async def run_all(opts, scenario_names: List[str], clients: List[sc.Client], boo
                     r = res[label]
                     if r.status in (SKIPPED,):
                         continue
+                    env.current = f"{name}-{label}-rep{rep + 1}"
                     try:
                         out = await asyncio.wait_for(s.run(client, env, shared), opts.timeout)
                     except sc.Skip as exc:
@@ -251,7 +258,7 @@ def _describe(exc: BaseException) -> str:
 
 def format_table(summaries: List[Dict[str, Any]]) -> str:
     """The results table; reasons for SKIPPED/FAILED/ERROR are numbered notes below it."""
-    head = ["scenario", "client", "rows/s", "min-max rows/s", "MB/s", "ff/py", "status"]
+    head = ["scenario", "client", "rows/s", "min-max rows/s", "MB/s", "ff/py", "cpu% cli/srv", "status"]
     rows = []
     notes: List[str] = []
     by = {(s["scenario"], s["client"]): s for s in summaries}
@@ -269,12 +276,15 @@ def format_table(summaries: List[Dict[str, Any]]) -> str:
                 mbs += f" (wire {s['wire_gb_per_s']:.2f} GB/s)"
         else:
             rate = spread = mbs = "-"
+        cpu = "-"
+        if "client_cpu_pct" in s:
+            cpu = f"{s['client_cpu_pct']:.0f}/" + (f"{s['server_cpu_pct']:.0f}" if "server_cpu_pct" in s else "?")
         status = s["status"]
         if status != OK:
             if s["detail"] not in notes:
                 notes.append(s["detail"])
             status += f" [{notes.index(s['detail']) + 1}]"
-        rows.append([s["scenario"], s["client"], rate, spread, mbs, ratio, status])
+        rows.append([s["scenario"], s["client"], rate, spread, mbs, ratio, cpu, status])
     widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(head, widths)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))
@@ -318,7 +328,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             server = EmbeddedServer(tablet_servers=opts.tablet_servers).start()
             bootstrap = server.bootstrap_servers
             _log(f"embedded server pid {server.pid} at {bootstrap}")
-        results = _run(run_all(opts, names, clients, bootstrap, rows, repeat))
+        results = _run(run_all(opts, names, clients, bootstrap, rows, repeat,
+                               server.pid if server is not None else None))
     finally:
         if server is not None:
             server.close()

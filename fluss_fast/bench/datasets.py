@@ -46,11 +46,15 @@ ACTIONS = ["view", "click", "scroll", "add_to_cart", "purchase", "search"]
 
 
 def default_cache_dir() -> Path:
-    """``$FLUSS_FAST_BENCH_CACHE`` or ``<repo>/bench_data/cache`` (git-ignored)."""
+    """``$FLUSS_FAST_BENCH_CACHE``, else ``<checkout>/bench_data/cache`` (git-ignored) when running from
+    a source tree, else ``~/.cache/fluss-fast/bench_data`` (an installed package)."""
     env = os.environ.get("FLUSS_FAST_BENCH_CACHE")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[2] / "bench_data" / "cache"
+    repo_data = Path(__file__).resolve().parents[2] / "bench_data"
+    if repo_data.is_dir():
+        return repo_data / "cache"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "fluss-fast" / "bench_data"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -224,10 +228,17 @@ def load(name: str, rows: Union[int, str], seed: int = DEFAULT_SEED, *, cache: b
         except (OSError, pa.ArrowException):
             pass  # a torn or stale cache file: regenerate below
     table = generate(name, rows, seed)
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".tmp{os.getpid()}")
-    pq.write_table(table, tmp, compression="zstd")
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table, tmp, compression="zstd")
+        os.replace(tmp, path)  # atomic: a concurrent reader sees the old file or the whole new one
+    except OSError:
+        # A read-only or full cache dir only costs the next run a regeneration.
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
     return table
 
 

@@ -12,11 +12,13 @@ reported as SKIPPED with the reason, not as failures.
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import time
 import uuid
+from pathlib import Path
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Dict, List, Optional
+from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple
 
 import pyarrow as pa
 
@@ -44,6 +46,50 @@ class Outcome:
     nbytes: int                 # logical (Arrow, uncompressed) bytes moved: same for both clients
     wire_bytes: int = 0         # bytes on the socket, where the scenario knows them (ceiling)
     note: str = ""
+    cpu: Tuple[float, float] = (0.0, -1.0)  # CPU seconds of (this process, the server; -1 unknown)
+
+
+def _proc_cpu(pid: Optional[int]) -> float:
+    """utime + stime of process ``pid`` in seconds (Linux /proc), or -1 when unavailable."""
+    if pid is None:
+        return -1.0
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return -1.0
+
+
+class Stopwatch:
+    """Wall time of the timed section, plus the CPU this process and the server spent in it: a
+    client at 100 % of a core is client-bound, a server at 100 % server-bound, both low = waiting."""
+
+    def __init__(self, server_pid: Optional[int], profile_to: Optional[str] = None) -> None:
+        self.server_pid = server_pid
+        self.cpu = (0.0, -1.0)
+        self._profile_to = profile_to
+        self._prof = None
+        if profile_to:
+            import cProfile
+
+            self._prof = cProfile.Profile()
+        self._s0 = _proc_cpu(server_pid)
+        self._c0 = time.process_time()
+        if self._prof is not None:
+            self._prof.enable()
+        self._t0 = time.perf_counter()
+
+    def stop(self) -> float:
+        seconds = time.perf_counter() - self._t0
+        if self._prof is not None:
+            self._prof.disable()
+            self._prof.dump_stats(self._profile_to)
+            self._prof = None
+        client = time.process_time() - self._c0
+        s1 = _proc_cpu(self.server_pid)
+        self.cpu = (client, s1 - self._s0 if s1 >= 0 and self._s0 >= 0 else -1.0)
+        return seconds
 
 
 @dataclass
@@ -76,6 +122,16 @@ class Env:
     _dicts: Optional[List[dict]] = None
     _expected: Dict[str, ds.Checksum] = field(default_factory=dict)
     pk_support: Dict[str, str] = field(default_factory=dict)   # client name -> "" or why not
+    server_pid: Optional[int] = None   # the embedded server, for its CPU time
+    profile_dir: Optional[str] = None  # cProfile every timed section into this directory
+    current: str = ""                  # "scenario-client-repN", names the profile files
+
+    def stopwatch(self) -> Stopwatch:
+        target = None
+        if self.profile_dir:
+            os.makedirs(self.profile_dir, exist_ok=True)
+            target = os.path.join(self.profile_dir, f"{self.current or 'run'}.prof")
+        return Stopwatch(self.server_pid, target)
 
     @property
     def spec(self) -> ds.DatasetSpec:
@@ -190,18 +246,18 @@ async def run_append(client: Client, env: Env, shared) -> Outcome:
         writer = table.new_append().create_writer()
         step = max(1000, n // 100)
         with env.bar(f"append {client.name}", n) as bar:
-            t0 = time.perf_counter()
+            sw = env.stopwatch()
             append = writer.append
             for lo in range(0, n, step):
                 for row in rows[lo:lo + step]:
                     append(row)
                 bar.update(min(step, n - lo))
             await writer.flush()
-            seconds = time.perf_counter() - t0
+            seconds = sw.stop()
         await verify_written(env, name)
     finally:
         await drop_table(client, name)
-    return Outcome(seconds, n, env.table.nbytes)
+    return Outcome(seconds, n, env.table.nbytes, cpu=sw.cpu)
 
 
 async def run_write_arrow(client: Client, env: Env, shared) -> Outcome:
@@ -210,14 +266,14 @@ async def run_write_arrow(client: Client, env: Env, shared) -> Outcome:
     data = _arrow_chunks(env.table)
     try:
         writer = table.new_append().create_writer()
-        t0 = time.perf_counter()
+        sw = env.stopwatch()
         writer.write_arrow(data)
         await writer.flush()
-        seconds = time.perf_counter() - t0
+        seconds = sw.stop()
         await verify_written(env, name)
     finally:
         await drop_table(client, name)
-    return Outcome(seconds, data.num_rows, env.table.nbytes)
+    return Outcome(seconds, data.num_rows, env.table.nbytes, cpu=sw.cpu)
 
 
 async def prepare_filled(env: Env) -> str:
@@ -236,24 +292,24 @@ async def cleanup_filled(env: Env, name: str) -> None:
 
 
 async def run_scan(client: Client, env: Env, name: str) -> Outcome:
-    t0 = time.perf_counter()
+    sw = env.stopwatch()
     got = await read_all(client, name, env.buckets)
-    seconds = time.perf_counter() - t0
+    seconds = sw.stop()
     check(f"to_arrow of {DATABASE}.{name}", ds.checksum(got, env.spec.id_column, env.spec.string_column),
           env.expected())
-    return Outcome(seconds, got.num_rows, env.table.nbytes)
+    return Outcome(seconds, got.num_rows, env.table.nbytes, cpu=sw.cpu)
 
 
 async def run_projected_scan(client: Client, env: Env, name: str) -> Outcome:
     proj = list(env.spec.projection)
-    t0 = time.perf_counter()
+    sw = env.stopwatch()
     got = await read_all(client, name, env.buckets, projection=proj)
-    seconds = time.perf_counter() - t0
+    seconds = sw.stop()
     if got.column_names != proj:
         raise Mismatch(f"projected scan of {DATABASE}.{name}: columns {got.column_names}, expected {proj}")
     check(f"projected to_arrow of {DATABASE}.{name}",
           ds.checksum(got, env.spec.id_column, env.spec.short_string_column), env.expected(projected=True))
-    return Outcome(seconds, got.num_rows, env.table.select(proj).nbytes)
+    return Outcome(seconds, got.num_rows, env.table.select(proj).nbytes, cpu=sw.cpu)
 
 
 async def run_poll(client: Client, env: Env, name: str) -> Outcome:
@@ -265,7 +321,7 @@ async def run_poll(client: Client, env: Env, name: str) -> Outcome:
     ids: List[int] = []
     strs: List[Optional[str]] = []
     with env.bar(f"poll {client.name}", n) as bar:
-        t0 = time.perf_counter()
+        sw = env.stopwatch()
         scanner = await table.new_scan().create_log_scanner()
         scanner.subscribe_buckets({b: mod.EARLIEST_OFFSET for b in range(env.buckets)})
         last_progress = time.perf_counter()
@@ -283,9 +339,9 @@ async def run_poll(client: Client, env: Env, name: str) -> Outcome:
                 bar.update(got)
             elif now - last_progress > STALL_S:
                 raise Mismatch(f"poll of {DATABASE}.{name}: stalled at {len(ids)} of {n} records")
-        seconds = time.perf_counter() - t0
+        seconds = sw.stop()
     check(f"poll loop over {DATABASE}.{name}", ds.checksum_values(ids, strs), env.expected())
-    return Outcome(seconds, len(ids), env.table.nbytes)
+    return Outcome(seconds, len(ids), env.table.nbytes, cpu=sw.cpu)
 
 
 register(Scenario("append", "per-row append() of dicts, then flush()", run_append))
@@ -331,36 +387,54 @@ async def probe_pk(client: Client, env: Env) -> None:
     verdict = env.pk_support.get(client.name)
     if verdict is None:
         name = table_name(f"pkprobe_{client.name}")
-        schema = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("v", pa.string())])
-        # A throw-away connection: a writer stuck retrying an unsupported request would otherwise hold
-        # up every later flush() on the shared one.
-        probe = Client(client.name, client.module)
         try:
-            async def attempt():
-                await probe.open(env.bootstrap)
-                table = await create_table(probe, name, schema, 1, primary_keys=["k"])
-                writer = table.new_upsert().create_writer()
-                writer.upsert({"k": 1, "v": "probe"})
-                await writer.flush()
-                row = await table.new_lookup().create_lookuper().lookup({"k": 1})
-                if row is None or row.get("v") != "probe":
-                    raise Mismatch(f"lookup after upsert returned {row!r}")
-
-            await asyncio.wait_for(attempt(), PROBE_TIMEOUT_S)
-            verdict = ""
-        except asyncio.TimeoutError:
-            verdict = f"upsert/lookup did not complete within {PROBE_TIMEOUT_S:.0f} s"
-        except Exception as exc:  # noqa: BLE001 - any failure means "not supported here"
-            verdict = f"{type(exc).__name__}: {exc}"[:300]
+            verdict = await _probe_in_child(client.module.__name__, env.bootstrap, name)
         finally:
-            await drop_table(client, name)
-            try:
-                await asyncio.wait_for(probe.close(), 5)
-            except BaseException:  # noqa: BLE001 - a stuck probe connection is simply abandoned
-                pass
+            await drop_table(client, name)  # the child may have been killed before its own cleanup
         env.pk_support[client.name] = verdict
     if verdict:
         raise Skip(f"primary-key tables unavailable with {client.name}: {verdict}")
+
+
+async def _probe_in_child(module_name: str, bootstrap: str, name: str) -> str:
+    """Runs the probe in a child process: a client stuck retrying an unsupported request must not
+    keep a connection (and its background threads) alive inside the benchmark process."""
+    import sys
+
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "fluss_fast.bench.scenarios", "--probe-pk", module_name, bootstrap, name,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, env=env)
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), PROBE_TIMEOUT_S)
+    except asyncio.TimeoutError:
+        proc.kill()
+        await proc.wait()
+        return f"upsert/lookup did not complete within {PROBE_TIMEOUT_S:.0f} s"
+    text = out.decode(errors="replace").strip()
+    if proc.returncode == 0 and text == "ok":
+        return ""
+    return text[-300:] or f"probe exited with code {proc.returncode}"
+
+
+async def _probe(module_name: str, bootstrap: str, name: str) -> None:
+    import importlib
+
+    mod = importlib.import_module(module_name)
+    client = await Client(module_name, mod).open(bootstrap)
+    schema = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("v", pa.string())])
+    try:
+        table = await create_table(client, name, schema, 1, primary_keys=["k"])
+        writer = table.new_upsert().create_writer()
+        writer.upsert({"k": 1, "v": "probe"})
+        await writer.flush()
+        row = await table.new_lookup().create_lookuper().lookup({"k": 1})
+        if row is None or row.get("v") != "probe":
+            raise Mismatch(f"lookup after upsert returned {row!r}")
+    finally:
+        await drop_table(client, name)
 
 
 async def _create_pk(client: Client, env: Env, tag: str, *, prefix: bool = False):
@@ -424,13 +498,13 @@ async def run_upsert(client: Client, env: Env, shared) -> Outcome:
     rows = env.dicts
     try:
         with env.bar(f"upsert {client.name}", len(rows)) as bar:
-            t0 = time.perf_counter()
+            sw = env.stopwatch()
             await _upsert_all(writer, rows, bar)
-            seconds = time.perf_counter() - t0
+            seconds = sw.stop()
         await _verify_by_lookup(env, name, _sample_keys(env, 2000))
     finally:
         await drop_table(client, name)
-    return Outcome(seconds, len(rows), env.table.nbytes)
+    return Outcome(seconds, len(rows), env.table.nbytes, cpu=sw.cpu)
 
 
 async def prepare_pk(env: Env) -> str:
@@ -450,12 +524,12 @@ async def _lookup(client: Client, env: Env, name: str, concurrency: int) -> Outc
         for i in range(start, len(keys), concurrency):
             results[i] = await lookuper.lookup({id_col: keys[i]})
 
-    t0 = time.perf_counter()
+    sw = env.stopwatch()
     if concurrency == 1:
         await worker(0)
     else:
         await asyncio.gather(*(worker(w) for w in range(concurrency)))
-    seconds = time.perf_counter() - t0
+    seconds = sw.stop()
     missing = [k for k, r in zip(keys, results) if r is None]
     if missing:
         raise Mismatch(f"{len(missing)} of {len(keys)} lookups in {DATABASE}.{name} found nothing "
@@ -464,7 +538,7 @@ async def _lookup(client: Client, env: Env, name: str, concurrency: int) -> Outc
                                                               [r[str_col] for r in results]),
           _expected_for(env, keys))
     row_bytes = env.table.nbytes // max(1, env.table.num_rows)
-    return Outcome(seconds, len(keys), row_bytes * len(keys))
+    return Outcome(seconds, len(keys), row_bytes * len(keys), cpu=sw.cpu)
 
 
 async def run_lookup(client: Client, env: Env, name: str) -> Outcome:
@@ -492,17 +566,17 @@ async def run_prefix_lookup(client: Client, env: Env, name: str) -> Outcome:
     users = random.Random(11).sample(users, min(2000, len(users)))
     id_col, str_col = env.spec.id_column, env.spec.string_column
     ids, strs = [], []
-    t0 = time.perf_counter()
+    sw = env.stopwatch()
     for u in users:
         for row in await lookuper.lookup({"user_id": u}):
             ids.append(row[id_col])
             strs.append(row[str_col])
-    seconds = time.perf_counter() - t0
+    seconds = sw.stop()
     sub = env.table.filter(pc.is_in(env.table.column("user_id"), value_set=pa.array(users, pa.int64())))
     check(f"prefix lookups in {DATABASE}.{name}", ds.checksum_values(ids, strs),
           ds.checksum(sub, id_col, str_col))
     row_bytes = env.table.nbytes // max(1, env.table.num_rows)
-    return Outcome(seconds, len(ids), row_bytes * len(ids), note=f"{len(users)} prefixes")
+    return Outcome(seconds, len(ids), row_bytes * len(ids), note=f"{len(users)} prefixes", cpu=sw.cpu)
 
 
 register(Scenario("upsert", "per-row upsert() into a primary-key table", run_upsert, needs_pk=True))
@@ -515,3 +589,17 @@ register(Scenario("prefix_lookup", "prefix lookups by user_id (bucket key)", run
 
 LOG_SCENARIOS = ["append", "write_arrow", "scan", "poll", "projected_scan"]
 PK_SCENARIOS = ["upsert", "lookup", "lookup64", "prefix_lookup"]
+
+
+if __name__ == "__main__":
+    import sys
+
+    if len(sys.argv) == 5 and sys.argv[1] == "--probe-pk":
+        try:
+            asyncio.run(_probe(sys.argv[2], sys.argv[3], sys.argv[4]))
+        except Exception as exc:  # noqa: BLE001 - the parent reports it as the reason for SKIPPED
+            print(f"{type(exc).__name__}: {exc}", flush=True)
+            os._exit(1)
+        print("ok", flush=True)
+        os._exit(0)  # do not wait for client threads that may still be retrying
+    sys.exit("usage: python -m fluss_fast.bench.scenarios --probe-pk MODULE BOOTSTRAP TABLE")

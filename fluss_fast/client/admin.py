@@ -14,6 +14,8 @@ from .cluster import partition_name_of
 from .runtime import on_runtime
 
 CLIENT_ERROR = -2
+PARTITION_NOT_EXISTS = 36
+TABLE_NOT_PARTITIONED = 37
 
 
 def _type_name(v) -> str:
@@ -65,7 +67,11 @@ def _offset_spec(offset_spec, offset_type, timestamp) -> OffsetSpec:
         if isinstance(offset_spec, str):
             offset_type, offset_spec = offset_spec, None
         else:
-            return _check("offset_spec", offset_spec, OffsetSpec)
+            _check("offset_spec", offset_spec, OffsetSpec)
+            if timestamp is not None:
+                raise TypeError("'timestamp' goes with an offset_type string; an OffsetSpec carries its own "
+                                "(OffsetSpec.timestamp(ts))")
+            return offset_spec
     kind = str(offset_type).lower()
     if kind == "earliest":
         return OffsetSpec.earliest()
@@ -121,6 +127,12 @@ class FlussAdmin:
     async def create_database(self, database_name: str, database_descriptor: Optional[DatabaseDescriptor] = None,
                               ignore_if_exists: bool = False) -> None:
         _check("database_name", database_name, str)
+        if isinstance(database_descriptor, bool):
+            # the older stub's order, create_database(name, ignore_if_exists, database_descriptor)
+            if ignore_if_exists is False or ignore_if_exists is None:
+                database_descriptor, ignore_if_exists = None, database_descriptor
+            elif isinstance(ignore_if_exists, DatabaseDescriptor):
+                database_descriptor, ignore_if_exists = ignore_if_exists, database_descriptor
         if database_descriptor is not None:
             _check("database_descriptor", database_descriptor, DatabaseDescriptor)
         _check_bool("ignore_if_exists", ignore_if_exists)
@@ -283,8 +295,8 @@ class FlussAdmin:
 
     # -- offsets -----------------------------------------------------------------------------------
     @on_runtime
-    async def list_offsets(self, table_path: TablePath, bucket_ids: List[int], offset_spec=None, *,
-                           offset_type: Optional[str] = None, timestamp: Optional[int] = None) -> Dict[int, int]:
+    async def list_offsets(self, table_path: TablePath, bucket_ids: List[int], offset_spec=None,
+                           timestamp: Optional[int] = None, *, offset_type: Optional[str] = None) -> Dict[int, int]:
         _check("table_path", table_path, TablePath)
         buckets = _bucket_ids(bucket_ids)
         spec = _offset_spec(offset_spec, offset_type, timestamp)
@@ -292,8 +304,8 @@ class FlussAdmin:
 
     @on_runtime
     async def list_partition_offsets(self, table_path: TablePath, partition_name: str, bucket_ids: List[int],
-                                     offset_spec=None, *, offset_type: Optional[str] = None,
-                                     timestamp: Optional[int] = None) -> Dict[int, int]:
+                                     offset_spec=None, timestamp: Optional[int] = None, *,
+                                     offset_type: Optional[str] = None) -> Dict[int, int]:
         _check("table_path", table_path, TablePath)
         _check("partition_name", partition_name, str)
         buckets = _bucket_ids(bucket_ids)
@@ -310,15 +322,24 @@ class FlussAdmin:
             meta = await md.table(path, refresh=True)
             partition_id = None
             if partition_name is not None:
-                partition_id, _ = await md.partition_by_name(path, partition_name, refresh=True)
+                try:
+                    partition_id, _ = await md.partition_by_name(path, partition_name, refresh=True)
+                except FlussError as exc:
+                    if exc.error_code not in (PARTITION_NOT_EXISTS, TABLE_NOT_PARTITIONED):
+                        raise
+                    why = " (the table is not partitioned)" if exc.error_code == TABLE_NOT_PARTITIONED else ""
+                    raise FlussError(f"Table partition '{path}(p={partition_name})' does not exist{why}.",
+                                     PARTITION_NOT_EXISTS) from None
             by_leader: Dict[int, List[int]] = {}
             for b in buckets:
                 leader = md.leader(meta.table_id, partition_id, b)
                 if leader is None:
                     where = f"TableBucket(table_id={meta.table_id}, " + (
                         f"partition_id={partition_id}, " if partition_id is not None else "") + f"bucket={b})"
-                    raise FlussError(f"No leader found for table bucket: {where} of table '{path}'.", -1
-                                     if not meta.is_partitioned or partition_id is not None else CLIENT_ERROR)
+                    # pyfluss reports a bucket the table does not have as a client error (-2)
+                    hint = (f": the table has {meta.num_buckets} buckets" if b >= meta.num_buckets else "")
+                    raise FlussError(f"No leader found for table bucket: {where} of table '{path}'{hint}.",
+                                     CLIENT_ERROR)
                 by_leader.setdefault(leader, []).append(b)
 
             async def one(leader: int, ids: List[int]):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import collections.abc
+import threading
 from typing import Optional
 
 from ..config import Config
@@ -76,6 +77,8 @@ class FlussConnection:
         self._ctx = ctx
         self._runtime = ctx.runtime
         self._admin: Optional[FlussAdmin] = None
+        self._close_lock = threading.Lock()
+        self._close_future = None
 
     @staticmethod
     async def create(config: Config) -> "FlussConnection":
@@ -124,34 +127,61 @@ class FlussConnection:
 
     def close(self) -> "_Closing":
         """Starts closing at once; awaiting the result waits until it is done. (The older guide
-        called ``conn.close()`` without ``await``; that must close too.)"""
-        return _Closing(self._runtime.submit(self._ctx.close()))
+        called ``conn.close()`` without ``await``; that must close too.)
+
+        As pyfluss's close does, it first delivers what the writers made on this connection still
+        hold (the records appended but not flushed); their failures reach the writes' handles and
+        ``flush()``, not this call. Then the sockets are closed."""
+        return _Closing(self._start_close())
+
+    def _start_close(self):
+        # one close per connection: a second call waits for the first instead of cutting its drain short
+        with self._close_lock:
+            if self._close_future is None:
+                self._close_future = self._runtime.submit(self._close_impl())
+            return self._close_future
+
+    async def _drain_writers(self) -> None:
+        writers = list(getattr(self._ctx, "writers", ()))
+        closes = []
+        for w in writers:
+            impl = getattr(getattr(type(w), "close", None), "__runtime_impl__", None)
+            if impl is not None:
+                closes.append(impl(w))
+        if closes:
+            await asyncio.gather(*closes, return_exceptions=True)
 
     async def _close_impl(self) -> None:
-        await self._ctx.close()
+        if not self._ctx.closed:
+            try:
+                await self._drain_writers()
+            finally:
+                await self._ctx.close()
 
-    close.__runtime_impl__ = _close_impl
+    async def _close_on_runtime(self) -> None:
+        await asyncio.wrap_future(self._start_close())
+
+    close.__runtime_impl__ = _close_on_runtime
 
     def __enter__(self) -> "FlussConnection":
         return self
 
     def __exit__(self, exc_type=None, exc_value=None, traceback=None) -> bool:
-        # pyfluss's __exit__ does nothing; closing here frees the sockets without changing results.
-        if not self._ctx.closed:
-            try:
-                if self._runtime.in_runtime_thread():
-                    self._runtime.loop.create_task(self._ctx.close())
-                else:
-                    self._runtime.call(self._ctx.close(), 10)
-            except FlussError:
-                pass
+        # As in pyfluss: a blocking exit cannot wait for the writers to drain, so it does nothing and
+        # the connection stays usable; ``async with`` or ``await conn.close()`` close it.
         return False
 
     async def __aenter__(self) -> "FlussConnection":
         return self
 
     async def __aexit__(self, exc_type=None, exc_value=None, traceback=None) -> bool:
-        await self.close()
+        # pyfluss: close (draining the writers); a failure to close is raised only when the body
+        # itself raised nothing, so it never hides the body's exception.
+        try:
+            await self.close()
+        except FlussError:
+            if exc_type is None:
+                raise
         return False
 
     def __repr__(self) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import weakref
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from ..config import Config
@@ -57,6 +58,8 @@ class ClientContext:
         self._opening: Dict[object, asyncio.Future] = {}
         self._tasks: set = set()
         self._closed = False
+        # writers made on this connection: FlussConnection.close() delivers what they hold first
+        self.writers = weakref.WeakSet()
         self._bootstrap_addrs = parse_bootstrap_servers(config.bootstrap_servers)
         self._closer = self._close_at_exit
         self.runtime.add_closer(self._closer)

@@ -100,7 +100,11 @@ class TableAppend:
     def create_writer(self):
         from .write import AppendWriter
 
-        return AppendWriter(self._table)
+        writer = AppendWriter(self._table)
+        tracked = getattr(self._table._ctx, "writers", None)
+        if tracked is not None:
+            tracked.add(writer)  # the connection's close() drains it
+        return writer
 
     def __repr__(self) -> str:
         return "TableAppend()"

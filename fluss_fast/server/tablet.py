@@ -25,6 +25,7 @@ from ..errors import FlussError
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
 from ..rpc.errors import Errors
+from . import logstore
 from .logstore import LogManager, now_ms, read_segment
 
 log = logging.getLogger("fluss_fast.server.tablet")
@@ -263,11 +264,14 @@ class TabletService:
         return RawBody(encode_fetch_response(tables))
 
     async def _fetch_once(self, ctx, req):
+        """One pass over the requested buckets: plans every read first (the byte budgets and the
+        min-one rule depend only on sizes), then reads them, concurrently when several are large."""
         budget = req.max_bytes
         total = 0
         touched = []
         errors = False
         tables = []
+        reads = []
         for treq in req.tables_req:
             entry = self._table(treq.table_id)
             projection = None
@@ -291,30 +295,49 @@ class TabletService:
                     continue
                 try:
                     offset = blog.check_fetch_offset(breq.fetch_offset)
-                    res.high_watermark = blog.high_watermark
-                    limit = min(budget, breq.max_fetch_bytes)
-                    if limit > 0 or total == 0:
-                        await self._read_bucket(res, blog, entry, offset, max(limit, 0), total == 0,
-                                                projection)
                 except FlussError as e:
                     res.fail(e.error_code, e.message)
                     errors = True
                     continue
-                total += res.size
-                budget -= res.size
+                res.high_watermark = blog.high_watermark
                 touched.append(blog)
+                limit = min(budget, breq.max_fetch_bytes)
+                if limit <= 0 and total > 0:
+                    continue
+                seg, pos, n = blog.plan_read(offset, max(limit, 0), total == 0)
+                if seg is None:
+                    continue
+                reads.append((res, blog, entry, offset, seg, pos, n, projection))
+                total += n
+                budget -= n
+        if len(reads) == 1 or sum(r[6] for r in reads) <= logstore.THREAD_IO_BYTES:
+            results = []
+            for r in reads:
+                results.append(await self._read_bucket(*r))
+        else:
+            results = await asyncio.gather(*(self._read_bucket(*r) for r in reads), return_exceptions=True)
+        total = 0
+        for r, outcome in zip(reads, results):
+            res = r[0]
+            if isinstance(outcome, FlussError):
+                res.fail(outcome.error_code, outcome.message)
+                errors = True
+            elif isinstance(outcome, BaseException):
+                raise outcome
+            else:
+                total += res.size
         return tables, total, touched, errors
 
-    async def _read_bucket(self, res: _Bucket, blog, entry, offset: int, limit: int, min_one: bool,
+    async def _read_bucket(self, res: _Bucket, blog, entry, offset: int, seg, pos: int, n: int,
                            projection) -> None:
-        seg, pos, n = blog.plan_read(offset, limit, min_one)
-        if seg is None:
-            return
-        data = await read_segment(seg, pos, n)
+        try:
+            data = await read_segment(seg, pos, n)
+        except FlussError as e:
+            return e
         if projection is None:
             res.chunks = [data]
             res.size = len(data)
-            return
+            return None
         parts = []
         size = 0
         try:
@@ -325,10 +348,11 @@ class TabletService:
                 size += len(part)
         except (ValueError, IndexError, KeyError) as e:
             code = Errors.CORRUPT_MESSAGE if isinstance(e, CorruptBatchError) else Errors.INVALID_COLUMN_PROJECTION
-            raise FlussError(f"Cannot project {blog.name} at offset {offset} onto fields {projection}: {e}",
-                             code) from e
+            return FlussError(f"Cannot project {blog.name} at offset {offset} onto fields {projection}: {e}",
+                              code)
         res.chunks = parts
         res.size = size
+        return None
 
     def _projection(self, entry, fields):
         fmt = entry.descriptor.log_format

@@ -3,14 +3,17 @@
 Run as a script (not collected by pytest)::
 
     python tests/benchmarks/bench_write_path.py [--rounds 3] [--rows 200000] [--arrow-rows 1000000]
-        [--clients fluss_fast,pyfluss] [--scenarios append_dict,append_tuple,write_arrow,write_arrow_batch]
-        [--json out.json] [--profile fluss_fast:append_dict:/tmp/prof.out]
+        [--clients fluss_fast,pyfluss] [--scenarios append_dict,append_tuple,write_arrow,write_arrow_batch,append_dict_keyed]
+        [--json out.json] [--profile fluss_fast:append_dict:/tmp/prof.out] [--baseline-root DIR]
 
 It starts ``python -m fluss_fast server`` in a subprocess, then for every round runs each client in
 its own fresh worker process (the order alternates between rounds, so neither client always gets
 the warmer machine). A worker creates a fresh table per scenario, builds the input before the clock
 starts and times only the writes plus the final ``flush()``. The report gives the median of the
-rounds per client and scenario and the fluss_fast / pyfluss ratio of the medians (> 1 = faster).
+rounds per client and scenario and the fluss_fast / pyfluss ratio of the medians (> 1 = faster),
+plus the median of the per-round ratios (steadier on a machine whose load drifts). With
+``--baseline-root DIR`` a third client, ``baseline``, runs the ``fluss_fast`` package found in DIR
+(e.g. an older copy of the tree) in the same rounds.
 """
 from __future__ import annotations
 
@@ -28,10 +31,8 @@ import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)  # run as a script from anywhere: measure this tree's fluss_fast
 
-SCENARIOS = ("append_dict", "append_tuple", "write_arrow", "write_arrow_batch")
+SCENARIOS = ("append_dict", "append_tuple", "write_arrow", "write_arrow_batch", "append_dict_keyed")
 BUCKETS = 3
 
 
@@ -78,7 +79,7 @@ async def worker(client: str, bootstrap: str, scenarios, rows: int, arrow_rows: 
                  profile: str | None) -> dict:
     import pyarrow as pa
 
-    if client == "fluss_fast":
+    if client in ("fluss_fast", "baseline"):
         import fluss_fast as mod
     else:
         import fluss as mod
@@ -90,8 +91,10 @@ async def worker(client: str, bootstrap: str, scenarios, rows: int, arrow_rows: 
     table_in = make_table(arrow_rows) if any(s.startswith("write") for s in scenarios) else None
     for sc in scenarios:
         path = mod.TablePath("fluss", f"bw_{client}_{sc}_{uuid.uuid4().hex[:8]}")
+        # append_dict_keyed: the same rows into a table with a bucket key (hashed per row)
+        keys = {"bucket_keys": ["user_id"]} if sc.endswith("_keyed") else {}
         await admin.create_table(path, mod.TableDescriptor(mod.Schema(arrow_schema()),
-                                                           bucket_count=BUCKETS))
+                                                           bucket_count=BUCKETS, **keys))
         table = await conn.get_table(path)
         w = table.new_append().create_writer()
         if sc == "write_arrow_batch":
@@ -103,7 +106,7 @@ async def worker(client: str, bootstrap: str, scenarios, rows: int, arrow_rows: 
             prof = cProfile.Profile()
             prof.enable()
         t0 = time.perf_counter()
-        if sc == "append_dict":
+        if sc in ("append_dict", "append_dict_keyed"):
             app = w.append
             for r in dicts:
                 app(r)
@@ -159,8 +162,10 @@ def start_server(data_dir: str):
 
 def run_worker(client, bootstrap, opts, profile=None) -> dict:
     env = dict(os.environ)
-    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    root = opts.baseline_root if client == "baseline" else ROOT
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", client, "--bootstrap", bootstrap,
+           "--root", root,
            "--rows", str(opts.rows), "--arrow-rows", str(opts.arrow_rows),
            "--batch-rows", str(opts.batch_rows), "--scenarios", ",".join(opts.scenarios)]
     if profile:
@@ -186,16 +191,21 @@ def main(argv=None) -> int:
     ap.add_argument("--json")
     ap.add_argument("--profile", help="CLIENT:SCENARIO:OUTFILE (cProfile of one worker)")
     ap.add_argument("--bootstrap", help="use a running server instead of starting one")
+    ap.add_argument("--baseline-root", help="DIR holding another fluss_fast package to compare")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--root", default=ROOT, help=argparse.SUPPRESS)
     opts = ap.parse_args(argv)
     opts.scenarios = [s for s in opts.scenarios.split(",") if s]
     if opts.worker:
+        sys.path.insert(0, opts.root)  # this tree's (or the baseline's) fluss_fast, not an installed one
         prof = opts.profile if opts.profile and opts.profile.split(":")[0] == opts.worker else None
         res = asyncio.run(worker(opts.worker, opts.bootstrap, opts.scenarios, opts.rows,
                                  opts.arrow_rows, opts.batch_rows, prof))
         print(json.dumps(res))
         return 0
     clients = [c for c in opts.clients.split(",") if c]
+    if opts.baseline_root and "baseline" not in clients:
+        clients.append("baseline")
     server = None
     tmp = None
     bootstrap = opts.bootstrap
@@ -204,8 +214,15 @@ def main(argv=None) -> int:
         server, bootstrap = start_server(tmp.name)
     results = {c: {s: [] for s in opts.scenarios} for c in clients}
     try:
+        # one small untimed pass per client first: the fresh server's first tables, connections
+        # and files would otherwise count against whichever client happens to go first
+        warm = argparse.Namespace(**vars(opts))
+        warm.rows, warm.arrow_rows, warm.batch_rows = 2000, 20000, 2000
+        for c in clients:
+            run_worker(c, bootstrap, warm)
         for rnd in range(opts.rounds):
-            order = clients if rnd % 2 == 0 else list(reversed(clients))
+            k = rnd % len(clients)
+            order = clients[k:] + clients[:k]  # each client goes first equally often
             for c in order:
                 res = run_worker(c, bootstrap, opts, opts.profile if rnd == 0 else None)
                 for s, v in res.items():
@@ -222,8 +239,12 @@ def main(argv=None) -> int:
         if tmp is not None:
             tmp.cleanup()
     summary = {}
+    # fluss_fast against each other client: the ratio of the medians, and the median of the
+    # per-round ratios (the load of a shared machine drifts between rounds; one round's runs are
+    # close together in time, so their ratio is the steadier figure)
+    others = [c for c in clients if c != "fluss_fast"] if "fluss_fast" in clients else []
     print(f"\n{'scenario':<18}" + "".join(f"{c + ' rows/s':>22}{'MB/s':>8}" for c in clients)
-          + ("   ratio of medians   median of per-round ratios" if len(clients) == 2 else ""))
+          + "".join(f"{'ff/' + c[:8] + ' med':>17}{'per-round':>11}" for c in others))
     for s in opts.scenarios:
         cells = ""
         med = {}
@@ -235,17 +256,14 @@ def main(argv=None) -> int:
             cells += f"{med[c]:22,.0f}{mbs}"
             summary.setdefault(s, {})[c] = {"median_rows_per_s": med[c],
                                             "runs_rows_per_s": [rate(v) for v in runs]}
-        ratio = ""
-        if len(clients) == 2 and med[clients[1]]:
-            r = med[clients[0]] / med[clients[1]]
-            # the machine's load drifts between rounds; a round's two runs are back to back,
-            # so their ratio is the steadier figure
-            pairs = [rate(a) / rate(b) for a, b in zip(results[clients[0]][s], results[clients[1]][s])]
+        for c in others:
+            r = med["fluss_fast"] / med[c]
+            pairs = [rate(a) / rate(b) for a, b in zip(results["fluss_fast"][s], results[c][s])]
             rr = statistics.median(pairs)
-            summary[s]["ratio"] = r
-            summary[s]["ratio_per_round"] = pairs
-            ratio = f"{r:20.2f}{rr:29.2f}"
-        print(f"{s:<18}{cells}{ratio}")
+            summary[s][f"ratio_vs_{c}"] = r
+            summary[s][f"ratio_vs_{c}_per_round"] = pairs
+            cells += f"{r:17.2f}{rr:11.2f}"
+        print(f"{s:<18}{cells}")
     if opts.json:
         with open(opts.json, "w") as f:
             json.dump({"rounds": opts.rounds, "rows": opts.rows, "arrow_rows": opts.arrow_rows,

@@ -351,3 +351,104 @@ async def test_limit_scan(conn, admin, db):
     if empty is not None:
         scanner = table.new_scan().limit(5).create_bucket_batch_scanner(fluss.TableBucket(table_id, empty))
         assert (await call(scanner.to_arrow())).num_rows == 0
+
+
+# -- a lost produce response: pyfluss resends, the server must not store the batch twice ------------------
+class _LossyProxy:
+    """A TCP proxy in front of the coordinator and the tablet server that advertises itself in
+    metadata and drops the connection instead of delivering the first PRODUCE_LOG response (the
+    batch was stored; the client cannot know)."""
+
+    def __init__(self, coordinator: str, tablet: str):
+        self.targets = {"coord": coordinator, "tablet": tablet}
+        self.ports = {}
+        self.servers = []
+        self.dropped = 0
+        self.produce_requests = 0
+
+    async def start(self):
+        for role in ("coord", "tablet"):
+            srv = await asyncio.start_server(lambda r, w, role=role: self._serve(role, r, w), "127.0.0.1", 0)
+            self.servers.append(srv)
+            self.ports[role] = srv.sockets[0].getsockname()[1]
+        return self
+
+    def close(self):
+        for s in self.servers:
+            s.close()
+
+    @staticmethod
+    async def _frame(reader):
+        head = await reader.readexactly(4)
+        return head + await reader.readexactly(int.from_bytes(head, "big"))
+
+    async def _serve(self, role, creader, cwriter):
+        from fluss_fast.rpc import fluss_api_pb2 as pb
+        from fluss_fast.rpc.api import Api
+
+        host, port = self.targets[role].rsplit(":", 1)
+        sreader, swriter = await asyncio.open_connection(host, int(port))
+        kinds = {}
+
+        async def upstream():
+            while True:
+                f = await self._frame(creader)
+                key, rid = int.from_bytes(f[4:6], "big"), int.from_bytes(f[8:12], "big")
+                kinds[rid] = key
+                if key == Api.PRODUCE_LOG:
+                    self.produce_requests += 1
+                swriter.write(f)
+
+        async def downstream():
+            while True:
+                f = await self._frame(sreader)
+                rid = int.from_bytes(f[5:9], "big")
+                key = kinds.pop(rid, None)
+                if key == Api.PRODUCE_LOG and f[4] == 0 and self.dropped == 0:
+                    self.dropped += 1
+                    return  # the answer never arrives; the connection dies
+                if key == Api.GET_METADATA and f[4] == 0:
+                    m = pb.MetadataResponse()
+                    m.ParseFromString(f[9:])
+                    if m.HasField("coordinator_server"):
+                        m.coordinator_server.port = self.ports["coord"]
+                    for node in m.tablet_servers:
+                        node.port = self.ports["tablet"]
+                    body = m.SerializeToString()
+                    f = (len(body) + 5).to_bytes(4, "big") + f[4:9] + body
+                cwriter.write(f)
+
+        tasks = [asyncio.ensure_future(upstream()), asyncio.ensure_future(downstream())]
+        try:
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for t in tasks:
+                t.cancel()
+            for w in (cwriter, swriter):
+                w.close()
+
+
+async def test_resent_batch_after_lost_response_is_stored_once(fluss_server, admin, conn, db):
+    nodes = await call(admin.get_server_nodes())
+    tablet = next(n for n in nodes if n.server_type != "CoordinatorServer")
+    proxy = await _LossyProxy(fluss_server.bootstrap_servers, f"{tablet.host}:{tablet.port}").start()
+    try:
+        tp, _ = await make_table(conn, admin, db, "lossy", SIMPLE, bucket_count=1)
+        cfg = fluss.Config({"bootstrap.servers": f"127.0.0.1:{proxy.ports['coord']}"})
+        pconn = await call(fluss.FlussConnection.create(cfg))
+        try:
+            table = await call(pconn.get_table(tp))
+            writer = table.new_append().create_writer()
+            writer.write_arrow(pa.Table.from_pylist(simple_rows(0, 10), schema=SIMPLE))
+            await call(writer.flush())
+            writer.write_arrow(pa.Table.from_pylist(simple_rows(10, 5), schema=SIMPLE))
+            await call(writer.flush())
+        finally:
+            await pconn.close()
+        assert proxy.dropped == 1 and proxy.produce_requests >= 3   # the first batch really went twice
+        assert await call(admin.list_offsets(tp, [0], fluss.OffsetSpec.latest())) == {0: 15}
+        table = await call(conn.get_table(tp))
+        got = await scan_records(table, earliest(1), 15)
+        assert [r["id"] for *_, r in got] == list(range(15))
+    finally:
+        proxy.close()

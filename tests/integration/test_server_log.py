@@ -494,3 +494,27 @@ def test_dropped_table_data_is_gone(cluster, db, fluss_server):
     tid2 = cluster.create_table(db, "t")
     assert tid2 != tid
     assert fetch(c, tid2, [(0, 0, MB)])[(None, 0)].high_watermark == 0
+
+
+def test_large_multi_bucket_fetch(cluster, db):
+    import os as _os
+
+    tid = cluster.create_table(db, "big", bucket_count=3)
+    c = cluster.tablet()
+    blobs = {b: [lb.build_batch(_os.urandom(400_000), schema_id=1, record_count=7) for _ in range(2)]
+             for b in range(3)}
+    for i in range(2):
+        r = produce(c, tid, [(b, blobs[b][i]) for b in range(3)])
+        assert all(v.error_code == 0 and v.base_offset == 7 * i for v in r.values())
+    f = fetch(c, tid, [(b, 0, 4 * MB) for b in range(3)], max_bytes=64 * MB)
+    for b in range(3):
+        got = f[(None, b)].records
+        hs = list(lb.iter_batches(got))
+        assert [h.base_offset for h in hs] == [0, 7]
+        for h, sent in zip(hs, blobs[b]):
+            assert got[h.position + 21:h.position + h.total_size] == sent[21:]
+    # the overall budget is shared in request order: bucket 0 gets it, the rest what is left
+    one = len(blobs[0][0])
+    f = fetch(c, tid, [(b, 0, 4 * MB) for b in range(3)], max_bytes=one + 1000)
+    assert len(f[(None, 0)].records) == one + 1000
+    assert f[(None, 1)].records == b"" and f[(None, 2)].records == b""

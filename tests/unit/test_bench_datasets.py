@@ -73,3 +73,10 @@ def test_checksum_order_independent_and_sensitive():
     nulled = list(desc)
     nulled[3] = None
     assert ds.checksum_values(ids, nulled) != want
+
+
+def test_unwritable_cache_still_returns_data(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    t = ds.load("clicks", 500, cache_dir=blocker / "cache")
+    assert t.num_rows == 500 and t.equals(ds.generate("clicks", 500))

@@ -96,10 +96,15 @@ def make_acc(*, memory=64 << 20, batch_size=4096, assigner="sticky", wait_ms=1 <
         runtime_thread=lambda: None, runtime=None)
 
 
+def hot(acc):
+    """The batch the plain-table slot feeds, if any."""
+    return acc._hots.get(acc.slot)
+
+
 def all_batches(acc):
     """Every batch not yet drained, with the hot batch's rows booked (as drain() does)."""
     with acc._lock:
-        acc._cool()
+        acc._cool_all()
     out = []
     for st_ in acc._states.values():
         out.extend(st_.queue)
@@ -150,22 +155,22 @@ def test_rejected_first_row_leaves_no_batch():
     acc = make_acc()
     with pytest.raises(FlussError):
         acc.append_plain({"id": 1, "nope": 2}, 1)
-    assert acc.used == 0 and not acc.has_pending() and acc._hot is None
+    assert acc.used == 0 and not acc.has_pending() and hot(acc) is None
 
 
 def test_drain_and_chunks_and_close_invalidate_the_hot_batch():
     acc = make_acc()
     acc.append_plain({"id": 1}, 1)
-    first = acc._hot
+    first = hot(acc)
     assert first is not None
     by_node, _, _ = acc.drain(time.monotonic() + 1.0, lambda pid, b: 0, 5, 1 << 30)
-    assert by_node == {0: [first]} and acc._hot is None
+    assert by_node == {0: [first]} and hot(acc) is None
     acc.append_plain({"id": 2}, 1)
-    second = acc._hot
+    second = hot(acc)
     assert second is not first and rows_of(first) == [1]
     rb = pa.record_batch([pa.array([3], pa.int64()), pa.array(["c"])], names=["id", "name"])
     acc.append_chunk(rb, rb.nbytes, None, None, 1)
-    assert acc._hot is None
+    assert hot(acc) is None
     acc.append_plain({"id": 4}, 1)
     assert rows_of(second) == [2, 3, 4]
     acc.set_closing()
@@ -177,7 +182,7 @@ def test_round_robin_does_not_use_the_hot_batch():
     acc = make_acc(assigner="round_robin")
     for i in range(8):
         acc.append_plain({"id": i}, 4)
-    assert acc._hot is None
+    assert hot(acc) is None
     assert sorted(len(rows_of(b)) for b in all_batches(acc)) == [2, 2, 2, 2]
 
 
@@ -228,7 +233,7 @@ def test_hot_rows_count_in_used_before_they_are_booked():
     before = acc.used
     for i in range(1, 50):
         acc.append_plain({"id": i, "name": "a"}, 1)
-    assert acc._hot is not None and acc.used > before
+    assert hot(acc) is not None and acc.used > before
     seen = acc.used
     (b,) = all_batches(acc)  # books the hot rows
     assert acc.used == seen == b.est_bytes and b.record_count == 50
@@ -237,7 +242,7 @@ def test_hot_rows_count_in_used_before_they_are_booked():
 def test_full_hot_batch_is_sealed_by_the_next_row_and_the_bucket_moves():
     acc = make_acc(batch_size=600)
     first = acc.append_plain({"id": 0}, 8)
-    bucket = acc._hot.bucket
+    bucket = hot(acc).bucket
     i = 1
     while acc.append_plain({"id": i}, 8) is first:
         i += 1
@@ -245,7 +250,7 @@ def test_full_hot_batch_is_sealed_by_the_next_row_and_the_bucket_moves():
     sealed = [b for b in batches if b.handle is first]
     (full,) = sealed
     assert full.est_bytes >= full.target and full.state.queue[0] is full
-    assert acc._hot is None or acc._hot.bucket != bucket
+    assert hot(acc) is None or hot(acc).bucket != bucket
     assert sorted(x for b in batches for x in rows_of(b)) == list(range(i + 1))
 
 
@@ -290,7 +295,7 @@ def test_concurrent_appenders_and_drainer_lose_and_duplicate_nothing():
     d.join(10)
     assert not errors
     with acc._lock:
-        acc._cool()
+        acc._cool_all()
     for b in acc.take_unsent():
         got.extend(rows_of(b))
     assert sorted(got) == list(range(per_thread * threads))
@@ -340,3 +345,96 @@ def test_hot_slot_appends_only_within_cap_and_always_unlocks(cls):
     lock.release()
     t.join(5)
     assert done == ["H"] and len(builder) == 2
+
+
+# -- bucket-key tables: one slot per bucket ------------------------------------------------------
+def test_bucket_slots_keep_rows_in_their_bucket_and_order():
+    acc = make_acc(batch_size=1500)
+    n_buckets = 4
+    handles = {}
+    for i in range(400):
+        h = acc.append_to_bucket((i, f"r{i}"), i % n_buckets, n_buckets)
+        handles.setdefault(i % n_buckets, set()).add(id(h))
+    assert len(acc._hots) >= 2  # several buckets fill at the same time
+    batches = all_batches(acc)
+    for b in batches:
+        r = rows_of(b)
+        assert r == sorted(r) and all(x % n_buckets == b.bucket for x in r)
+        assert b.record_count == len(r) and b.partition_id is None
+    assert sorted(x for b in batches for x in rows_of(b)) == list(range(400))
+    # a handle belongs to one batch of one bucket
+    for bucket, ids in handles.items():
+        assert len(ids) == sum(1 for b in batches if b.bucket == bucket)
+    assert acc.used == sum(b.est_bytes for b in batches)
+
+
+def test_bucket_slots_share_the_budget():
+    limit = 6000
+    acc = make_acc(memory=limit, batch_size=1 << 20, wait_ms=200)
+    n = 0
+    with pytest.raises(FlussError, match="buffer stayed full"):
+        while n < 10_000:
+            acc.append_to_bucket((n, "x" * 30), n % 3, 3)
+            n += 1
+            assert acc.used <= limit + 3 * 200  # at most one row over per hot bucket
+    assert 0 < acc._leased + acc._used <= limit + 3 * 200
+
+
+def test_bucket_slot_is_cooled_before_a_chunk_or_a_general_row_touches_the_batch():
+    acc = make_acc()
+    acc.append_to_bucket((1, "a"), 1, 2)
+    acc.append_to_bucket((2, "b"), 1, 2)
+    slot = acc._bucket_slots[1]
+    assert acc._hots.get(slot) is not None
+    acc.append_row((3, "c"), None, 1, 2)  # same bucket, the general way
+    assert acc._hots.get(slot) is None
+    rb = pa.record_batch([pa.array([4], pa.int64()), pa.array(["d"])], names=["id", "name"])
+    acc.append_to_bucket((5, "e"), 1, 2)
+    acc.append_chunk(rb, rb.nbytes, None, 1, 2)
+    acc.append_to_bucket((6, "f"), 1, 2)
+    (b,) = [b for b in all_batches(acc) if b.bucket == 1]
+    assert rows_of(b) == [1, 2, 3, 5, 4, 6] and b.record_count == 6
+
+
+def test_concurrent_bucket_appenders_and_drainer():
+    acc = make_acc(memory=48 * 1024, batch_size=2048)
+    per_thread, threads, n_buckets = 2000, 3, 5
+    got, errors = [], []
+    stop = threading.Event()
+
+    def appender(k):
+        try:
+            for i in range(per_thread):
+                x = k * per_thread + i
+                acc.append_to_bucket((x, "q" * (x % 13)), x % n_buckets, n_buckets)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    def drainer():
+        while not stop.is_set():
+            by_node, _, _ = acc.drain(time.monotonic() + 1.0, lambda pid, b: 0, 5, 1 << 30)
+            for b in by_node.get(0, []):
+                rows = rows_of(b)
+                if any(x % n_buckets != b.bucket for x in rows):
+                    errors.append(AssertionError(f"row in the wrong bucket in {b}"))
+                got.extend(rows)
+                b.complete(0)
+                acc.completed(b)
+            if acc.used > 48 * 1024 + n_buckets * 200:
+                errors.append(AssertionError(f"budget overrun: {acc.used}"))
+            time.sleep(0.001)
+
+    d = threading.Thread(target=drainer, daemon=True)
+    d.start()
+    ts = [threading.Thread(target=appender, args=(k,), daemon=True) for k in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(60)
+    stop.set()
+    d.join(10)
+    assert not errors
+    for b in acc.take_unsent():
+        got.extend(rows_of(b))
+    assert sorted(got) == list(range(per_thread * threads))
+    assert acc._leased == 0 and not acc._hots

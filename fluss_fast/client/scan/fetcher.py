@@ -19,9 +19,9 @@ How data flows:
 
 Per-bucket errors follow the Rust client: leader/metadata problems (12, 44, 24, 21, 23) drop the
 cached leaders and retry, storage hiccups (10, 11, 26, -1) retry after a short back-off, an offset
-out of range (19) and anything unexpected reach the user as FlussError naming table, bucket and
-offset. A node that keeps failing at the transport level surfaces its error after a few attempts
-instead of making every poll wait forever.
+out of range (19, reported as -2 like pyfluss) and anything unexpected reach the user as FlussError
+naming table, bucket and offset. A node that keeps failing at the transport level surfaces its
+error after a few attempts instead of making every poll wait forever.
 """
 from __future__ import annotations
 
@@ -639,10 +639,11 @@ class LogFetcher:
                     elif code in _RETRY_CODES:
                         st.retry_at = now + _RETRY_BACKOFF_S * 2
                     elif code == LOG_OFFSET_OUT_OF_RANGE:
+                        # pyfluss reports this as a client error (-2), not the server's 19
                         st.retry_at = now + _RETRY_BACKOFF_S * 4
                         error = error or FlussError(
-                            f"The fetch offset {off} is out of range for {spec.where(tb)}"
-                            f"{': ' + msg if msg else ''}", code)
+                            f"The fetching offset {off} is out of range for {spec.where(tb)}"
+                            f"{': ' + msg if msg else ''}", CLIENT_ERROR)
                     else:
                         error = error or FlussError(
                             f"Fetching {spec.where(tb)} at offset {off} failed with error code "

@@ -166,6 +166,12 @@ class ScanRecord:
     __repr__ = __str__
 
 
+def _want_bucket(bucket) -> None:
+    if not isinstance(bucket, TableBucket):
+        what = "'None' is" if bucket is None else f"'{type(bucket).__name__}' object is"
+        raise TypeError(f"argument 'bucket': {what} not an instance of 'TableBucket'")
+
+
 class ScanRecords:
     """Records of one poll, grouped by bucket; flat iteration and per-bucket access."""
 
@@ -195,6 +201,7 @@ class ScanRecords:
         return list(self._chunks)
 
     def records(self, bucket: TableBucket) -> List[ScanRecord]:
+        _want_bucket(bucket)
         return list(self._bucket_records(bucket))
 
     def count(self) -> int:
@@ -242,7 +249,9 @@ class ScanRecords:
         return self._flat(idx)
 
     def __contains__(self, bucket) -> bool:
-        return isinstance(bucket, TableBucket) and bucket in self._chunks
+        # pyfluss: only a TableBucket may be asked about (``0 in records`` is a TypeError)
+        _want_bucket(bucket)
+        return bucket in self._chunks
 
     def __iter__(self) -> Iterator[ScanRecord]:
         for b in list(self._chunks):

@@ -43,26 +43,26 @@ class LogScanner:
         self._spec = spec
         self._kind = kind
         self._fetcher = LogFetcher(self._ctx, spec)
+        self._reader_active = False
 
     # -- subscriptions ---------------------------------------------------------------------------
-    def _check_bucket(self, bucket_id: int) -> None:
-        n = self._spec.num_buckets
-        if not 0 <= bucket_id < n:
-            raise FlussError(f"Bucket id {bucket_id} out of range for table '{self._spec.path}' "
-                             f"with {n} buckets")
+    def _check_no_reader(self) -> None:
+        if self._reader_active:
+            raise FlussError("Cannot modify subscriptions while a RecordBatchLogReader is active. "
+                             "Drop the reader first.")
 
     def _bucket(self, partition_id, bucket_id, offset) -> Tuple[TableBucket, int]:
+        # As in pyfluss, neither the bucket id nor the offset is checked here: a bucket the table
+        # does not have never yields records (a bounded read refuses it), and an offset the log
+        # does not hold fails the poll that fetches it.
         bucket_id = _want_int("bucket_id", bucket_id)
         offset = _want_int("start_offset", offset)
         if partition_id is not None:
             partition_id = _want_int("partition_id", partition_id)
-        self._check_bucket(bucket_id)
-        if offset < -2:
-            raise FlussError(f"Invalid start offset {offset} for bucket {bucket_id} of table "
-                             f"'{self._spec.path}' (use EARLIEST_OFFSET, -1 for latest, or >= 0)")
         return TableBucket._make(self._spec.table_id, partition_id, bucket_id), offset
 
     def subscribe(self, bucket_id: int, start_offset: int) -> None:
+        self._check_no_reader()
         if self._spec.partitioned:
             raise FlussError('The table is a partitioned table, please use "subscribe_partition" '
                              'to subscribe a partitioned bucket instead.')
@@ -70,6 +70,7 @@ class LogScanner:
         self._fetcher.assign({tb: off})
 
     def subscribe_buckets(self, bucket_offsets: Dict[int, int]) -> None:
+        self._check_no_reader()
         if self._spec.partitioned:
             raise FlussError('The table is a partitioned table, please use '
                              '"subscribe_partition_buckets" instead.')
@@ -81,6 +82,7 @@ class LogScanner:
         self._fetcher.assign(dict(self._bucket(None, b, o) for b, o in bucket_offsets.items()))
 
     def subscribe_partition(self, partition_id: int, bucket_id: int, start_offset: int) -> None:
+        self._check_no_reader()
         if not self._spec.partitioned:
             raise FlussError('The table is not a partitioned table, please use "subscribe" to '
                              'subscribe a non-partitioned bucket instead.')
@@ -88,6 +90,7 @@ class LogScanner:
         self._fetcher.assign({tb: off})
 
     def subscribe_partition_buckets(self, partition_bucket_offsets: Dict[Tuple[int, int], int]) -> None:
+        self._check_no_reader()
         if not self._spec.partitioned:
             raise FlussError('The table is not a partitioned table, please use "subscribe_buckets" '
                              'to subscribe to non-partitioned buckets instead.')
@@ -106,6 +109,7 @@ class LogScanner:
         self._fetcher.assign(assigned)
 
     def unsubscribe(self, bucket_id: int) -> None:
+        self._check_no_reader()
         if self._spec.partitioned:
             raise FlussError('The table is a partitioned table, please use "unsubscribe_partition" '
                              'to unsubscribe a partitioned bucket instead.')
@@ -113,6 +117,7 @@ class LogScanner:
         self._fetcher.unassign([TableBucket._make(self._spec.table_id, None, bucket_id)])
 
     def unsubscribe_partition(self, partition_id: int, bucket_id: int) -> None:
+        self._check_no_reader()
         if not self._spec.partitioned:
             raise FlussError("Can't unsubscribe a partition for a non-partitioned table.")
         partition_id = _want_int("partition_id", partition_id)
@@ -161,27 +166,35 @@ class LogScanner:
         return self._table_of([c.arrow() for cs in chunks.values() for c in cs])
 
     def _table_of(self, batches) -> pa.Table:
-        if not batches:
-            return self._spec.empty_table()
+        # no batches gives a table without chunks, as pyfluss's (not one empty chunk)
         return pa.Table.from_batches(batches, schema=self._spec.out_schema)
 
     # -- bounded reads ---------------------------------------------------------------------------
-    async def _start_bounded(self) -> Dict[TableBucket, int]:
+    async def _start_bounded(self) -> Tuple[Dict[TableBucket, int], List[TableBucket]]:
+        """(stop offset per bucket with something to read, every bucket subscribed now)."""
         f = self._fetcher
         subs = f.subscriptions()
         if not subs:
             raise FlussError("No buckets subscribed. Call subscribe() before creating a reader.")
+        n = self._spec.num_buckets
+        for tb in subs:
+            if not 0 <= tb.bucket_id < n:
+                where = (f"partition {tb.partition_id} of " if tb.partition_id is not None else "")
+                raise FlussError(f"Bounded read bucket id {tb.bucket_id} is out of range for a table "
+                                 f"with {n} buckets ({where}table '{self._spec.path}').")
         latest = await f.bounded_stops()
         positions = f.subscriptions()
         stops = {tb: off for tb, off in latest.items()
                  if off > 0 and tb in positions and positions[tb] < off}
         f.set_stops(stops)
-        return stops
+        return stops, list(subs)
 
-    def _end_bounded(self, stops) -> None:
+    def _end_bounded(self, read: List[TableBucket]) -> None:
+        # pyfluss: a bounded read consumes its subscriptions, the empty buckets' too, so reading
+        # again needs a new subscribe() (else "No buckets subscribed").
         f = self._fetcher
-        if stops:
-            f.unassign(list(stops))
+        if read:
+            f.unassign(read)
         f.set_stops(None)
 
     async def _next_bounded(self, stops: Dict[TableBucket, int]):
@@ -202,7 +215,10 @@ class LogScanner:
                 return out
 
     async def _read_bounded(self) -> pa.Table:
-        stops = await self._start_bounded()
+        if self._reader_active:
+            raise FlussError("Another RecordBatchLogReader is already active on this scanner. "
+                             "Drop the existing reader first.")
+        stops, read = await self._start_bounded()
         batches = []
         try:
             while True:
@@ -211,7 +227,7 @@ class LogScanner:
                     break
                 batches.extend(got)
         finally:
-            self._end_bounded(stops)
+            self._end_bounded(read)
         return self._table_of(batches)
 
     @on_runtime
@@ -226,24 +242,22 @@ class LogScanner:
         return table.to_pandas()
 
     def to_arrow_batch_reader(self) -> pa.RecordBatchReader:
-        """A blocking ``pa.RecordBatchReader`` over everything up to the latest offsets now."""
+        """A blocking ``pa.RecordBatchReader`` over everything up to the latest offsets now.
+
+        While it is alive the subscriptions cannot change; once it is exhausted or dropped (even
+        unread) the buckets it covered are unsubscribed, as with pyfluss."""
         self._need(BATCH)
+        if self._reader_active:
+            raise FlussError("Another RecordBatchLogReader is already active on this scanner. "
+                             "Drop the existing reader first.")
         rt = self._runtime
-        stops = rt.call(self._start_bounded())
-        spec = self._spec
-
-        def batches():
-            try:
-                while True:
-                    got = rt.call(self._next_bounded(stops))
-                    if not got:
-                        return
-                    for b in got:
-                        yield b
-            finally:
-                self._end_bounded(stops)
-
-        return pa.RecordBatchReader.from_batches(spec.out_schema, batches())
+        self._reader_active = True
+        try:
+            stops, read = rt.call(self._start_bounded())
+        except BaseException:
+            self._reader_active = False
+            raise
+        return pa.RecordBatchReader.from_batches(self._spec.out_schema, _BoundedBatches(self, stops, read))
 
     # -- iteration ---------------------------------------------------------------------------------
     def __aiter__(self):
@@ -262,3 +276,47 @@ class LogScanner:
 
     def __repr__(self) -> str:
         return f"LogScanner(table={self._spec.path})"
+
+
+class _BoundedBatches:
+    """The batches of one ``to_arrow_batch_reader``. Ends the bounded read when exhausted, closed or
+    collected, whichever comes first (a generator that never started would skip its cleanup)."""
+
+    def __init__(self, scanner: LogScanner, stops, read):
+        self._scanner = scanner
+        self._stops = stops
+        self._read = read
+        self._pending: List[pa.RecordBatch] = []
+        self._done = False
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> pa.RecordBatch:
+        while not self._pending:
+            if self._done:
+                raise StopIteration
+            try:
+                got = self._scanner._runtime.call(self._scanner._next_bounded(self._stops))
+            except BaseException:
+                self.close()
+                raise
+            if not got:
+                self.close()
+                raise StopIteration
+            self._pending.extend(reversed(got))
+        return self._pending.pop()
+
+    def close(self) -> None:
+        if not self._done:
+            self._done = True
+            self._pending.clear()
+            sc = self._scanner
+            sc._end_bounded(self._read)
+            sc._reader_active = False
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass

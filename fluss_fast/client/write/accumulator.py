@@ -7,6 +7,11 @@ slow (finishing row builders, Arrow IPC, compression, CRC) outside it. The memor
 append that does not fit waits on the caller's own thread (never the runtime's) until the sender
 frees space, or fails after ``writer.buffer.wait-timeout-ms``. Nothing is ever dropped.
 
+Rows of tables without partitions or bucket key take a shorter way: they go straight into the
+"hot" batch (the open batch of the sticky bucket) through ``slot`` (``codec.appendslot.HotSlot``,
+compiled), which holds the lock only around one row-builder call; the batch's byte and row counts
+and the budget are brought up to date lazily, under the lock, before anyone else looks at them.
+
 Batch sizing follows the Java client: the target is ``writer.batch-size``, or, with dynamic
 sizing, a per-partition estimate that grows 10% when a batch filled more than 80% of it and
 shrinks 5% when it filled less than half, within ``[writer.dynamic-batch-size-min, batch-size]``.
@@ -95,22 +100,32 @@ class RecordAccumulator:
         self.row_bytes = 64  # guess of one row's Arrow size, reserved before the row is validated
         self._runtime = runtime
         self._sticky = getattr(assigner, "sticky", False)
-        # The "hot" batch: the open batch of the sticky bucket, which rows without partition or
-        # bucket key go to. ``slot.append`` (any thread, under our lock) adds rows to its builder
-        # and books nothing else: the bytes, row count and budget are settled in ``_cool`` (lock
-        # held) before anything reads them or the batch changes hands. ``slot.cap`` is the
-        # builder size up to which a row may still go in without sealing the batch or
-        # overrunning the budget.
+        # "Hot" batches take rows through a HotSlot (codec/appendslot.py, compiled) that holds the
+        # lock only around one row-builder call and books nothing else. ``slot`` serves tables
+        # without partitions or bucket key (its batch is the sticky bucket's open batch);
+        # ``bucket_slot(b)`` serves bucket b of a bucket-key table. A hot batch's byte and row
+        # counts are brought up to date in ``_cool`` (lock held) before anything reads them or
+        # the batch changes hands. Each hot batch holds a lease on the memory budget: its slot
+        # takes rows while the builder has grown less than the lease since the batch turned hot,
+        # so the budget and the batch target are kept without per-row bookkeeping.
         self.slot = HotSlot(self._lock)
-        self._hot: Optional[WriteBatch] = None
-        self._hot_rows = 0
+        self._bucket_slots = {}
+        self._hots = {}  # slot -> its hot batch
+        self._leased = 0  # budget leased to hot batches, beyond what ``_used`` has booked
 
     @property
     def used(self) -> int:
         """Bytes held by batches not yet completed (estimated, as booked against the budget)."""
-        b = self._hot
-        extra = self.slot.size - b.builder_bytes if b is not None else 0
-        return self._used + max(0, extra)
+        with self._lock:
+            return self._used + sum(s.size - b.builder_bytes for s, b in self._hots.items())
+
+    def bucket_slot(self, bucket: int) -> HotSlot:
+        """The fast path for rows of a bucket-key table that hash to ``bucket``."""
+        with self._lock:
+            s = self._bucket_slots.get(bucket)
+            if s is None:
+                s = self._bucket_slots[bucket] = HotSlot(self._lock)
+            return s
 
     # -- caller side --------------------------------------------------------------------------
     def _state(self, partition_id, bucket) -> BucketState:
@@ -120,40 +135,54 @@ class RecordAccumulator:
             st = self._states[key] = BucketState(partition_id, bucket)
         return st
 
-    def _cool(self) -> None:
-        """Book the hot batch's new rows and stop treating it as hot (lock held)."""
-        b = self._hot
-        if b is None:
+    def _cool(self, b: WriteBatch) -> None:
+        """Book the rows ``b`` took while hot and take it out of its slot (lock held)."""
+        slot = b.hot
+        if slot is None:
             return
-        slot = self.slot
         builder = slot.builder
-        self._hot = slot.builder = slot.handle = None
+        slot.builder = slot.handle = None
+        slot.cap = 0
+        b.hot = None
+        del self._hots[slot]
+        self._leased -= b.lease
         size = slot.size
         delta = size - b.builder_bytes
         b.builder_bytes = size
         b.est_bytes += delta
         self._used += delta
-        n = len(builder)
-        b.record_count += n - self._hot_rows
+        b.record_count += len(builder) - b.hot_rows
 
-    def _heat(self, b: WriteBatch) -> None:
-        """Make ``b`` (open, with a row builder, of the sticky bucket) the hot batch."""
+    def _cool_all(self) -> None:
+        if self._hots:
+            for b in list(self._hots.values()):
+                self._cool(b)
+
+    def _heat(self, slot: HotSlot, b: WriteBatch, share: int) -> None:
+        """Let ``slot`` feed ``b`` (open, with a row builder) for up to ``share`` budget bytes."""
+        old = self._hots.get(slot)
+        if old is not None:
+            self._cool(old)
+        # the general path lets a row in while used + row_bytes <= limit, and seals a batch once
+        # est_bytes reaches its target; the lease keeps both, in builder-size units
+        lease = self.limit - self._used - self._leased - self.row_bytes + 1
+        lease = min(lease, b.target - b.est_bytes, share)
+        if lease <= 0:
+            return
         builder = b.builder
-        slot = self.slot
-        self._hot = b
-        self._hot_rows = len(builder)
+        b.hot = slot
+        b.hot_rows = len(builder)
+        b.lease = lease
+        self._hots[slot] = b
+        self._leased += lease
         slot.size = b.builder_bytes
-        # in builder-size units: seal once est_bytes would reach the target, and keep
-        # used + row_bytes <= limit before every row, as the general path does
-        by_target = b.target - b.est_bytes + b.builder_bytes
-        by_budget = self.limit - self._used - self.row_bytes + b.builder_bytes + 1
-        slot.cap = by_target if by_target < by_budget else by_budget
+        slot.cap = b.builder_bytes + lease
         slot.handle = b.handle
         slot.builder = builder
 
     def _reserve(self, nbytes: int) -> None:
         """Wait (lock held, released while waiting) until ``nbytes`` fit in the budget."""
-        self._cool()
+        self._cool_all()
         if self._used + nbytes <= self.limit or self._used == 0:
             self._used += nbytes
             return
@@ -167,7 +196,7 @@ class RecordAccumulator:
         try:
             while True:
                 # another thread may have made a batch hot while the lock was released
-                self._cool()
+                self._cool_all()
                 if self._used + nbytes <= self.limit or self._used <= 0:
                     break
                 if self.closing:
@@ -200,8 +229,7 @@ class RecordAccumulator:
 
     def _seal(self, st: BucketState, full: bool, num_buckets: int) -> None:
         b = st.open
-        if b is self._hot:
-            self._cool()
+        self._cool(b)
         st.open = None
         st.queue.append(b)
         self._observe(b)
@@ -209,42 +237,61 @@ class RecordAccumulator:
             self.assigner.on_batch_full(st.partition_id, st.bucket, num_buckets)
             self._wake()
 
+    def _retry_slot(self, slot: HotSlot, row):
+        """``slot.append`` under the lock (held): another thread may have refilled the slot
+        after the caller's attempt came back empty. None when it still has no room."""
+        if slot.builder is not None and slot.size < slot.cap:
+            slot.size = slot.builder.append(row)
+            return slot.handle
+        return None
+
     def append_plain(self, row, num_buckets: int):
         """Add one row of a table without partitions or bucket key; returns its batch's handle.
 
-        The common case is ``slot.append``: one lock and one builder call (which validates the
-        row and changes nothing when it rejects it); everything else goes the general way.
+        The common case is ``slot.append``; everything else goes the general way and then
+        points the slot at the batch the row went to.
         """
         h = self.slot.append(row)
         if h is not None:
             return h
         with self._lock:
-            slot = self.slot
-            if slot.builder is not None and slot.size < slot.cap:
-                # another thread refilled the slot after ours came back empty
-                slot.size = slot.builder.append(row)
-                return slot.handle
-            self._cool()
+            h = self._retry_slot(self.slot, row)
+            if h is not None:
+                return h
             b = self._append_locked(row, None, None, num_buckets)
             if self._sticky and b.state.open is b and b.builder is not None:
-                self._heat(b)
+                self._heat(self.slot, b, self.limit)
+            return b.handle
+
+    def append_to_bucket(self, row, bucket: int, num_buckets: int):
+        """Add one row of a bucket-key table (no partitions) to ``bucket``; returns its handle."""
+        slot = self._bucket_slots.get(bucket) or self.bucket_slot(bucket)
+        h = slot.append(row)
+        if h is not None:
+            return h
+        with self._lock:
+            h = self._retry_slot(slot, row)
+            if h is not None:
+                return h
+            b = self._append_locked(row, None, bucket, num_buckets)
+            if b.state.open is b and b.builder is not None:
+                # every bucket may be filling at once: none may lease more than its share
+                self._heat(slot, b, self.limit // (num_buckets + 1))
             return b.handle
 
     def append_row(self, row, partition_id, bucket: Optional[int], num_buckets: int):
         """Add one row; returns the handle of the batch it went into."""
         with self._lock:
-            self._cool()
             return self._append_locked(row, partition_id, bucket, num_buckets).handle
 
     def _append_locked(self, row, partition_id, bucket: Optional[int], num_buckets: int) -> WriteBatch:
         if self.closing:
             raise FlussError(f"table '{self.table_name}': the writer was closed")
         est = self.row_bytes
-        used = self._used + est
-        if used > self.limit and self._used:
-            self._reserve(est)
+        if self._used + self._leased + est > self.limit and (self._used or self._leased):
+            self._reserve(est)  # books est
         else:
-            self._used = used
+            self._used += est
         b = None
         try:
             chosen = bucket is None
@@ -252,13 +299,17 @@ class RecordAccumulator:
                 bucket = self.assigner.bucket(partition_id, num_buckets)
             st = self._states.get((partition_id, bucket)) or self._state(partition_id, bucket)
             b = st.open
-            if b is not None and b.est_bytes >= b.target:
-                # filled by rows of the hot path, which leaves sealing to the next row
-                self._seal(st, True, num_buckets)
-                if chosen:  # the assigner has moved on from the full bucket
-                    bucket = self.assigner.bucket(partition_id, num_buckets)
-                    st = self._states.get((partition_id, bucket)) or self._state(partition_id, bucket)
-                b = st.open
+            if b is not None:
+                self._cool(b)  # its builder is about to change outside its slot
+                if b.est_bytes >= b.target:
+                    # filled through its slot, which leaves sealing to the next row
+                    self._seal(st, True, num_buckets)
+                    if chosen:  # the assigner has moved on from the full bucket
+                        bucket = self.assigner.bucket(partition_id, num_buckets)
+                        st = self._states.get((partition_id, bucket)) or self._state(partition_id, bucket)
+                    b = st.open
+                    if b is not None:
+                        self._cool(b)
             if b is None:
                 b = self._open_batch(st)
             builder = b.builder
@@ -288,7 +339,7 @@ class RecordAccumulator:
         with self._lock:
             if self.closing:
                 raise FlussError(f"table '{self.table_name}': the writer was closed")
-            self._reserve(nbytes)  # also cools the hot batch: the chunk may go behind its rows
+            self._reserve(nbytes)  # also cools every hot batch: the chunk may go behind its rows
             if bucket is None:
                 bucket = self.assigner.bucket(partition_id, num_buckets)
             st = self._states.get((partition_id, bucket)) or self._state(partition_id, bucket)
@@ -327,7 +378,6 @@ class RecordAccumulator:
         next_wake = None
         no_leader = set()
         with self._lock:
-            self._cool()
             force = self.flushing > 0 or self.closing or self._waiters > 0
             for key, st in list(self._active.items()):
                 if st.inflight >= max_inflight or (st.gate and st.inflight > 0):
@@ -345,6 +395,7 @@ class RecordAccumulator:
                     if not force and now < due:
                         next_wake = due if next_wake is None else min(next_wake, due)
                         continue
+                    self._cool(b)  # about to be sized and maybe taken: book its rows
                 else:
                     del self._active[key]
                     continue
@@ -422,7 +473,7 @@ class RecordAccumulator:
         """Remove and return every batch that has not gone out (for failing them on close)."""
         out = []
         with self._lock:
-            self._cool()
+            self._cool_all()
             for st in self._active.values():
                 out.extend(st.queue)
                 st.queue.clear()
@@ -444,5 +495,5 @@ class RecordAccumulator:
     def set_closing(self) -> None:
         with self._lock:
             self.closing = True
-            self._cool()
+            self._cool_all()
             self._space.notify_all()

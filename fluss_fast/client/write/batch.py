@@ -51,8 +51,8 @@ class WriteBatch:
     __slots__ = (
         "kind", "partition_id", "bucket", "chunks", "builder", "record_count", "est_bytes",
         "created", "writer_id", "sequence", "attempts", "first_attempt", "future", "payload",
-        "records", "records_key", "ambiguous", "requeued", "state", "builder_bytes", "target", "handle",
-        "__weakref__",
+        "header", "header_key", "ambiguous", "requeued", "state", "builder_bytes", "target", "handle",
+        "hot", "hot_rows", "lease", "__weakref__",
     )
 
     def __init__(self, kind: str, state, partition_id: Optional[int], bucket: int):
@@ -73,9 +73,14 @@ class WriteBatch:
         self.first_attempt = 0.0
         self.future = concurrent.futures.Future()
         self.handle = None  # the WriteResultHandle every row of this batch returns
+        # while the accumulator feeds it through a HotSlot: the slot, the builder's row count
+        # when it turned hot, and the budget bytes it may take that way
+        self.hot = None
+        self.hot_rows = 0
+        self.lease = 0
         self.payload = None  # encoded records without the batch header
-        self.records = None  # the header for (writer_id, sequence) == records_key
-        self.records_key = None
+        self.header = None  # the batch header for (writer_id, sequence) == header_key
+        self.header_key = None
         # set when a send failed in a way that leaves open whether the server appended it
         self.ambiguous = False
         self.requeued = False
@@ -84,12 +89,12 @@ class WriteBatch:
         """The batch header for the current (writer id, sequence); ``header + payload`` is the
         batch as ``build_batch`` would make it. Cached: retries reuse it unless resequenced."""
         key = (self.writer_id, self.sequence)
-        if self.records is None or self.records_key != key:
-            self.records = log_batch_header(self.payload, schema_id=schema_id,
-                                            record_count=self.record_count,
-                                            writer_id=self.writer_id, batch_sequence=self.sequence)
-            self.records_key = key
-        return self.records
+        if self.header is None or self.header_key != key:
+            self.header = log_batch_header(self.payload, schema_id=schema_id,
+                                           record_count=self.record_count,
+                                           writer_id=self.writer_id, batch_sequence=self.sequence)
+            self.header_key = key
+        return self.header
 
     @property
     def done(self) -> bool:
@@ -99,13 +104,13 @@ class WriteBatch:
         if not self.future.done():
             self.future.set_result(base_offset)
         self.chunks = None
-        self.payload = self.records = None
+        self.payload = self.header = None
 
     def fail(self, error: BaseException) -> None:
         if not self.future.done():
             self.future.set_exception(error)
         self.chunks = None
-        self.payload = self.records = None
+        self.payload = self.header = None
 
     def __repr__(self) -> str:
         return (f"WriteBatch(partition={self.partition_id}, bucket={self.bucket}, "

@@ -4,8 +4,11 @@ Each round it drains the accumulator (at most one batch per bucket, at most
 ``writer.request-max-size`` estimated bytes per leader), groups the batches by leader into one
 ProduceLog per node, and sends every request as its own task, so requests to different nodes and
 successive requests to one node are pipelined (up to ``writer.max-inflight-requests-per-bucket``
-per bucket). Finishing row builders, Arrow IPC, compression and CRC happen in ``encode`` (a worker
-thread by default; pyarrow releases the GIL there, so the caller's appends keep running).
+per bucket). Finishing row builders, Arrow IPC, compression and CRC happen in ``encode`` (on the
+loop by default; pyarrow and zstandard release the GIL there, so the caller's appends keep
+running). The request is framed by hand around the encoded batches (``encode_produce_log_request``)
+and handed to the connection as a list of chunks, so a batch's bytes are never copied on their
+way to the socket.
 
 Errors: retriable codes are retried with exponential backoff while ``writer.retries`` and the
 delivery window (``request-timeout``) allow; the invalid-metadata codes (1 network, 12 not

@@ -132,6 +132,7 @@ class AppendWriter:
         desc = meta.descriptor
         schema = meta.schema
         self._schema = schema
+        self._ncols = len(schema.columns)
         self._arrow_schema = schema.to_arrow()
         self._num_buckets = meta.num_buckets
         acks = parse_acks(cfg.writer_acks)
@@ -176,6 +177,8 @@ class AppendWriter:
             self._key_encoder = None
         # no partition and no bucket key: append() can skip straight to the accumulator
         self._plain = not self._part_pos and self._key_encoder is None
+        # bucket key but no partitions: rows go to per-bucket fast paths once their key is hashed
+        self._keyed = not self._part_pos and self._key_encoder is not None
         self._closed = False
         self._err_lock = threading.Lock()
         self._first_error: Optional[FlussError] = None
@@ -275,6 +278,24 @@ class AppendWriter:
             if h is not None:
                 return h
             return self._acc.append_plain(row, self._num_buckets)
+        if self._keyed:
+            if self._closed or self._ctx._closed:
+                self._check_open()
+            enc = self._key_encoder
+            kind = type(row)
+            if kind is dict:
+                values = [row.get(n) for n in enc.names]
+            elif (kind is tuple or kind is list) and len(row) == self._ncols:
+                values = [row[i] for i in enc.positions]
+            else:
+                values = None  # the general path below reports what is wrong
+            if values is not None:
+                try:
+                    bucket = bucket_of_key(enc.encode(values), self._num_buckets)
+                except (TypeError, ValueError, OverflowError):
+                    bucket = None
+                if bucket is not None:
+                    return self._acc.append_to_bucket(row, bucket, self._num_buckets)
         self._check_open()
         pid = None
         bucket = None
@@ -295,6 +316,8 @@ class AppendWriter:
             # malformed row: the builder raises the precise error
             RowBatchBuilder(self._schema, self._table_name).append(row)
             raise FlussError(f"table '{self._table_name}': cannot place row {row!r}")
+        if pid is None:
+            return self._acc.append_to_bucket(row, bucket, self._num_buckets)
         return self._acc.append_row(row, pid, bucket, self._num_buckets)
 
     # -- Arrow ----------------------------------------------------------------------------------
