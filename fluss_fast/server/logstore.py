@@ -459,8 +459,7 @@ class BucketLog:
         st = self.writers.get(info.writer_id)
         if st is not None:
             dup = st.find(info.first_sequence)
-            log.warning("DEBUG check writer %s seq %s state %s", info.writer_id, info.first_sequence, list(st.batches))
-            if dup is not None and False:
+            if dup is not None:
                 return AppendResult(dup[1], dup[2], dup[3], True)
         last = st.last_sequence if st is not None else -1
         if info.batch_count > 1:

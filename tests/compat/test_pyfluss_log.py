@@ -450,5 +450,16 @@ async def test_resent_batch_after_lost_response_is_stored_once(fluss_server, adm
         table = await call(conn.get_table(tp))
         got = await scan_records(table, earliest(1), 15)
         assert [r["id"] for *_, r in got] == list(range(15))
+        # the resend was acknowledged as the success it was: the writer kept its id and went on
+        # with the next sequence (an error answer makes pyfluss start over with a new writer id)
+        from fluss_fast.codec import logbatch
+
+        seg = glob.glob(os.path.join(fluss_server.data_dir, "log", db,
+                                     f"lossy-{table.get_table_info().table_id}", "log-0", "*.log"))
+        with open(sorted(seg)[0], "rb") as f:
+            stored = f.read()
+        heads = [(h.writer_id, h.batch_sequence, h.base_offset) for h in logbatch.iter_batches(stored)]
+        assert len(heads) == 2 and heads[0][0] == heads[1][0] >= 0
+        assert [(s, o) for _, s, o in heads] == [(0, 0), (1, 10)]
     finally:
         proxy.close()

@@ -7,10 +7,11 @@ slow (finishing row builders, Arrow IPC, compression, CRC) outside it. The memor
 append that does not fit waits on the caller's own thread (never the runtime's) until the sender
 frees space, or fails after ``writer.buffer.wait-timeout-ms``. Nothing is ever dropped.
 
-Rows of tables without partitions or bucket key take a shorter way: they go straight into the
-"hot" batch (the open batch of the sticky bucket) through ``slot`` (``codec.appendslot.HotSlot``,
-compiled), which holds the lock only around one row-builder call; the batch's byte and row counts
-and the budget are brought up to date lazily, under the lock, before anyone else looks at them.
+Rows of tables without partitions take a shorter way: they go straight into a "hot" batch (the
+sticky bucket's open batch, or for a bucket-key table the open batch of the row's bucket) through
+a ``codec.appendslot.HotSlot`` (compiled), which holds the lock only around one row-builder call;
+the batch's byte and row counts are brought up to date lazily, under the lock, before anyone else
+looks at them, and a lease on the budget bounds how much a slot may add meanwhile.
 
 Batch sizing follows the Java client: the target is ``writer.batch-size``, or, with dynamic
 sizing, a per-partition estimate that grows 10% when a batch filled more than 80% of it and
@@ -23,8 +24,8 @@ import threading
 import time
 from typing import Callable, Optional
 
-from ...errors import FlussError
 from ...codec.appendslot import HotSlot
+from ...errors import FlussError
 from .batch import KIND_LOG, WriteBatch, WriteResultHandle
 
 _GROW_ABOVE = 0.8
