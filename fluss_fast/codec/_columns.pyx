@@ -8,24 +8,38 @@ datetimes, wrong types) goes through the pure converter of ``columns.py``, so ac
 error messages are the pure module's. Decimal and nested columns keep converted values in a list
 and use pyarrow's converter.
 """
-from cpython.ref cimport PyObject
-from cpython.dict cimport PyDict_GetItem
+cimport cython
+from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF, Py_XDECREF
+from cpython.dict cimport PyDict_GetItem, PyDict_Next
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.datetime cimport (
     import_datetime, PyDateTime_CheckExact, PyDate_CheckExact, PyTime_CheckExact,
     datetime_tzinfo, time_tzinfo,
 )
-from libc.stdlib cimport realloc, free
+from libc.stdlib cimport calloc, realloc, free
 from libc.string cimport memcpy, memset
-from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint64_t
 
 import pyarrow as pa
 from decimal import Decimal
 
+from datetime import timezone as _timezone
+
 from fluss_fast import datatypes as T
 from fluss_fast.errors import FlussError
 
+try:
+    from zoneinfo import ZoneInfo as _ZoneInfo
+except ImportError:  # pragma: no cover - stdlib since 3.9
+    _ZoneInfo = None
+
 import_datetime()
+
+cdef object _MISSING = object()
+# columns.BadValue, bound by the first builder: columns.py imports this module at its end
+BadValue = None
+# distinct tzinfo objects remembered per column; a stream of throwaway tzinfos must not grow it
+cdef Py_ssize_t _TZ_CACHE_MAX = 64
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object o, Py_ssize_t* size) except NULL
@@ -50,6 +64,9 @@ cdef extern from "Python.h":
     int PyDateTime_TIME_GET_MINUTE(object o)
     int PyDateTime_TIME_GET_SECOND(object o)
     int PyDateTime_TIME_GET_MICROSECOND(object o)
+    int PyDateTime_DELTA_GET_DAYS(object o)
+    int PyDateTime_DELTA_GET_SECONDS(object o)
+    int PyDateTime_DELTA_GET_MICROSECONDS(object o)
     Py_ssize_t PyDict_Size(object o)
     PyObject* PyList_GET_ITEM(object o, Py_ssize_t i)
     PyObject* PyTuple_GET_ITEM(object o, Py_ssize_t i)
@@ -58,6 +75,29 @@ cdef extern from "Python.h":
 
 cdef extern from *:
     ctypedef long long int128 "__int128"
+    ctypedef unsigned long long uint128 "unsigned __int128"
+
+# CPython's C ``decimal.Decimal`` (libmpdec, 64-bit build): the coefficient is ``len`` little-endian
+# limbs of base 10**19, the value (-1)**(flags & 1) * coefficient * 10**exp. Reading it directly
+# saves the str() round trip; ``_mpd_layout_ok`` checks the layout against ``as_tuple()`` at import
+# and the str() parser stays in use when it does not match (pure-Python decimal, other builds).
+cdef struct MpdT:
+    uint8_t flags
+    Py_ssize_t exp
+    Py_ssize_t digits
+    Py_ssize_t len
+    Py_ssize_t alloc
+    uint64_t* data
+
+cdef struct DecObject:
+    Py_ssize_t ob_refcnt
+    void* ob_type
+    Py_ssize_t hash
+    MpdT dec
+
+cdef enum:
+    MPD_NEG = 1
+    MPD_SPECIAL = 14  # inf, nan, snan
 
 cdef enum Kind:
     K_BOOL
@@ -117,12 +157,102 @@ cdef inline int64_t days_from_civil(int64_t y, int64_t m, int64_t d):
     doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
     return era * 146097 + doe - 719468
 
+cdef inline int64_t delta_micros(object d):
+    return ((<int64_t>PyDateTime_DELTA_GET_DAYS(d) * 86400 + PyDateTime_DELTA_GET_SECONDS(d)) * 1000000
+            + PyDateTime_DELTA_GET_MICROSECONDS(d))
+
+
+cdef object fixed_utcoffset(object v, object tz):
+    """The offset of a zone that has one offset for every instant, else None.
+
+    Only called for ``timezone`` and ``ZoneInfo``, whose ``utcoffset(None)`` is the offset exactly
+    when it does not depend on the datetime; a ZoneInfo is cross-checked against ``v`` once as well.
+    """
+    try:
+        off = tz.utcoffset(None)
+        if off is not None and type(tz) is not _timezone and v.utcoffset() != off:
+            return None
+    except Exception:  # noqa: BLE001 - the per-value path then reports whatever it raises
+        return None
+    return off
+
+
 cdef inline int64_t floor_div(int64_t a, int64_t b):
     # cdivision is on: / and % truncate toward zero as in C
     cdef int64_t q = a // b
     if (a % b != 0) and ((a < 0) != (b < 0)):
         q -= 1
     return q
+
+
+cdef uint128 POW10[39]
+cdef int _i
+POW10[0] = 1
+for _i in range(1, 39):
+    POW10[_i] = POW10[_i - 1] * 10
+
+
+cdef int mpd_unscaled(object v, int precision, int scale, int128* out):
+    """Exact C ``Decimal`` -> unscaled value at ``scale``, rounded HALF_UP; 0 on success.
+
+    Returns 1 for anything it does not settle alone (specials, more than 38 coefficient digits,
+    too many digits for ``precision``), which then goes the slow way.
+    """
+    cdef MpdT* m = &(<DecObject*><PyObject*>v).dec
+    cdef uint128 coef, q, r
+    cdef Py_ssize_t k
+    if m.flags & MPD_SPECIAL or m.digits > 38 or m.len > 2 or m.len < 1:
+        return 1
+    coef = m.data[0]
+    if m.len == 2:
+        coef += <uint128>m.data[1] * <uint128>10000000000000000000ULL
+    k = m.exp + scale
+    if k >= 0:
+        if coef != 0:
+            if k > precision or coef >= POW10[precision - k]:
+                return 1
+            coef *= POW10[k]
+    elif k < -38:
+        coef = 0  # below 10**38 / 10**39 < 0.5: rounds to zero
+    else:
+        q = coef // POW10[-k]
+        r = coef - q * POW10[-k]
+        if r >= POW10[-k] // 2:
+            q += 1
+        coef = q
+        if coef >= POW10[precision]:
+            return 1
+    out[0] = -<int128>coef if m.flags & MPD_NEG else <int128>coef
+    return 0
+
+
+def _mpd_layout_ok():
+    """Whether ``mpd_unscaled`` reads this interpreter's Decimal objects correctly."""
+    import decimal
+    D = decimal.Decimal
+    ctx = decimal.Context(prec=100, rounding=decimal.ROUND_HALF_UP)
+    cdef int128 got
+    if not hasattr(decimal, "__libmpdec_version__") or D.__basicsize__ < sizeof(DecObject):
+        return False
+    samples = [("0", 38, 0), ("-0.00", 10, 2), ("123.45", 10, 2), ("-123.45", 10, 2),
+               ("9999999999999999999", 19, 0), ("10000000000000000000", 20, 0),
+               ("-12345678901234567890123456789012345678", 38, 0), ("1.5E-3", 10, 3),
+               ("4.2E+5", 10, 0), ("0.125", 5, 2), ("-0.125", 5, 2)]
+    try:
+        for text, p, sc in samples:
+            d = D(text)
+            if mpd_unscaled(d, p, sc, &got) != 0:
+                return False
+            want = int(ctx.quantize(d, D(1).scaleb(-sc)).scaleb(sc, ctx))
+            if (<int64_t>(got >> 64), <uint64_t>got) != (want >> 64, want & 0xFFFFFFFFFFFFFFFF):
+                return False
+        return (mpd_unscaled(D("NaN"), 38, 0, &got) == 1
+                and mpd_unscaled(D("1E+40"), 38, 0, &got) == 1)
+    except Exception:  # noqa: BLE001 - any surprise means: keep the portable parser
+        return False
+
+
+cdef bint MPD_OK = _mpd_layout_ok()
 
 
 cdef int parse_decimal(object text, int precision, int scale, int128* out):
@@ -216,6 +346,7 @@ cdef int parse_decimal(object text, int precision, int scale, int128* out):
     return 0
 
 
+@cython.final
 cdef class _Col:
     cdef int kind
     cdef int width
@@ -230,6 +361,10 @@ cdef class _Col:
     cdef object size_of
     cdef int scale
     cdef object dec_type
+    cdef bint ltz
+    cdef object last_tz  # the last fixed-offset tzinfo seen, and its offset in micros
+    cdef int64_t last_off
+    cdef dict tz_offsets  # tzinfo -> fixed offset (timedelta) or None when it varies
 
     def __dealloc__(self):
         buf_free(&self.data)
@@ -322,6 +457,38 @@ cdef class _Col:
         self.data.n += self.width
         return 0
 
+    cdef int utc_shift(self, object v, object tz, int64_t* us) except -1:
+        """Turns the wall-clock micros ``us`` of aware datetime ``v`` into UTC micros.
+
+        Fixed-offset zones (``timezone``, ZoneInfo('UTC') and the like) are asked once per tzinfo
+        object; other zones once per value, as the pure converter does. Returns 1 when
+        ``v.utcoffset()`` raised, so that the pure converter raises its own error.
+        """
+        cdef object off
+        if tz is self.last_tz:
+            us[0] -= self.last_off
+            return 0
+        t = type(tz)
+        if t is _timezone or t is _ZoneInfo:
+            off = self.tz_offsets.get(tz, _MISSING)
+            if off is _MISSING:
+                off = fixed_utcoffset(v, tz)
+                if len(self.tz_offsets) >= _TZ_CACHE_MAX:
+                    self.tz_offsets.clear()
+                self.tz_offsets[tz] = off
+            if off is not None:
+                self.last_tz = tz
+                self.last_off = delta_micros(off)
+                us[0] -= self.last_off
+                return 0
+        try:
+            off = v.utcoffset()
+        except Exception:  # noqa: BLE001 - the pure converter raises it again, with its wording
+            return 1
+        if off is not None:  # None: the pure twin treats the value as naive
+            us[0] -= delta_micros(off)
+        return 0
+
     cdef Py_ssize_t put(self, object v) except -1:
         """Appends non-None ``v``; returns the variable-length bytes it added."""
         cdef int k = self.kind
@@ -367,13 +534,16 @@ cdef class _Col:
                 (<float*>(self.data.p + self.data.n))[0] = f
             self.data.n += self.width
         elif k == K_TS:
-            if PyDateTime_CheckExact(v) and datetime_tzinfo(v) is None:
+            if PyDateTime_CheckExact(v):
                 us = ((days_from_civil(PyDateTime_GET_YEAR(v), PyDateTime_GET_MONTH(v),
                                        PyDateTime_GET_DAY(v)) * 86400
                        + PyDateTime_DATE_GET_HOUR(v) * 3600 + PyDateTime_DATE_GET_MINUTE(v) * 60
                        + PyDateTime_DATE_GET_SECOND(v)) * 1000000
                       + PyDateTime_DATE_GET_MICROSECOND(v))
-                if self.precision == 0:
+                if datetime_tzinfo(v) is not None and (
+                        not self.ltz or self.utc_shift(v, datetime_tzinfo(v), &us) != 0):
+                    self.put_i64(self.conv(v))
+                elif self.precision == 0:
                     self.put_i64(floor_div(us, 1000) // 1000)  # Java: millis / 1000, truncated
                 elif self.precision <= 3:
                     self.put_i64(floor_div(us, 1000))
@@ -426,8 +596,9 @@ cdef class _Col:
             else:
                 self.put_i64(self.conv(v))
         elif k == K_DEC:
-            if type(v) is not self.dec_type or parse_decimal(str(v), self.precision, self.scale,
-                                                            &big) != 0:
+            if type(v) is not self.dec_type or (
+                    mpd_unscaled(v, self.precision, self.scale, &big) != 0 if MPD_OK
+                    else parse_decimal(str(v), self.precision, self.scale, &big) != 0):
                 c = self.conv(v)  # raises, or gives the rounded Decimal
                 if parse_decimal(str(c), self.precision, self.scale, &big) != 0:
                     raise AssertionError(f"decimal {c!r} rejected after conversion")
@@ -526,6 +697,8 @@ cdef _Col make_col(dt, arrow_type, conv, size_of, int_ranges):
         c.kind, c.width = K_TIME, (4 if c.precision <= 3 else 8)
     elif r in (T.TIMESTAMP, T.TIMESTAMP_LTZ):
         c.kind, c.width = K_TS, 8
+        c.ltz = r == T.TIMESTAMP_LTZ
+        c.tz_offsets = {}
     elif r == T.DECIMAL:
         c.kind, c.width = K_DEC, 16
         c.scale = dt.scale
@@ -552,11 +725,32 @@ cdef class RowBatchBuilder:
     cdef Py_ssize_t _rows
     cdef Py_ssize_t _var_size
     cdef Py_ssize_t _row_width
-    cdef list _scratch
+    # per column, the key object dict rows last used for it: callers reuse one str object per
+    # column (literals, pyarrow's to_pylist), so matching a row's keys is a pointer compare
+    cdef list _keys
+    cdef PyObject** _colp  # borrowed from _cols
+    cdef PyObject** _vals  # the row being appended, owned references; all NULL between calls
     cdef object _describe
 
+    def __cinit__(self):
+        self._colp = NULL
+        self._vals = NULL
+
+    def __dealloc__(self):
+        cdef Py_ssize_t i
+        if self._vals != NULL:
+            for i in range(self._ncols):
+                Py_XDECREF(self._vals[i])
+            free(self._vals)
+        free(self._colp)
+
     def __init__(self, schema, str table_name):
+        global BadValue
         from fluss_fast.codec import columns as pure
+        cdef Py_ssize_t i
+        BadValue = pure.BadValue
+        if self._vals != NULL:
+            raise TypeError("RowBatchBuilder is already initialised")
         self.schema = schema
         self.table_name = table_name
         self.arrow_schema = schema.to_arrow()
@@ -569,7 +763,13 @@ cdef class RowBatchBuilder:
                                pure.INT_RANGES)
                       for c, f in zip(schema.columns, self.arrow_schema)]
         self._row_width = sum(pure.fixed_width_of(t) for t in self._types) + (self._ncols + 7) // 8
-        self._scratch = [None] * self._ncols
+        self._keys = list(self._names)
+        self._colp = <PyObject**>calloc(self._ncols + 1, sizeof(PyObject*))
+        self._vals = <PyObject**>calloc(self._ncols + 1, sizeof(PyObject*))
+        if self._colp == NULL or self._vals == NULL:
+            raise MemoryError()
+        for i in range(self._ncols):
+            self._colp[i] = <PyObject*>self._cols[i]
         self._rows = 0
         self._var_size = 0
 
@@ -591,8 +791,17 @@ cdef class RowBatchBuilder:
     cdef int _rollback(self, Py_ssize_t upto) except -1:
         cdef Py_ssize_t j
         for j in range(upto):
-            (<_Col>self._cols[j]).pop()
+            (<_Col>self._colp[j]).pop()
         return 0
+
+    cdef inline void _release(self):
+        cdef Py_ssize_t i
+        cdef PyObject* p
+        for i in range(self._ncols):
+            p = self._vals[i]
+            if p != NULL:
+                self._vals[i] = NULL
+                Py_DECREF(<object>p)
 
     cdef int _unknown_key(self, dict row, Py_ssize_t row_index) except -1:
         for k in row:
@@ -604,63 +813,99 @@ cdef class RowBatchBuilder:
                                                  f"{', '.join(self._names)}")
         return 0
 
+    cdef bint _gather_ordered(self, object row):
+        """Takes a dict row whose keys are exactly the columns in schema order (the usual shape)."""
+        cdef Py_ssize_t i, n = self._ncols, pos = 0
+        cdef PyObject* k
+        cdef PyObject* p
+        cdef PyObject** vals = self._vals
+        for i in range(n):
+            if not PyDict_Next(row, &pos, &k, &p):
+                return False
+            if k != PyList_GET_ITEM(self._keys, i):
+                if not PyUnicode_CheckExact(<object>k) or <str>k != <str>self._names[i]:
+                    return False
+                self._keys[i] = <object>k
+            Py_INCREF(<object>p)
+            vals[i] = p
+        return True
+
+    cdef int _gather(self, object row, Py_ssize_t row_index) except -1:
+        """Fills ``_vals`` (NULL = missing key) or raises the row-shape error the pure twin does."""
+        cdef Py_ssize_t i, n = self._ncols, found = 0
+        cdef PyObject* p
+        cdef PyObject** vals = self._vals
+        if PyDict_Check(row):
+            if PyDict_Size(row) == n:
+                if self._gather_ordered(row):
+                    return 0
+                self._release()
+            for i in range(n):
+                p = PyDict_GetItem(row, self._names[i])
+                if p == NULL:
+                    if not (<_Col>self._colp[i]).nullable:
+                        self._release()
+                        raise self._fail(i, row_index, "missing value for NOT NULL column")
+                else:
+                    Py_INCREF(<object>p)
+                    vals[i] = p
+                    found += 1
+            if found != PyDict_Size(row):
+                self._release()
+                self._unknown_key(row, row_index)
+            return 0
+        if PyTuple_Check(row):
+            if PyTuple_GET_SIZE(row) == n:
+                for i in range(n):
+                    p = PyTuple_GET_ITEM(row, i)
+                    Py_INCREF(<object>p)
+                    vals[i] = p
+                return 0
+        elif PyList_Check(row):
+            if PyList_GET_SIZE(row) == n:
+                for i in range(n):
+                    p = PyList_GET_ITEM(row, i)
+                    Py_INCREF(<object>p)
+                    vals[i] = p
+                return 0
+        else:
+            raise self._row_error(row_index, f"a row must be a dict, list or tuple, "
+                                             f"got {self._describe(row)}")
+        raise self._row_error(row_index, f"expected {n} values "
+                                         f"({', '.join(self._names)}), got {len(row)}")
+
     def append(self, row, Py_ssize_t row_index=-1):
         """Validates and adds one row; returns the estimated batch size so far.
 
         ``row_index`` (default: the row's position in this batch) is what errors report.
         """
-        cdef Py_ssize_t i, n = self._ncols, found = 0, added = 0
+        cdef Py_ssize_t i = 0, n = self._ncols, added = 0
         cdef PyObject* p
         cdef _Col col
-        cdef list vals = self._scratch
-        cdef object v
         if row_index < 0:
             row_index = self._rows
-        if PyDict_Check(row):
-            for i in range(n):
-                p = PyDict_GetItem(row, self._names[i])
-                if p == NULL:
-                    if not (<_Col>self._cols[i]).nullable:
-                        raise self._fail(i, row_index, "missing value for NOT NULL column")
-                    vals[i] = None
-                else:
-                    vals[i] = <object>p
-                    found += 1
-            if found != PyDict_Size(row):
-                self._unknown_key(row, row_index)
-            seq = vals
-        elif PyTuple_Check(row) or PyList_Check(row):
-            if len(row) != n:
-                raise self._row_error(row_index, f"expected {n} values "
-                                                 f"({', '.join(self._names)}), got {len(row)}")
-            seq = row
-        else:
-            raise self._row_error(row_index, f"a row must be a dict, list or tuple, "
-                                             f"got {self._describe(row)}")
-        i = 0
+        self._gather(row, row_index)
         try:
             for i in range(n):
-                col = <_Col>self._cols[i]
-                v = seq[i]
-                if v is None:
+                col = <_Col>self._colp[i]
+                p = self._vals[i]
+                if p == NULL or p == <PyObject*>None:
                     if not col.nullable:
                         raise self._fail(i, row_index, "column is NOT NULL but got None")
                     col.put_null()
                 else:
-                    added += col.put(v)
+                    added += col.put(<object>p)
         except FlussError:
             self._rollback(i)
             raise
-        except ValueError as exc:  # BadValue (and UnicodeEncodeError from the converter)
+        except BadValue as exc:
             self._rollback(i)
             raise self._fail(i, row_index, str(exc)) from None
         except BaseException:
             self._rollback(i)
             raise
         finally:
-            if seq is vals:
-                for i in range(n):
-                    vals[i] = None
+            self._release()
         self._rows += 1
         self._var_size += added
         return self._rows * self._row_width + self._var_size

@@ -20,10 +20,12 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
+import mmap
 import os
 import shutil
 import socket
 import struct
+import sys
 import tempfile
 import threading
 import traceback
@@ -56,13 +58,94 @@ _unpack_key_version = struct.Struct(">hh").unpack_from
 # Real API versions are 0..2 today; anything far beyond is not a Fluss client talking.
 _MAX_SANE_VERSION = 255
 
-# Small frames share one ring buffer per connection; anything bigger is read into a buffer of its own
-# exact size, so record payloads land in memory once and idle connections stay cheap.
+# Small frames share one ring buffer per connection; anything bigger is read by the kernel straight
+# into a buffer of its own (FramePool), so record payloads land in memory once and idle connections
+# stay cheap.
 _INITIAL_BUFFER = 64 * 1024
 _MIN_FREE = 8 * 1024
-_BIG_START = 1024 * 1024
 _MAX_INFLIGHT = 1024  # per connection; reading pauses above this so a flood cannot grow memory
 _MAX_ERROR_MESSAGE = 2048
+
+
+_POOL_MIN_CLASS = 128 * 1024
+_POOL_MAX_CLASS = 16 * 1024 * 1024   # bigger frames are rare; their buffers are simply dropped
+_POOL_MAX_FREE_BYTES = 128 * 1024 * 1024
+_POOL_MAX_BUSY = 64
+
+
+def _size_class(n: int) -> int:
+    if n <= _POOL_MIN_CLASS:
+        return _POOL_MIN_CLASS
+    return 1 << (n - 1).bit_length()
+
+
+class FramePool:
+    """Buffers for frames that do not fit a connection's ring buffer, shared by all connections of a
+    server (one event loop, so no locking).
+
+    Fresh buffers are anonymous mmaps: the kernel commits pages only as bytes arrive, so a header
+    that announces 100 MiB and then stalls costs address space, not memory, and nothing is zero-filled
+    in user space. A buffer handed out with a frame goes to ``_busy``; handlers may keep views of it
+    (the produce path writes offsets into the request bytes and appends them as they are), so it is
+    reused only once ``sys.getrefcount`` shows that no view exists any more: every live memoryview of
+    an mmap keeps one reference to it through its managed buffer.
+    """
+
+    __slots__ = ("_free", "_free_bytes", "_busy", "allocated", "reused")
+
+    def __init__(self):
+        self._free: dict[int, list] = {}
+        self._free_bytes = 0
+        self._busy: list = []
+        self.allocated = 0
+        self.reused = 0
+
+    def take(self, n: int):
+        """A writable buffer of at least ``n`` bytes."""
+        cap = _size_class(n)
+        if cap > _POOL_MAX_CLASS:
+            self.allocated += 1
+            return mmap.mmap(-1, n)
+        if self._busy:
+            self._reclaim()
+        free = self._free.get(cap)
+        if free:
+            self._free_bytes -= cap
+            self.reused += 1
+            return free.pop()
+        self.allocated += 1
+        return mmap.mmap(-1, cap)
+
+    def handed_out(self, buf) -> None:
+        """``buf`` now backs a frame; reclaim it once nothing looks at it."""
+        if len(buf) > _POOL_MAX_CLASS:
+            return
+        busy = self._busy
+        busy.append(buf)
+        if len(busy) > _POOL_MAX_BUSY:
+            self._reclaim()
+            if len(busy) > _POOL_MAX_BUSY:
+                del busy[0]  # held for long by someone; it is freed whenever they let go
+
+    def _reclaim(self) -> None:
+        busy = self._busy
+        keep = []
+        for i in range(len(busy)):
+            # references: the list slot and getrefcount's argument; a live view adds one more
+            if sys.getrefcount(busy[i]) > 2:
+                keep.append(busy[i])
+                continue
+            buf = busy[i]
+            cap = len(buf)
+            if self._free_bytes + cap <= _POOL_MAX_FREE_BYTES:
+                self._free.setdefault(cap, []).append(buf)
+                self._free_bytes += cap
+            del buf
+        busy[:] = keep
+
+    def stats(self) -> dict:
+        return {"allocated": self.allocated, "reused": self.reused, "busy": len(self._busy),
+                "free_bytes": self._free_bytes}
 
 
 class RawBody(list):
@@ -130,7 +213,11 @@ class _Listener:
             if key.id in (Api.API_VERSIONS, Api.AUTHENTICATE):
                 continue  # answered inside the protocol
             handler = handlers.get(key.id) or _not_implemented(key)
-            self.dispatch[key.id] = (handler, _api.request_class(key.id), key.name)
+            # A handler may parse its own request straight from the frame bytes (``raw_parser(body)
+            # -> request | None``, None meaning "let protobuf do it"), e.g. to keep record payloads
+            # as views of the buffer the kernel wrote them into.
+            raw_parser = getattr(handler, "raw_parser", None)
+            self.dispatch[key.id] = (handler, _api.request_class(key.id), key.name, raw_parser)
         self.api_versions_body = versions.SerializeToString()
 
 
@@ -148,7 +235,7 @@ class _Connection(asyncio.BufferedProtocol):
         self._view = memoryview(self._buf)
         self._start = 0
         self._end = 0
-        self._big = None  # a frame larger than the ring buffer gets its own exact-size buffer
+        self._big = None  # a frame larger than the ring buffer gets its own buffer (FramePool)
         self._big_view = None
         self._big_fill = 0
         self._big_len = 0
@@ -180,7 +267,10 @@ class _Connection(asyncio.BufferedProtocol):
         for t in list(self._tasks):
             t.cancel()
         self._tasks.clear()
+        big = self._big
         self._big = self._big_view = None
+        if big is not None:
+            self._server.frame_pool.handed_out(big)
 
     def eof_received(self):
         return False
@@ -209,6 +299,7 @@ class _Connection(asyncio.BufferedProtocol):
 
     def get_buffer(self, sizehint):
         if self._big is not None:
+            # exactly the rest of the frame: the kernel writes the payload where it stays
             return self._big_view[self._big_fill:]
         free = len(self._buf) - self._end
         if free < _MIN_FREE and self._start > 0:
@@ -224,12 +315,13 @@ class _Connection(asyncio.BufferedProtocol):
         if self._big is not None:
             self._big_fill += nbytes
             if self._big_fill == self._big_len:
+                owner = self._big
                 frame = self._big_view
                 self._big = self._big_view = None
                 self._big_fill = 0
-                self._handle_frame(frame)
-            elif self._big_fill == len(self._big):
-                self._grow_big()
+                self._server.frame_pool.handed_out(owner)
+                del owner
+                self._handle_frame(frame, True)
             return
         self._end += nbytes
         self._parse()
@@ -254,20 +346,20 @@ class _Connection(asyncio.BufferedProtocol):
                     return
             if end - pos < total:
                 if total > len(buf) and end - pos >= 8:
-                    # Big frame: the rest goes straight into a buffer of its own. It starts small and
-                    # grows as bytes really arrive, so a client that merely announces 100 MiB costs
-                    # nothing; a real frame is copied at most a couple of times while growing.
+                    # Big frame: the rest goes straight into a buffer of exactly its size (pooled;
+                    # fresh ones are lazily committed mmaps, so announcing 100 MiB costs nothing).
                     have = end - pos - 4
-                    self._big_len = length
-                    big = bytearray(min(length, max(_BIG_START, 2 * have)))
-                    big[:have] = view[pos + 4:end]
+                    big = self._server.frame_pool.take(length)
+                    bview = memoryview(big)[:length]
+                    bview[:have] = view[pos + 4:end]
                     self._big = big
-                    self._big_view = memoryview(big)
+                    self._big_view = bview
+                    self._big_len = length
                     self._big_fill = have
                     self._start = self._end = 0
                     return
                 break
-            self._handle_frame(view[pos + 4:pos + total])
+            self._handle_frame(view[pos + 4:pos + total], False)
             pos += total
             if self._closed:
                 return
@@ -275,12 +367,6 @@ class _Connection(asyncio.BufferedProtocol):
             self._start = self._end = 0
         else:
             self._start = pos
-
-    def _grow_big(self):
-        bigger = bytearray(min(self._big_len, 4 * len(self._big)))
-        bigger[:self._big_fill] = self._big_view[:self._big_fill]
-        self._big = bigger
-        self._big_view = memoryview(bigger)
 
     def _fail_connection(self, length: int, api_key: int = 0, api_version: int = 0):
         if api_key < 0 or api_version < 0 or api_version > _MAX_SANE_VERSION:
@@ -308,7 +394,9 @@ class _Connection(asyncio.BufferedProtocol):
         body = err.SerializeToString()
         self._transport.write(_pack_resp(5 + len(body), _frame.ERROR_RESPONSE, request_id) + body)
 
-    def _handle_frame(self, frame):
+    def _handle_frame(self, frame, private: bool):
+        """``frame``: the request header and body. ``private``: it lives in a buffer of its own (else in
+        the ring buffer, which the next read overwrites)."""
         api_key, version, request_id = _unpack_req(frame, 0)
         entry = self._dispatch.get(api_key)
         if not self._authenticated and api_key != Api.API_VERSIONS and api_key != Api.AUTHENTICATE:
@@ -325,19 +413,26 @@ class _Connection(asyncio.BufferedProtocol):
             else:
                 self._write_error(request_id, Errors.UNSUPPORTED_VERSION, self._unsupported_message(api_key))
             return
-        handler, request_cls, name = entry
-        request = request_cls()
-        try:
-            request.ParseFromString(frame[8:])
-        except DecodeError as e:
-            self._write_error(request_id, Errors.UNKNOWN_SERVER_ERROR,
-                              f"Malformed {name} request body ({len(frame) - 8} bytes): {e}")
-            return
-        if not request.IsInitialized():
-            missing = ", ".join(request.FindInitializationErrors())
-            self._write_error(request_id, Errors.UNKNOWN_SERVER_ERROR,
-                              f"{name} request is missing required field(s): {missing}")
-            return
+        handler, request_cls, name, raw_parser = entry
+        request = None
+        if raw_parser is not None:
+            body = frame[8:] if private else memoryview(bytearray(frame[8:]))
+            request = raw_parser(body)
+            del body
+        if request is None:
+            request = request_cls()
+            try:
+                request.ParseFromString(frame[8:])
+            except DecodeError as e:
+                self._write_error(request_id, Errors.UNKNOWN_SERVER_ERROR,
+                                  f"Malformed {name} request body ({len(frame) - 8} bytes): {e}")
+                return
+            if not request.IsInitialized():
+                missing = ", ".join(request.FindInitializationErrors())
+                self._write_error(request_id, Errors.UNKNOWN_SERVER_ERROR,
+                                  f"{name} request is missing required field(s): {missing}")
+                return
+        del frame
         task = self._loop.create_task(self._run(handler, version, request, request_id, name))
         self._tasks.add(task)
         task.add_done_callback(self._task_done)
@@ -485,6 +580,7 @@ class FlussServer:
         self.coordinator = None
         self._listeners: dict[str, list[_Listener]] = {}
         self._connections: set = set()
+        self.frame_pool = FramePool()
         self._background: list = []
         self._started = False
 

@@ -512,7 +512,12 @@ class BucketLog:
             seg = self._roll()
         base = seg.next_offset
         ts = max(now_ms(), self.max_timestamp)
-        buf = records if isinstance(records, bytearray) else bytearray(records)
+        # a writable view (the request frame itself, see tablet.parse_produce_request) is stamped
+        # and written in place; read-only bytes need a private copy first
+        if isinstance(records, bytearray) or (isinstance(records, memoryview) and not records.readonly):
+            buf = records
+        else:
+            buf = bytearray(records)
         next_offset = logbatch.assign_offsets(buf, base, ts)
         last = next_offset - 1
         position = seg.size

@@ -77,8 +77,6 @@ def make_table(n: int):
 # -- worker (one client, every scenario, fresh process) --------------------------------------------
 async def worker(client: str, bootstrap: str, scenarios, rows: int, arrow_rows: int, batch_rows: int,
                  profile: str | None) -> dict:
-    import pyarrow as pa
-
     if client in ("fluss_fast", "baseline"):
         import fluss_fast as mod
     else:

@@ -353,7 +353,7 @@ def test_bucket_slots_keep_rows_in_their_bucket_and_order():
     n_buckets = 4
     handles = {}
     for i in range(400):
-        h = acc.append_to_bucket((i, f"r{i}"), i % n_buckets, n_buckets)
+        h = acc.append_slotted((i, f"r{i}"), None, i % n_buckets, n_buckets)
         handles.setdefault(i % n_buckets, set()).add(id(h))
     assert len(acc._hots) >= 2  # several buckets fill at the same time
     batches = all_batches(acc)
@@ -374,7 +374,7 @@ def test_bucket_slots_share_the_budget():
     n = 0
     with pytest.raises(FlussError, match="buffer stayed full"):
         while n < 10_000:
-            acc.append_to_bucket((n, "x" * 30), n % 3, 3)
+            acc.append_slotted((n, "x" * 30), None, n % 3, 3)
             n += 1
             assert acc.used <= limit + 3 * 200  # at most one row over per hot bucket
     assert 0 < acc._leased + acc._used <= limit + 3 * 200
@@ -382,16 +382,16 @@ def test_bucket_slots_share_the_budget():
 
 def test_bucket_slot_is_cooled_before_a_chunk_or_a_general_row_touches_the_batch():
     acc = make_acc()
-    acc.append_to_bucket((1, "a"), 1, 2)
-    acc.append_to_bucket((2, "b"), 1, 2)
-    slot = acc._bucket_slots[1]
+    acc.append_slotted((1, "a"), None, 1, 2)
+    acc.append_slotted((2, "b"), None, 1, 2)
+    slot = acc._slots[(None, 1)]
     assert acc._hots.get(slot) is not None
     acc.append_row((3, "c"), None, 1, 2)  # same bucket, the general way
     assert acc._hots.get(slot) is None
     rb = pa.record_batch([pa.array([4], pa.int64()), pa.array(["d"])], names=["id", "name"])
-    acc.append_to_bucket((5, "e"), 1, 2)
+    acc.append_slotted((5, "e"), None, 1, 2)
     acc.append_chunk(rb, rb.nbytes, None, 1, 2)
-    acc.append_to_bucket((6, "f"), 1, 2)
+    acc.append_slotted((6, "f"), None, 1, 2)
     (b,) = [b for b in all_batches(acc) if b.bucket == 1]
     assert rows_of(b) == [1, 2, 3, 5, 4, 6] and b.record_count == 6
 
@@ -406,7 +406,7 @@ def test_concurrent_bucket_appenders_and_drainer():
         try:
             for i in range(per_thread):
                 x = k * per_thread + i
-                acc.append_to_bucket((x, "q" * (x % 13)), x % n_buckets, n_buckets)
+                acc.append_slotted((x, "q" * (x % 13)), None, x % n_buckets, n_buckets)
         except BaseException as e:  # noqa: BLE001 - reported below
             errors.append(e)
 

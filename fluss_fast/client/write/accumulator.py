@@ -102,15 +102,16 @@ class RecordAccumulator:
         self._runtime = runtime
         self._sticky = getattr(assigner, "sticky", False)
         # "Hot" batches take rows through a HotSlot (codec/appendslot.py, compiled) that holds the
-        # lock only around one row-builder call and books nothing else. ``slot`` serves tables
-        # without partitions or bucket key (its batch is the sticky bucket's open batch);
-        # ``bucket_slot(b)`` serves bucket b of a bucket-key table. A hot batch's byte and row
-        # counts are brought up to date in ``_cool`` (lock held) before anything reads them or
-        # the batch changes hands. Each hot batch holds a lease on the memory budget: its slot
-        # takes rows while the builder has grown less than the lease since the batch turned hot,
-        # so the budget and the batch target are kept without per-row bookkeeping.
+        # lock only around one row-builder call and books nothing else. There is one slot per
+        # (partition id, bucket), where bucket None stands for "the bucket the assigner picks"
+        # (then the slot feeds the sticky bucket's open batch); ``slot`` is (None, None), the one
+        # of tables without partitions or bucket key. A hot batch's byte and row counts are
+        # brought up to date in ``_cool`` (lock held) before anything reads them or the batch
+        # changes hands. Each hot batch holds a lease on the memory budget: its slot takes rows
+        # while the builder has grown less than the lease since the batch turned hot, so the
+        # budget and the batch target are kept without per-row bookkeeping.
         self.slot = HotSlot(self._lock)
-        self._bucket_slots = {}
+        self._slots = {(None, None): self.slot}
         self._hots = {}  # slot -> its hot batch
         self._leased = 0  # budget leased to hot batches, beyond what ``_used`` has booked
 
@@ -120,12 +121,15 @@ class RecordAccumulator:
         with self._lock:
             return self._used + sum(s.size - b.builder_bytes for s, b in self._hots.items())
 
-    def bucket_slot(self, bucket: int) -> HotSlot:
-        """The fast path for rows of a bucket-key table that hash to ``bucket``."""
+    def _new_slot(self, key) -> HotSlot:
         with self._lock:
-            s = self._bucket_slots.get(bucket)
+            s = self._slots.get(key)
             if s is None:
-                s = self._bucket_slots[bucket] = HotSlot(self._lock)
+                if len(self._slots) >= 4096:  # many partitions come and go: forget idle slots
+                    for k, old in list(self._slots.items()):
+                        if old is not self.slot and old not in self._hots:
+                            del self._slots[k]
+                s = self._slots[key] = HotSlot(self._lock)
             return s
 
     # -- caller side --------------------------------------------------------------------------
@@ -249,24 +253,19 @@ class RecordAccumulator:
     def append_plain(self, row, num_buckets: int):
         """Add one row of a table without partitions or bucket key; returns its batch's handle.
 
+        The writer tries ``slot.append`` itself first; this is also the way when it has no room.
+        """
+        return self.append_slotted(row, None, None, num_buckets)
+
+    def append_slotted(self, row, partition_id, bucket: Optional[int], num_buckets: int):
+        """Add one row to ``partition_id`` and ``bucket`` (None: the assigner's choice) through
+        their slot; returns the handle of the batch it went into.
+
         The common case is ``slot.append``; everything else goes the general way and then
         points the slot at the batch the row went to.
         """
-        h = self.slot.append(row)
-        if h is not None:
-            return h
-        with self._lock:
-            h = self._retry_slot(self.slot, row)
-            if h is not None:
-                return h
-            b = self._append_locked(row, None, None, num_buckets)
-            if self._sticky and b.state.open is b and b.builder is not None:
-                self._heat(self.slot, b, self.limit)
-            return b.handle
-
-    def append_to_bucket(self, row, bucket: int, num_buckets: int):
-        """Add one row of a bucket-key table (no partitions) to ``bucket``; returns its handle."""
-        slot = self._bucket_slots.get(bucket) or self.bucket_slot(bucket)
+        key = (partition_id, bucket)
+        slot = self._slots.get(key) or self._new_slot(key)
         h = slot.append(row)
         if h is not None:
             return h
@@ -274,10 +273,11 @@ class RecordAccumulator:
             h = self._retry_slot(slot, row)
             if h is not None:
                 return h
-            b = self._append_locked(row, None, bucket, num_buckets)
-            if b.state.open is b and b.builder is not None:
-                # every bucket may be filling at once: none may lease more than its share
-                self._heat(slot, b, self.limit // (num_buckets + 1))
+            b = self._append_locked(row, partition_id, bucket, num_buckets)
+            if (bucket is not None or self._sticky) and b.state.open is b and b.builder is not None:
+                # several batches may be filling at once: none may lease more than its share
+                n = len(self._hots) + (slot not in self._hots)
+                self._heat(slot, b, self.limit if n <= 1 else self.limit // (n + 1))
             return b.handle
 
     def append_row(self, row, partition_id, bucket: Optional[int], num_buckets: int):

@@ -4,9 +4,8 @@ Each round it drains the accumulator (at most one batch per bucket, at most
 ``writer.request-max-size`` estimated bytes per leader), groups the batches by leader into one
 ProduceLog per node, and sends every request as its own task, so requests to different nodes and
 successive requests to one node are pipelined (up to ``writer.max-inflight-requests-per-bucket``
-per bucket). Finishing row builders, Arrow IPC, compression and CRC happen in ``encode`` (on the
-loop by default; pyarrow and zstandard release the GIL there, so the caller's appends keep
-running). The request is framed by hand around the encoded batches (``encode_produce_log_request``)
+per bucket). Finishing row builders, Arrow IPC, compression and CRC happen in ``encode`` on the
+loop (pyarrow and zstandard release the GIL there, so the caller's appends keep running). The request is framed by hand around the encoded batches (``encode_produce_log_request``)
 and handed to the connection as a list of chunks, so a batch's bytes are never copied on their
 way to the socket.
 
@@ -19,9 +18,7 @@ client's rules (see ``_settle``).
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import logging
-import os
 import struct
 import threading
 import time
@@ -41,29 +38,10 @@ _AMBIGUOUS = frozenset((1, 25, -1))
 _BACKOFF_BASE = 0.1
 _BACKOFF_MAX = 1.0
 
-# Where batches are encoded: "loop" (default; measured fastest on 2 cores: pyarrow releases the
-# GIL while compressing, so callers still overlap) or "thread" (a worker pool).
-ENCODE_MODE = os.environ.get("FLUSS_FAST_WRITE_ENCODE", "loop")
-_pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
-_pool_lock = threading.Lock()
-
-
-def _encode_pool() -> concurrent.futures.ThreadPoolExecutor:
-    global _pool
-    if _pool is None:
-        with _pool_lock:
-            if _pool is None:
-                _pool = concurrent.futures.ThreadPoolExecutor(max_workers=2,
-                                                              thread_name_prefix="fluss-fast-encode")
-    return _pool
-
-
-def _forget_pool_after_fork():
-    global _pool
-    _pool = None
-
-
-os.register_at_fork(after_in_child=_forget_pool_after_fork)
+# Batches are encoded on the loop, one request after the other: pyarrow and zstandard compress
+# without the GIL (pyarrow on both cores), and encoding in drain order is what keeps successive
+# requests of a bucket in sequence order on the wire. (Encoding in a worker pool measured ~2x
+# slower on 2 cores and let a later request overtake an earlier one, costing a retry.)
 
 
 # -- ProduceLogRequest framing --------------------------------------------------------------------
@@ -352,14 +330,7 @@ class Sender:
     async def _send(self, node: int, batches: list) -> None:
         todo = [b for b in batches if b.payload is None]
         if todo:
-            try:
-                if ENCODE_MODE == "loop":
-                    errors = [self._encode_one(b) for b in todo]
-                else:
-                    errors = await self._loop.run_in_executor(
-                        _encode_pool(), lambda: [self._encode_one(b) for b in todo])
-            except BaseException as e:  # cancelled or pool gone
-                errors = [e] * len(todo)
+            errors = [self._encode_one(b) for b in todo]
             bad = {id(b): e for b, e in zip(todo, errors) if e is not None}
             if bad:
                 for b in batches:

@@ -169,6 +169,7 @@ class AppendWriter:
         self._part_types = [schema.columns[i].type for i in self._part_pos]
         self._pids = {}    # partition name -> id
         self._pnames = {}  # partition id -> name
+        self._pid_cache = {}  # ((type, value), ...) of the partition columns -> partition id
         # bucket key (log tables hash only on a declared bucket key)
         bucket_keys = list(desc.bucket_keys)
         if bucket_keys and self._num_buckets > 1:
@@ -177,8 +178,6 @@ class AppendWriter:
             self._key_encoder = None
         # no partition and no bucket key: append() can skip straight to the accumulator
         self._plain = not self._part_pos and self._key_encoder is None
-        # bucket key but no partitions: rows go to per-bucket fast paths once their key is hashed
-        self._keyed = not self._part_pos and self._key_encoder is not None
         self._closed = False
         self._err_lock = threading.Lock()
         self._first_error: Optional[FlussError] = None
@@ -278,31 +277,60 @@ class AppendWriter:
             if h is not None:
                 return h
             return self._acc.append_plain(row, self._num_buckets)
-        if self._keyed:
-            if self._closed or self._ctx._closed:
-                self._check_open()
-            enc = self._key_encoder
-            kind = type(row)
-            if kind is dict:
-                values = [row.get(n) for n in enc.names]
-            elif (kind is tuple or kind is list) and len(row) == self._ncols:
-                values = [row[i] for i in enc.positions]
+        if self._closed or self._ctx._closed:
+            self._check_open()
+        # Placed rows: partition id from a cache keyed by the partition values (with their types,
+        # so 1, 1.0 and True stay apart), bucket from the key hash. Anything unusual falls through
+        # to the checked path below, which reports precisely what is wrong.
+        kind = type(row)
+        if kind is dict:
+            plain_row = True
+        else:
+            plain_row = (kind is tuple or kind is list) and len(row) == self._ncols
+        if plain_row:
+            pid = None
+            if self._part_pos:
+                if kind is dict:
+                    pvals = [row.get(n) for n in self._partition_keys]
+                else:
+                    pvals = [row[i] for i in self._part_pos]
+                try:
+                    pid = self._pid_cache.get(tuple([(v.__class__, v) for v in pvals]))
+                except TypeError:  # unhashable value
+                    pid = None
+                placed = pid is not None
             else:
-                values = None  # the general path below reports what is wrong
-            if values is not None:
+                placed = True
+            bucket = None
+            enc = self._key_encoder
+            if placed and enc is not None:
+                if kind is dict:
+                    values = [row.get(n) for n in enc.names]
+                else:
+                    values = [row[i] for i in enc.positions]
                 try:
                     bucket = bucket_of_key(enc.encode(values), self._num_buckets)
                 except (TypeError, ValueError, OverflowError):
-                    bucket = None
-                if bucket is not None:
-                    return self._acc.append_to_bucket(row, bucket, self._num_buckets)
-        self._check_open()
+                    placed = False
+            if placed:
+                return self._acc.append_slotted(row, pid, bucket, self._num_buckets)
         pid = None
         bucket = None
         if self._part_pos:
             values = self._row_values(row, self._part_pos, self._partition_keys)
             if values is not None:
                 pid = self._partition_id(self._partition_name_of_values(values))
+                try:
+                    key = tuple([(v.__class__, v) for v in values])
+                except TypeError:
+                    key = None
+                if key is not None:
+                    if len(self._pid_cache) >= 4096:
+                        self._pid_cache.clear()
+                    try:
+                        self._pid_cache[key] = pid
+                    except TypeError:  # unhashable value
+                        pass
         if self._key_encoder is not None:
             enc = self._key_encoder
             values = self._row_values(row, enc.positions, enc.names)
@@ -316,9 +344,7 @@ class AppendWriter:
             # malformed row: the builder raises the precise error
             RowBatchBuilder(self._schema, self._table_name).append(row)
             raise FlussError(f"table '{self._table_name}': cannot place row {row!r}")
-        if pid is None:
-            return self._acc.append_to_bucket(row, bucket, self._num_buckets)
-        return self._acc.append_row(row, pid, bucket, self._num_buckets)
+        return self._acc.append_slotted(row, pid, bucket, self._num_buckets)
 
     # -- Arrow ----------------------------------------------------------------------------------
     def write_arrow_batch(self, batch: pa.RecordBatch) -> WriteResultHandle:
