@@ -814,20 +814,26 @@ cdef class RowBatchBuilder:
         return 0
 
     cdef bint _gather_ordered(self, object row):
-        """Takes a dict row whose keys are exactly the columns in schema order (the usual shape)."""
-        cdef Py_ssize_t i, n = self._ncols, pos = 0
+        """Takes a dict row whose keys are columns in schema order, some perhaps left out (the
+        usual shapes); False, with nothing taken, for anything else."""
+        cdef Py_ssize_t j = 0, n = self._ncols, pos = 0
         cdef PyObject* k
         cdef PyObject* p
         cdef PyObject** vals = self._vals
-        for i in range(n):
-            if not PyDict_Next(row, &pos, &k, &p):
-                return False
-            if k != PyList_GET_ITEM(self._keys, i):
-                if not PyUnicode_CheckExact(<object>k) or <str>k != <str>self._names[i]:
+        while PyDict_Next(row, &pos, &k, &p):
+            while True:
+                if j == n:
+                    self._release()
                     return False
-                self._keys[i] = <object>k
+                if k == PyList_GET_ITEM(self._keys, j):
+                    break
+                if PyUnicode_CheckExact(<object>k) and <str>k == <str>self._names[j]:
+                    self._keys[j] = <object>k
+                    break
+                j += 1  # column j is not in the row
             Py_INCREF(<object>p)
-            vals[i] = p
+            vals[j] = p
+            j += 1
         return True
 
     cdef int _gather(self, object row, Py_ssize_t row_index) except -1:
@@ -836,10 +842,13 @@ cdef class RowBatchBuilder:
         cdef PyObject* p
         cdef PyObject** vals = self._vals
         if PyDict_Check(row):
-            if PyDict_Size(row) == n:
-                if self._gather_ordered(row):
-                    return 0
-                self._release()
+            if PyDict_Size(row) <= n and self._gather_ordered(row):
+                if PyDict_Size(row) < n:
+                    for i in range(n):
+                        if vals[i] == NULL and not (<_Col>self._colp[i]).nullable:
+                            self._release()
+                            raise self._fail(i, row_index, "missing value for NOT NULL column")
+                return 0
             for i in range(n):
                 p = PyDict_GetItem(row, self._names[i])
                 if p == NULL:

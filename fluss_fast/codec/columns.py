@@ -64,6 +64,7 @@ _INT_NAMES = {T.TINYINT: "TINYINT", T.SMALLINT: "SMALLINT", T.INTEGER: "INT", T.
 
 _EPOCH_ORDINAL = _dt.date(1970, 1, 1).toordinal()
 _UTC_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_NAIVE_EPOCH = _dt.datetime(1970, 1, 1)
 _DEC_CTX = _decimal.Context(prec=100, rounding=_decimal.ROUND_HALF_UP,
                             Emax=_decimal.MAX_EMAX, Emin=_decimal.MIN_EMIN)
 
@@ -141,15 +142,37 @@ def _is_pandas_timestamp(v) -> bool:
 
 def _timestamp_converter(dt: DataType, ltz: bool) -> Callable:
     raw_unit = _micros_to_unit(dt.precision)
+    p = dt.precision
+    # the unit as (divisor of micros, multiplier); precision 0 is special (Java truncation)
+    div = 1000 if 0 < p <= 3 else 1
+    mul = 1000 if p > 6 else 1
+    lo, hi = -(1 << 63), (1 << 63)
 
     def to_unit(us, ns):
         out = raw_unit(us, ns)
-        if not -(1 << 63) <= out < (1 << 63):
+        if not lo <= out < hi:
             raise BadValue(f"timestamp out of range for {dt}")
         return out
     label = "TIMESTAMP_LTZ" if ltz else "TIMESTAMP"
 
     def conv(v):
+        if type(v) is _dt.datetime:  # the common case, inlined: never a pandas.Timestamp
+            if v.tzinfo is None:
+                d = v - _NAIVE_EPOCH
+            elif v.utcoffset() is None:
+                d = v.replace(tzinfo=None) - _NAIVE_EPOCH
+            elif ltz:
+                d = v - _UTC_EPOCH
+            else:
+                raise BadValue(f"{label} needs a naive datetime, got a tz-aware one ({v}); remove "
+                               f"tzinfo or use a TIMESTAMP_LTZ column")
+            us = (d.days * 86400 + d.seconds) * 1000000 + d.microseconds
+            if p == 0:
+                return to_unit(us, 0)
+            out = us // div * mul
+            if not lo <= out < hi:
+                raise BadValue(f"timestamp out of range for {dt}")
+            return out
         if isinstance(v, _dt.datetime):
             if _is_pandas_timestamp(v):
                 if v.tz is not None and not ltz:
@@ -264,8 +287,11 @@ def converter_for(dt: DataType) -> Callable[[Any], Any]:
                 raise BadValue(f"expected decimal.Decimal for {name}, got {describe_value(v)}")
             if not d.is_finite():
                 raise BadValue(f"{d} cannot be stored in {name}")
-            q = _DEC_CTX.quantize(d, exp)
-            if q.copy_abs() >= limit:  # abs() would round to the thread context precision
+            try:
+                q = _DEC_CTX.quantize(d, exp)
+            except _decimal.InvalidOperation:  # over the context's 100 digits: far too big anyway
+                q = None
+            if q is None or q.copy_abs() >= limit:  # abs() would round to the thread context precision
                 raise BadValue(f"decimal {v} needs more than {p} digits of precision for {name}")
             return q
         return conv

@@ -13,7 +13,12 @@ Bad input (each only affects the connection that sent it):
   Not 3 CORRUPT_MESSAGE: that code is retriable, and resending the same bytes cannot help;
 * any request but API_VERSIONS/AUTHENTICATE on a SASL listener before authentication -> ERROR_RESPONSE 46;
 * a handler exception -> ERROR_RESPONSE with its FlussError code, else -1 and a short message;
-* no traffic for ``idle_timeout`` seconds (default 10 min) while nothing is pending -> close.
+* no traffic for ``idle_timeout`` seconds (default 10 min) while nothing is pending -> close;
+* a header announcing a big frame whose bytes never come costs address space only (FramePool).
+
+Memory path of a request: frames up to the ring buffer's size are parsed in place; a bigger one is
+read by the kernel straight into a pooled buffer of its size, and handlers with a ``raw_parser`` (the
+produce path) get views of it, so record payloads are copied exactly once, socket to page cache aside.
 """
 from __future__ import annotations
 
@@ -417,7 +422,11 @@ class _Connection(asyncio.BufferedProtocol):
         request = None
         if raw_parser is not None:
             body = frame[8:] if private else memoryview(bytearray(frame[8:]))
-            request = raw_parser(body)
+            try:
+                request = raw_parser(body)
+            except Exception:  # noqa: BLE001 - a parser bug must not take the connection down
+                log.error("%s raw request parser failed; using protobuf:\n%s", name, traceback.format_exc())
+                request = None
             del body
         if request is None:
             request = request_cls()

@@ -11,7 +11,8 @@ its own fresh worker process (the order alternates between rounds, so neither cl
 the warmer machine). A worker creates a fresh table per scenario, builds the input before the clock
 starts and times only the writes plus the final ``flush()``. The report gives the median of the
 rounds per client and scenario and the fluss_fast / pyfluss ratio of the medians (> 1 = faster),
-plus the median of the per-round ratios (steadier on a machine whose load drifts). With
+plus the median of the per-round ratios (steadier on a machine whose load drifts), and the
+client process's CPU time per row (all its threads; steadier still, but blind to waiting). With
 ``--baseline-root DIR`` a third client, ``baseline``, runs the ``fluss_fast`` package found in DIR
 (e.g. an older copy of the tree) in the same rounds.
 """
@@ -75,6 +76,14 @@ def make_table(n: int):
 
 
 # -- worker (one client, every scenario, fresh process) --------------------------------------------
+def _cpu() -> float:
+    """CPU seconds of this process, all threads (the client's own I/O and encoding threads too)."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
 async def worker(client: str, bootstrap: str, scenarios, rows: int, arrow_rows: int, batch_rows: int,
                  profile: str | None) -> dict:
     if client in ("fluss_fast", "baseline"):
@@ -103,6 +112,7 @@ async def worker(client: str, bootstrap: str, scenarios, rows: int, arrow_rows: 
 
             prof = cProfile.Profile()
             prof.enable()
+        c0 = _cpu()
         t0 = time.perf_counter()
         if sc in ("append_dict", "append_dict_keyed"):
             app = w.append
@@ -129,12 +139,15 @@ async def worker(client: str, bootstrap: str, scenarios, rows: int, arrow_rows: 
         t_append = time.perf_counter() - t0
         await w.flush()
         secs = time.perf_counter() - t0
+        cpu = _cpu() - c0
         if prof is not None:
             prof.disable()
             prof.dump_stats(profile.split(":", 2)[2])
-        out[sc] = {"seconds": secs, "append_seconds": t_append, "rows": n, "bytes": nbytes}
+        out[sc] = {"seconds": secs, "append_seconds": t_append, "cpu_seconds": cpu, "rows": n,
+                   "bytes": nbytes}
         await admin.drop_table(path, ignore_if_not_exists=True)
     await conn.close()
+    out["_module"] = os.path.dirname(mod.__file__)  # which package was measured
     return out
 
 
@@ -223,6 +236,9 @@ def main(argv=None) -> int:
             order = clients[k:] + clients[:k]  # each client goes first equally often
             for c in order:
                 res = run_worker(c, bootstrap, opts, opts.profile if rnd == 0 else None)
+                if rnd == 0:
+                    print(f"{c}: {res.get('_module')}", file=sys.stderr)
+                res.pop("_module", None)
                 for s, v in res.items():
                     results[c][s].append(v)
                 line = "  ".join(f"{s}={rate(v) / 1e3:.0f}k/s" for s, v in res.items())
@@ -262,6 +278,17 @@ def main(argv=None) -> int:
             summary[s][f"ratio_vs_{c}_per_round"] = pairs
             cells += f"{r:17.2f}{rr:11.2f}"
         print(f"{s:<18}{cells}")
+    # CPU time is steadier than wall time on a shared machine: it does not count the time the
+    # process waited for a core (it does not count the server's work either)
+    print(f"\n{'client CPU per row':<18}" + "".join(f"{c + ' us/row':>30}" for c in clients)
+          + "".join(f"{c[:8] + '/ff':>28}" for c in others))
+    for s in opts.scenarios:
+        cpu = {c: statistics.median(v["cpu_seconds"] / v["rows"] * 1e6 for v in results[c][s])
+               for c in clients}
+        for c in clients:
+            summary[s][c]["median_cpu_us_per_row"] = cpu[c]
+        print(f"{s:<18}" + "".join(f"{cpu[c]:30.3f}" for c in clients)
+              + "".join(f"{cpu[c] / cpu['fluss_fast']:28.2f}" for c in others))
     if opts.json:
         with open(opts.json, "w") as f:
             json.dump({"rounds": opts.rounds, "rows": opts.rows, "arrow_rows": opts.arrow_rows,

@@ -29,6 +29,49 @@ if _ext is not None:
 D = decimal.Decimal
 UTC = dt.timezone.utc
 
+
+def _zone(name):
+    """A ZoneInfo, or None where the tz database is missing (such zones are left out)."""
+    try:
+        from zoneinfo import ZoneInfo
+        return ZoneInfo(name)
+    except Exception:  # noqa: BLE001 - ZoneInfoNotFoundError, missing tzdata, ...
+        return None
+
+
+class _NoOffset(dt.tzinfo):
+    """utcoffset() is None: both twins store such datetimes as their wall-clock time."""
+
+    def utcoffset(self, d):
+        return None
+
+    def dst(self, d):
+        return None
+
+
+class _Shifting(dt.tzinfo):
+    """An offset that depends on the datetime, the way DST zones do (the per-value path)."""
+
+    def utcoffset(self, d):
+        return dt.timedelta(minutes=(d.minute % 7) * 15 - 45, microseconds=d.second)
+
+    def dst(self, d):
+        return None
+
+
+class _Broken(dt.tzinfo):
+    def utcoffset(self, d):
+        raise RuntimeError("no offset today")
+
+
+class _Dec(decimal.Decimal):
+    pass
+
+
+ZONE_UTC = _zone("UTC")
+ZONES = [z for z in (UTC, ZONE_UTC, _zone("Etc/GMT-14"), _zone("Etc/GMT+12"), _zone("Europe/Paris"),
+                     _zone("America/St_Johns"), _zone("Asia/Kathmandu")) if z is not None]
+
 SCHEMA_ARROW = pa.schema([
     pa.field("id", pa.int32(), False),
     pa.field("b", pa.bool_()),
@@ -102,6 +145,15 @@ KNOWN = [
     (pa.timestamp("ms", tz="UTC"), dt.datetime(2000, 1, 1, 5, tzinfo=dt.timezone(dt.timedelta(hours=5))),
      946684800000),
     (pa.timestamp("ms", tz="UTC"), dt.datetime(2000, 1, 1), 946684800000),
+    (pa.timestamp("us", tz="UTC"), dt.datetime(2000, 1, 1, 0, 0, 0, 7, tzinfo=UTC), 946684800000007),
+    (pa.timestamp("s", tz="UTC"), dt.datetime(1969, 12, 31, 20, 29, 58, 500000,
+                                              tzinfo=dt.timezone(-dt.timedelta(hours=3, minutes=30))),
+     -1),
+    (pa.timestamp("ns", tz="UTC"), dt.datetime(1970, 1, 1, 0, 0, 1, 5,
+                                               tzinfo=dt.timezone(dt.timedelta(seconds=1, microseconds=5))),
+     0),
+    (pa.timestamp("ms", tz="UTC"), dt.datetime(2000, 1, 1, 3, 30, tzinfo=_NoOffset()), 946697400000),
+    (pa.decimal128(10, 2), _Dec("2.345"), D("2.35")),
     (pa.timestamp("ns", tz="UTC"), pd.Timestamp("2000-01-01 01:00:00.000000001", tz="Europe/Paris"),
      946684800000000001),
     (pa.timestamp("us", tz="UTC"), np.datetime64("2000-01-01T00:00:00.000001", "us").astype(object),
@@ -150,6 +202,9 @@ KNOWN = [
     (pa.binary(), memoryview(b"xyz"), b"xyz"),
     (pa.binary(2), b"ab", b"ab"),
 ]
+if ZONE_UTC is not None:
+    KNOWN.append((pa.timestamp("ms", tz="UTC"), dt.datetime(2024, 6, 1, 0, 0, 0, 16847, tzinfo=ZONE_UTC),
+                  1717200000016))
 
 
 @pytest.mark.parametrize("builder_cls", BUILDERS)
@@ -266,6 +321,7 @@ BAD = [
     ({"id": 1, "dec": 1.5}, r"expected decimal.Decimal for DECIMAL\(10, 2\), got float"),
     ({"id": 1, "dec": D("123456789")}, "needs more than 10 digits"),
     ({"id": 1, "dec": D("99999999.995")}, "needs more than 10 digits"),
+    ({"id": 1, "bigdec": D("1E+120")}, r"needs more than 38 digits"),
     ({"id": 1, "dec": D("NaN")}, "NaN cannot be stored"),
     ({"id": 1, "bigdec": D("Infinity")}, "Infinity cannot be stored"),
     ({"id": 1, "d": dt.datetime(2020, 1, 1)}, "got datetime.datetime"),
@@ -349,9 +405,14 @@ def _times(unit_ms=True):
 
 
 _dates_ns = st.datetimes(min_value=dt.datetime(1678, 1, 1), max_value=dt.datetime(2261, 12, 31))
-_aware = st.datetimes(timezones=st.sampled_from([UTC, dt.timezone(dt.timedelta(hours=-7, minutes=-30)),
-                                                 dt.timezone(dt.timedelta(hours=13))]),
-                      min_value=dt.datetime(1, 1, 2), max_value=dt.datetime(9999, 12, 30))
+_DAY = dt.timedelta(hours=24)
+_offsets = st.timedeltas(min_value=-_DAY + dt.timedelta(microseconds=1),
+                         max_value=_DAY - dt.timedelta(microseconds=1))
+_fixed_zones = st.one_of(_offsets.map(dt.timezone), st.sampled_from([UTC] + ZONES),
+                         st.integers(-23 * 60, 23 * 60).map(lambda m: dt.timezone(dt.timedelta(minutes=m))))
+_any_zone = _fixed_zones | st.sampled_from([_NoOffset(), _Shifting()])
+_aware = st.datetimes(timezones=_any_zone, min_value=dt.datetime(1, 1, 2),
+                      max_value=dt.datetime(9999, 12, 30))
 _floats = st.floats(allow_nan=False)
 VALUES = {
     "id": st.integers(-2 ** 31, 2 ** 31 - 1),
@@ -384,13 +445,22 @@ _BAD_VALUE = st.sampled_from(["bad", 2 ** 70, -1.5, b"\x00", object()])
 @st.composite
 def _row(draw):
     values = {}
+    complete = draw(st.booleans())  # every key present: the builder's in-schema-order fast path
     for name in NAMES:
-        if name != "id" and draw(st.integers(0, 4)) == 0:
+        if not complete and name != "id" and draw(st.integers(0, 4)) == 0:
             continue  # missing key -> null
         values[name] = draw(st.none() | VALUES[name]) if name != "id" else draw(VALUES[name])
     if draw(st.integers(0, 9)) == 0:
         values[draw(st.sampled_from(NAMES))] = draw(_BAD_VALUE)
+    if draw(st.integers(0, 9)) == 0:  # an unknown key, sometimes in place of a real one
+        if complete and draw(st.booleans()):
+            del values[draw(st.sampled_from(NAMES[1:]))]
+        values["zz"] = 1
     if draw(st.booleans()):
+        if draw(st.booleans()):
+            # equal but not identical key objects, in another order
+            keys = draw(st.permutations(list(values)))
+            values = {"".join(list(k)): values[k] for k in keys}
         return values
     seq = [values.get(n) for n in NAMES]
     return tuple(seq) if draw(st.booleans()) else seq
@@ -458,3 +528,177 @@ def test_twins_agree_on_decimals_of_any_exponent(digits, exp, sign, ps):
         exact = value.quantize(D(1).scaleb(-ps[1]), rounding=decimal.ROUND_HALF_UP,
                                context=decimal.Context(prec=200))
         assert results[0] == exact
+
+
+# -- tz-aware timestamps: the compiled fast paths against the pure twin and an independent answer ------
+
+_LTZ = SchemaInfo.from_arrow(pa.schema([pa.field(f"ltz{u}", pa.timestamp(u, tz="UTC"))
+                                        for u in ("s", "ms", "us", "ns")]))
+_EPOCH = dt.datetime(1970, 1, 1)
+
+
+def _expected_ltz(v):
+    """(s, ms, us, ns) Arrow values of aware ``v``, from timedelta arithmetic (None: out of range)."""
+    off = v.utcoffset()
+    us = ((v.replace(tzinfo=None) - _EPOCH) - (off or dt.timedelta(0))) // dt.timedelta(microseconds=1)
+    ms = us // 1000
+    secs = -(-ms // 1000) if ms < 0 else ms // 1000  # Java: millis / 1000 truncates toward zero
+    ns = us * 1000
+    return secs, ms, us, ns if -2 ** 63 <= ns < 2 ** 63 else None
+
+
+def _outcome(builder, row):
+    try:
+        builder.append(row)
+        return None
+    except Exception as exc:  # noqa: BLE001 - the twins must fail alike, whatever the error
+        return type(exc).__name__, str(exc)
+
+
+def _int_columns(rb):
+    return [rb.column(i).view(pa.int64()).to_pylist() for i in range(rb.num_columns)]
+
+
+@pytest.mark.skipif(_ext is None, reason="Cython twin not built")
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(st.datetimes(timezones=_any_zone), min_size=1, max_size=12))
+def test_aware_timestamps_match_pure_twin_and_utc_arithmetic(values):
+    py = columns.RowBatchBuilder_py(_LTZ, "db.tz")
+    ext = _ext.RowBatchBuilder(_LTZ, "db.tz")
+    kept = []
+    for v in values:
+        row = [v, v, v, v]
+        got = [_outcome(b, row) for b in (py, ext)]
+        assert got[0] == got[1]
+        exp = _expected_ltz(v)
+        if exp[3] is None:
+            assert got[0] is not None and "timestamp out of range" in got[0][1]
+        else:
+            assert got[0] is None
+            kept.append(list(exp))
+    a, b = py.build(), ext.build()
+    b.validate(full=True)
+    assert a.equals(b)
+    assert _int_columns(b) == [list(c) for c in zip(*kept)] if kept else b.num_rows == 0
+
+
+@pytest.mark.skipif(_ext is None, reason="Cython twin not built")
+@settings(max_examples=150, deadline=None)
+@given(v=st.datetimes(timezones=_any_zone), unit=st.sampled_from(["s", "ms", "us", "ns"]))
+def test_timestamp_without_time_zone_rejects_aware_values_like_pure_twin(v, unit):
+    schema = _single(pa.timestamp(unit))
+    got = [_outcome(cls(schema, "db.ntz"), [v]) for cls in (columns.RowBatchBuilder_py, _ext.RowBatchBuilder)]
+    assert got[0] == got[1]
+    if isinstance(v.tzinfo, _NoOffset):
+        assert got[0] is None or "out of range" in got[0][1]
+    else:
+        assert got[0][0] == "FlussError" and "needs a naive datetime" in got[0][1]
+
+
+@pytest.mark.parametrize("builder_cls", BUILDERS)
+def test_many_distinct_fixed_offsets_in_one_column(builder_cls):
+    # more distinct tzinfo objects than the compiled column remembers, interleaved with UTC zones
+    zones = [dt.timezone(dt.timedelta(minutes=m)) for m in range(-600, 600, 7)] + ZONES
+    b = builder_cls(_LTZ, "db.tz")
+    want = []
+    for rnd in range(3):
+        for i, z in enumerate(zones):
+            v = dt.datetime(2001 + i % 50, 1 + i % 12, 1 + rnd, i % 24, i % 60, 1, i * 7, tzinfo=z)
+            b.append([v, v, v, v])
+            want.append(list(_expected_ltz(v)))
+            u = v.astimezone(UTC)
+            b.append([u, u, u, u])
+            want.append(list(_expected_ltz(u)))
+    assert _int_columns(b.build()) == [list(c) for c in zip(*want)]
+
+
+@pytest.mark.parametrize("builder_cls", BUILDERS)
+def test_tzinfo_that_raises_propagates_and_leaves_builder_unchanged(builder_cls):
+    b = builder_cls(_LTZ, "db.tz")
+    ok = dt.datetime(2020, 1, 1, tzinfo=UTC)
+    b.append([ok, ok, ok, ok])
+    size = b.estimated_size
+    bad = dt.datetime(2020, 1, 1, tzinfo=_Broken())
+    with pytest.raises(RuntimeError, match="no offset today"):
+        b.append([ok, ok, bad, ok])
+    assert len(b) == 1 and b.estimated_size == size
+    assert _int_columns(b.build()) == [[1577836800], [1577836800000], [1577836800000000],
+                                       [1577836800000000000]]
+
+
+@pytest.mark.skipif(_ext is None, reason="Cython twin not built")
+def test_compiled_decimal_reader_is_active():
+    # the C Decimal layout check passes on CPython's _decimal; if it fails, the fast path is off
+    assert decimal.__dict__.get("__libmpdec_version__") is None or _ext._mpd_layout_ok()
+
+
+# -- dict rows: key order, key identity, unknown keys, references -------------------------------------
+
+_SMALL = SchemaInfo.from_arrow(pa.schema([pa.field("a", pa.int64(), False), pa.field("bb", pa.string()),
+                                          pa.field("ccc", pa.timestamp("us", tz="UTC"))]))
+
+
+@pytest.mark.parametrize("builder_cls", BUILDERS)
+def test_dict_rows_in_any_key_order_and_key_object(builder_cls):
+    t = dt.datetime(2020, 5, 17, 1, 2, 3, 4, tzinfo=UTC)
+    b = builder_cls(_SMALL, "db.small")
+    fresh = ["".join(["b", "b"]), "".join(["c", "cc"])]
+    rows = [
+        {"a": 1, "bb": "x", "ccc": t},
+        {"a": 2, fresh[0]: "y", fresh[1]: t},                                   # equal, not identical keys
+        {"ccc": t, "a": 3, "bb": "z"},                                          # another order
+        {"a": 4, "bb": None, "ccc": None},
+        {"a": 5, "bb": "w", "ccc": t},                                          # literal keys again
+        {"a": 6},
+    ]
+    for r in rows:
+        b.append(r)
+    rb = b.build()
+    assert rb.column("a").to_pylist() == [1, 2, 3, 4, 5, 6]
+    assert rb.column("bb").to_pylist() == ["x", "y", "z", None, "w", None]
+    assert rb.column("ccc").null_count == 2
+
+
+class _Key(str):
+    pass
+
+
+@pytest.mark.parametrize("builder_cls", BUILDERS)
+@pytest.mark.parametrize("row,pattern", [
+    ({"a": 1, "bb": "x", "zz": 2}, "unknown column 'zz'; expected: a, bb, ccc"),   # same size as schema
+    ({"a": 1, "zz": 2, "ccc": None}, "unknown column 'zz'"),
+    ({"bb": "x", "ccc": None, "a": None}, r"column 'a' \(bigint NOT NULL\), row 1: column is NOT NULL"),
+    ({"bb": "x", "ccc": None, 7: 1}, "column 'a'.*missing value for NOT NULL column"),
+    ({"a": 1, "bb": "x", 7: 1}, "dict keys must be column names"),
+    ({"a": 1, "bb": 5, "ccc": None}, "column 'bb'.*expected str for STRING, got int 5"),
+])
+def test_dict_row_errors_same_size_as_schema(builder_cls, row, pattern):
+    b = builder_cls(_SMALL, "db.small")
+    b.append({"a": 0})
+    with pytest.raises(FlussError, match=pattern):
+        b.append(row)
+    assert len(b) == 1
+    b.append({_Key("a"): 9, _Key("bb"): "k", "ccc": None})  # str subclass keys still name columns
+    assert b.build().column("a").to_pylist() == [0, 9]
+
+
+@pytest.mark.parametrize("builder_cls", BUILDERS)
+def test_append_keeps_no_reference_to_row_values(builder_cls):
+    import sys
+    s = "a string that is not interned " * 3
+    t = dt.datetime(2020, 1, 1, tzinfo=dt.timezone(dt.timedelta(hours=2)))
+    before = sys.getrefcount(s), sys.getrefcount(t)
+    b = builder_cls(_SMALL, "db.small")
+    for i in range(50):
+        b.append({"a": i, "bb": s, "ccc": t})
+        b.append((i, s, t))
+        with pytest.raises(FlussError):
+            b.append({"a": i, "bb": s, "ccc": t, "zz": 1})
+        with pytest.raises(FlussError):
+            b.append([i, s, "not a time"])
+        with pytest.raises(FlussError):
+            b.append({"a": None, "bb": s, "ccc": t})
+    assert len(b) == 100
+    b.build()
+    del b
+    assert (sys.getrefcount(s), sys.getrefcount(t)) == before

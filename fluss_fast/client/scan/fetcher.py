@@ -4,18 +4,26 @@ Everything in ``LogFetcher`` except the subscription methods runs on the client 
 
 How data flows:
 
-* ``send_fetches`` groups the fetchable buckets (subscribed, fewer than ``_MAX_AHEAD`` decoded
-  results waiting, not backing off, leader known, not past the end of a bounded read) by leader
-  node and sends one FetchLog per node that has none outstanding.
+* ``send_fetches`` groups the fetchable buckets (subscribed, not in a request already, fewer than
+  ``_MAX_AHEAD`` results waiting or being decoded, not backing off, leader known, not past the end
+  of a bounded read) by leader node and sends them in up to ``_MAX_REQUESTS_PER_NODE`` FetchLogs
+  per node. Several requests per node keep the server and the socket busy while a response is in
+  transit or being decoded; each request gets ``max-bytes / requests`` so that what is in flight to
+  one node stays within ``scanner.log.fetch.max-bytes``.
 * When a response arrives its batch headers are scanned first: that fixes each bucket's next fetch
   position (``fetch_pos``, ahead of the user's position while results wait), and the next FetchLog
-  goes out at once. Only then is the response decoded, on the runtime: CRC (skipped when the
-  server projected, since it does not recompute it), Arrow IPC straight over the response buffer,
-  the exact filter, the user's column order. The result, a ``_Completed`` per bucket, is buffered.
+  goes out at once. Only then is the response decoded: CRC (skipped when the server projected,
+  since it does not recompute it), Arrow IPC straight over the response buffer, the exact filter,
+  the user's column order. Large responses are decoded on one worker thread (pyarrow releases the
+  GIL while it decompresses), so the runtime loop keeps receiving meanwhile; results come back in
+  submission order, a ``_Completed`` per bucket, and are buffered.
 * ``poll`` drains buffered results and moves each bucket's position as its rows are handed out.
 * The server sends only the first batch of a request's first bucket whole when it exceeds the
   per-bucket byte budget; a bucket that got a partial batch goes first next time and asks for
   that batch's size (remembered as the bucket's floor), so large batches cost no extra rounds.
+* Bounded reads (``to_arrow``, the batch reader) hold everything in memory anyway, so unless the
+  user changed ``scanner.log.fetch.max-bytes-for-bucket`` their buckets get a larger budget (their
+  share of the request's bytes, up to ``_BOUNDED_BUCKET_BYTES``): fewer, larger round trips.
 
 Per-bucket errors follow the Rust client: leader/metadata problems (12, 44, 24, 21, 23) drop the
 cached leaders and retry, storage hiccups (10, 11, 26, -1) retry after a short back-off, an offset
@@ -27,7 +35,10 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import inspect
+import os
+import queue
 import threading
 from typing import Dict, List, Optional, Tuple
 
@@ -57,6 +68,14 @@ _MAX_BACKOFF_S = 1.0
 _NODE_FAILURES_BEFORE_ERROR = 3
 #: decoded-but-unconsumed fetch results per bucket before it stops being fetched
 _MAX_AHEAD = 2
+#: FetchLog requests one scanner keeps in flight to one tablet server
+_MAX_REQUESTS_PER_NODE = 3
+#: the per-bucket budget of a bounded read when the user kept the default one
+_BOUNDED_BUCKET_BYTES = 8 * 1024 * 1024
+#: the default of scanner.log.fetch.max-bytes-for-bucket (a value the user did not choose)
+_DEFAULT_BUCKET_BYTES = 1024 * 1024
+#: responses with fewer record bytes are decoded on the loop: a thread hop would cost more
+_INLINE_DECODE_BYTES = 128 * 1024
 _U64 = 1 << 64
 
 
@@ -334,11 +353,16 @@ class _BucketState:
     """``offset`` is the position handed out to the user so far; ``fetch_pos`` (None: same as
     ``offset``) is where the next FetchLog starts, ahead of ``offset`` while results are buffered."""
 
-    __slots__ = ("offset", "fetch_pos", "high_watermark", "retry_at", "starved", "need_bytes")
+    __slots__ = ("offset", "fetch_pos", "high_watermark", "retry_at", "starved", "need_bytes",
+                 "inflight", "decoding")
 
     def __init__(self, offset: int):
         self.offset = offset
         self.fetch_pos = None
+        # part of a FetchLog that has not been answered yet
+        self.inflight = False
+        # responses of this bucket handed to the decode worker and not back yet
+        self.decoding = 0
         # got only part of a batch: the server sends the first batch of a request's first bucket
         # whole, so this bucket goes first next time
         self.starved = False
@@ -373,6 +397,64 @@ async def _connection(ctx, node: int):
     return conn
 
 
+class _DecodeWorker:
+    """One daemon thread per process decoding fetch responses in submission order.
+
+    Decoding is mostly decompression inside pyarrow, which releases the GIL, so the runtime loop
+    receives the next responses meanwhile. A daemon thread (not an executor) so that an
+    interpreter exiting mid-scan never waits for it.
+    """
+
+    def __init__(self):
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="fluss-fast-decode", daemon=True)
+        self._thread.start()
+
+    def submit(self, loop, job, done) -> None:
+        """Runs ``job()`` on the worker, then ``done(result, exception)`` on ``loop``."""
+        self._queue.put((loop, job, done))
+
+    def _run(self) -> None:
+        q = self._queue
+        while True:
+            loop, job, done = q.get()
+            try:
+                result, exc = job(), None
+            except BaseException as e:  # noqa: BLE001 - handed to the loop, which decides
+                result, exc = None, e
+            try:
+                loop.call_soon_threadsafe(done, result, exc)
+            except RuntimeError:
+                pass  # the runtime loop is gone: nobody waits for this result any more
+            del loop, job, done, result, exc
+
+
+_worker: Optional[_DecodeWorker] = None
+_worker_lock = threading.Lock()
+
+
+def _decode_worker() -> _DecodeWorker:
+    global _worker
+    w = _worker
+    if w is None:
+        with _worker_lock:
+            w = _worker
+            if w is None:
+                w = _worker = _DecodeWorker()
+    return w
+
+
+def _forget_worker() -> None:
+    # the thread does not survive a fork; the child starts its own on first use
+    global _worker, _worker_lock
+    _worker = None
+    _worker_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_worker)
+
+
 class LogFetcher:
     """Subscriptions, positions, outstanding fetches and buffered results of one LogScanner."""
 
@@ -388,7 +470,12 @@ class LogFetcher:
         self._lock = threading.Lock()
         self._subs: Dict[TableBucket, _BucketState] = {}
         self._buffer: collections.deque = collections.deque()
-        self._inflight: set = set()
+        # FetchLogs in flight per tablet server
+        self._node_reqs: Dict[int, int] = {}
+        # responses of this fetcher queued on the decode worker
+        self._decode_jobs = 0
+        # a bounded read may raise the per-bucket budget unless the user chose one
+        self._bounded_budget = self.max_bytes_for_bucket == _DEFAULT_BUCKET_BYTES
         self._tasks: set = set()
         self._meta_task = None
         self._latest_task = None
@@ -478,7 +565,9 @@ class LogFetcher:
         with self._lock:
             items = list(self._subs.items())
         for tb, st in items:
-            if buffered[tb] >= _MAX_AHEAD or (exclude is not None and tb in exclude):
+            if st.inflight:
+                continue
+            if buffered[tb] + st.decoding >= _MAX_AHEAD or (exclude is not None and tb in exclude):
                 continue
             if stops is not None and (tb not in stops or st.fetch_at >= stops[tb]):
                 continue
@@ -492,24 +581,35 @@ class LogFetcher:
             if node is None:
                 need_meta.append(tb)
                 continue
-            if node in self._inflight:
-                continue
             by_node.setdefault(node, []).append((tb, st, st.fetch_at))
         for node, entries in by_node.items():
+            busy = self._node_reqs.get(node, 0)
+            free = _MAX_REQUESTS_PER_NODE - busy
+            if free <= 0:
+                continue
             entries.sort(key=lambda e: not e[1].starved)
-            self._inflight.add(node)
-            self._spawn(self._fetch(node, entries))
+            # Every request may carry max-bytes / (requests this node can have in flight), so
+            # that the node's responses in flight together stay within max-bytes.
+            slots = min(_MAX_REQUESTS_PER_NODE, busy + len(entries))
+            req_bytes = max(self.max_bytes // slots, 1)
+            n = min(free, len(entries))
+            for k in range(n):
+                group = entries[k::n]  # starved buckets (sorted first) each lead a request
+                for _tb, st, _off in group:
+                    st.inflight = True
+                self._node_reqs[node] = self._node_reqs.get(node, 0) + 1
+                self._spawn(self._fetch(node, group, req_bytes))
         if need_meta and self._meta_task is None:
             self._meta_task = self._spawn(self._refresh_metadata(need_meta))
         if need_latest and self._latest_task is None:
             self._latest_task = self._spawn(self._resolve_latest(need_latest))
         return next_retry
 
-    def _build_request(self, entries) -> bytes:
+    def _build_request(self, entries, req_bytes: int) -> bytes:
         spec = self.spec
         req = pb.FetchLogRequest()
         req.follower_server_id = -1
-        req.max_bytes = self.max_bytes
+        req.max_bytes = req_bytes
         req.max_wait_ms = self.max_wait_ms
         req.min_bytes = self.min_bytes
         t = req.tables_req.add()
@@ -517,29 +617,46 @@ class LogFetcher:
         t.projection_pushdown_enabled = spec.pushdown
         if spec.pushdown:
             t.projected_fields.extend(spec.fetch_fields)
-        for tb, _st, off in entries:
+        per_bucket = self.max_bytes_for_bucket
+        if self._stops is not None and self._bounded_budget:
+            per_bucket = max(per_bucket, min(req_bytes // len(entries), _BOUNDED_BUCKET_BYTES))
+        for tb, st, off in entries:
             b = t.buckets_req.add()
             if tb.partition_id is not None:
                 b.partition_id = tb.partition_id
             b.bucket_id = tb.bucket_id
             b.fetch_offset = off
-            b.max_fetch_bytes = max(self.max_bytes_for_bucket, _st.need_bytes)
+            b.max_fetch_bytes = max(per_bucket, st.need_bytes)
         if self._filter_pb is not None:
             t.filter_predicate.CopyFrom(self._filter_pb)
             t.filter_schema_id = spec.schema_id
         return req.SerializeToString()
 
-    async def _fetch(self, node: int, entries) -> None:
+    def _release(self, node: int, entries) -> None:
+        """The request for ``entries`` is answered (or failed): its buckets may be fetched again."""
+        n = self._node_reqs.get(node, 0) - 1
+        if n > 0:
+            self._node_reqs[node] = n
+        else:
+            self._node_reqs.pop(node, None)
+        for _tb, st, _off in entries:
+            st.inflight = False
+
+    async def _fetch(self, node: int, entries, req_bytes: int) -> None:
         spec = self.spec
-        handed = False  # the response handler releases the node itself, before it decodes
+        handed = False  # the response handler releases the request itself, before it decodes
         try:
             try:
                 conn = await _connection(self.ctx, node)
-                body = await conn.request_raw(Api.FETCH_LOG, self._build_request(entries))
+                body = await conn.request_raw(Api.FETCH_LOG, self._build_request(entries, req_bytes))
             except FlussError as exc:
+                self._release(node, entries)
+                handed = True
                 self._node_failed(node, entries, exc)
                 return
             except (OSError, asyncio.TimeoutError) as exc:
+                self._release(node, entries)
+                handed = True
                 self._node_failed(node, entries, FlussError(
                     f"Fetching {spec.where(entries[0][0])} from node {node} failed: {exc}",
                     NETWORK_EXCEPTION))
@@ -552,13 +669,16 @@ class LogFetcher:
             except FlussError as exc:
                 self._fail(exc)
             except (CorruptBatchError, ValueError, TypeError, pa.ArrowException) as exc:
-                code = getattr(exc, "error_code", CORRUPT_MESSAGE)
-                self._fail(FlussError(f"Could not read the fetch response for table '{spec.path}' "
-                                      f"from node {node}: {exc}", code))
+                self._fail(self._unreadable(node, exc))
         finally:
             if not handed:
-                self._inflight.discard(node)
+                self._release(node, entries)
             self._wake()
+
+    def _unreadable(self, node: int, exc: BaseException) -> FlussError:
+        code = getattr(exc, "error_code", CORRUPT_MESSAGE)
+        return FlussError(f"Could not read the fetch response for table '{self.spec.path}' "
+                          f"from node {node}: {exc}", code)
 
     def _node_failed(self, node: int, entries, exc: FlussError) -> None:
         n = self._node_failures.get(node, 0) + 1
@@ -574,9 +694,8 @@ class LogFetcher:
                                   f"{n} times in a row: {exc.message}", exc.error_code))
 
     def _handle_response(self, body, node: int, entries) -> None:
-        """Errors and positions first, then the next FetchLog goes out, then the decoding: the
-        server prepares the next answer while this one is decoded."""
-        spec = self.spec
+        """Errors and positions first, then the next FetchLogs go out, then the decoding: the
+        server prepares the next answers while this one is decoded."""
         mv = memoryview(body)
         if mv.format != "B" or mv.ndim != 1:
             mv = mv.cast("B")
@@ -590,9 +709,30 @@ class LogFetcher:
         except FlussError as exc:
             error = exc
         finally:
-            self._inflight.discard(node)
+            self._release(node, entries)
         if todo:
+            size = 0
+            for _tb, st, _off, r in todo:
+                st.decoding += 1
+                if r.records is not None:
+                    size += r.records[1] - r.records[0]
             self.send_fetches()
+            job = functools.partial(self._decode_all, mv, todo)
+            if self._decode_jobs == 0 and size < _INLINE_DECODE_BYTES:
+                # small (polling) answers: no thread hop; nothing is queued ahead of this one
+                self._decoded(node, todo, False, job(), None)
+            else:
+                self._decode_jobs += 1
+                _decode_worker().submit(self._loop, job,
+                                        functools.partial(self._decoded, node, todo, True))
+        if error is not None:
+            raise error
+
+    def _decode_all(self, mv, todo):
+        """Decoded results of one response's buckets (on the decode worker for large responses);
+        stops at the first failure, returning what was decoded before it and the error."""
+        spec = self.spec
+        out = []
         for tb, st, off, r in todo:
             try:
                 chunks, nxt = [], off
@@ -600,15 +740,34 @@ class LogFetcher:
                     chunks, nxt = spec.decode_records(tb, mv, r.records[0], r.records[1], off)
                 if r.filtered_end_offset is not None and r.filtered_end_offset > nxt:
                     nxt = r.filtered_end_offset
-            except BaseException:
-                st.fetch_pos = None
-                raise
-            if chunks or nxt != off:
-                self._buffer.append(_Completed(tb, st, off, chunks, nxt, r.high_watermark))
-            else:
-                st.fetch_pos = None
+            except BaseException as exc:  # noqa: BLE001 - reported by _decoded on the loop
+                return out, exc
+            out.append((chunks, nxt))
+        return out, None
+
+    def _decoded(self, node: int, todo, queued: bool, result, exc) -> None:
+        """Back on the loop: buffer the decoded results in response order, report a failure."""
+        if queued:
+            self._decode_jobs -= 1
+        results, error = result if result is not None else ([], exc)
+        for k, (tb, st, off, r) in enumerate(todo):
+            st.decoding -= 1
+            if k < len(results):
+                chunks, nxt = results[k]
+                if chunks or nxt != off:
+                    self._buffer.append(_Completed(tb, st, off, chunks, nxt, r.high_watermark))
+                    continue
+            # not decoded (failed) or nothing in it: fetch again from what was handed out
+            st.fetch_pos = None
         if error is not None:
-            raise error
+            if isinstance(error, FlussError):
+                self._fail(error)
+            elif isinstance(error, (CorruptBatchError, ValueError, TypeError, pa.ArrowException)):
+                self._fail(self._unreadable(node, error))
+            else:
+                self._fail(FlussError(f"Decoding the fetch response for table '{self.spec.path}' "
+                                      f"from node {node} failed: {error!r}", CLIENT_ERROR))
+        self._wake()
 
     def _scan_response(self, mv, sent, now, md, todo) -> None:
         """Per-bucket errors, high watermarks and the next fetch positions of one response;

@@ -121,6 +121,10 @@ class RecordAccumulator:
         with self._lock:
             return self._used + sum(s.size - b.builder_bytes for s, b in self._hots.items())
 
+    def slot_for(self, key) -> HotSlot:
+        """The slot of ``(partition_id, bucket)`` (bucket None: the assigner's choice)."""
+        return self._slots.get(key) or self._new_slot(key)
+
     def _new_slot(self, key) -> HotSlot:
         with self._lock:
             s = self._slots.get(key)

@@ -20,6 +20,7 @@ from ... import datatypes as T
 from ...codec.arrowlog import ArrowLogCodec
 from ...codec.columns import RowBatchBuilder
 from ...codec.indexedlog import RowLogCodec
+from ...codec import murmur
 from ...codec.keys import RowKeyEncoder
 from ...errors import FlussError
 from ..runtime import on_runtime
@@ -205,6 +206,8 @@ class AppendWriter:
             on_failure=self._record_error, partition_name=self._pnames.get)
         self._sender.start(self._runtime)
         self._slot_append = self._acc.slot.append  # per-row fast path (codec/appendslot.py)
+        self._slot_appends = {}  # (partition id, bucket) -> that slot's append, for placed rows
+        self._bucket_for_key = murmur.bucket_for_key
 
     def _wake(self):
         self._sender.wake()
@@ -284,10 +287,10 @@ class AppendWriter:
         # to the checked path below, which reports precisely what is wrong.
         kind = type(row)
         if kind is dict:
-            plain_row = True
+            simple = True
         else:
-            plain_row = (kind is tuple or kind is list) and len(row) == self._ncols
-        if plain_row:
+            simple = (kind is tuple or kind is list) and len(row) == self._ncols
+        if simple:
             pid = None
             if self._part_pos:
                 if kind is dict:
@@ -309,11 +312,21 @@ class AppendWriter:
                 else:
                     values = [row[i] for i in enc.positions]
                 try:
-                    bucket = bucket_of_key(enc.encode(values), self._num_buckets)
+                    bucket = self._bucket_for_key(enc.encode(values), self._num_buckets)
                 except (TypeError, ValueError, OverflowError):
                     placed = False
             if placed:
-                return self._acc.append_slotted(row, pid, bucket, self._num_buckets)
+                key = (pid, bucket)
+                slot_append = self._slot_appends.get(key)
+                if slot_append is not None:
+                    h = slot_append(row)
+                    if h is not None:
+                        return h
+                h = self._acc.append_slotted(row, pid, bucket, self._num_buckets)
+                if len(self._slot_appends) >= 4096:
+                    self._slot_appends.clear()
+                self._slot_appends[key] = self._acc.slot_for(key).append
+                return h
         pid = None
         bucket = None
         if self._part_pos:

@@ -1,0 +1,954 @@
+"""The log fetcher: FetchLog requests, response decoding and the bucket positions of one scanner.
+
+Everything in ``LogFetcher`` except the subscription methods runs on the client runtime loop.
+
+How data flows:
+
+* ``send_fetches`` groups the fetchable buckets (subscribed, fewer than ``_MAX_AHEAD`` decoded
+  results waiting, not backing off, leader known, not past the end of a bounded read) by leader
+  node and sends one FetchLog per node that has none outstanding.
+* When a response arrives its batch headers are scanned first: that fixes each bucket's next fetch
+  position (``fetch_pos``, ahead of the user's position while results wait), and the next FetchLog
+  goes out at once. Only then is the response decoded, on the runtime: CRC (skipped when the
+  server projected, since it does not recompute it), Arrow IPC straight over the response buffer,
+  the exact filter, the user's column order. The result, a ``_Completed`` per bucket, is buffered.
+* ``poll`` drains buffered results and moves each bucket's position as its rows are handed out.
+* The server sends only the first batch of a request's first bucket whole when it exceeds the
+  per-bucket byte budget; a bucket that got a partial batch goes first next time and asks for
+  that batch's size (remembered as the bucket's floor), so large batches cost no extra rounds.
+
+Per-bucket errors follow the Rust client: leader/metadata problems (12, 44, 24, 21, 23) drop the
+cached leaders and retry, storage hiccups (10, 11, 26, -1) retry after a short back-off, an offset
+out of range (19, reported as -2 like pyfluss) and anything unexpected reach the user as FlussError
+naming table, bucket and offset. A node that keeps failing at the transport level surfaces its
+error after a few attempts instead of making every poll wait forever.
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+import inspect
+import threading
+from typing import Dict, List, Optional, Tuple
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ...codec import logbatch
+from ...codec.errors import CorruptBatchError
+from ...errors import FlussError
+from ...metadata import EARLIEST_OFFSET, LATEST_OFFSET, TableBucket
+from ...rpc import fluss_api_pb2 as pb
+from ...rpc.api import Api
+from .records import Chunk, RowSource
+
+__all__ = ["ScanSpec", "LogFetcher", "parse_fetch_response", "BucketFetchResult"]
+
+CLIENT_ERROR = -2
+NETWORK_EXCEPTION = 1
+CORRUPT_MESSAGE = 3
+LOG_OFFSET_OUT_OF_RANGE = 19
+_REFRESH_CODES = frozenset((12, 44, 24, 21, 23))
+_RETRY_CODES = frozenset((10, 11, 26, -1))
+
+_RETRY_BACKOFF_S = 0.05
+_MAX_BACKOFF_S = 1.0
+#: consecutive transport failures of one node before the error reaches poll()
+_NODE_FAILURES_BEFORE_ERROR = 3
+#: decoded-but-unconsumed fetch results per bucket before it stops being fetched
+_MAX_AHEAD = 2
+_U64 = 1 << 64
+
+
+# -- FetchLogResponse, walked by hand so that `records` stays a view of the response buffer ------
+def _varint(mv, pos: int) -> Tuple[int, int]:
+    result = 0
+    shift = 0
+    while True:
+        b = mv[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint longer than 10 bytes")
+
+
+def _signed(v: int) -> int:
+    return v - _U64 if v >= 1 << 63 else v
+
+
+def _walk(mv, pos: int, end: int):
+    """(field number, value) pairs; length-delimited values are (start, end) spans."""
+    while pos < end:
+        key, pos = _varint(mv, pos)
+        fn, wt = key >> 3, key & 7
+        if wt == 0:
+            v, pos = _varint(mv, pos)
+            yield fn, v
+        elif wt == 2:
+            n, pos = _varint(mv, pos)
+            if pos + n > end:
+                raise ValueError(f"field {fn} overruns its message")
+            yield fn, (pos, pos + n)
+            pos += n
+        elif wt == 1:
+            pos += 8
+        elif wt == 5:
+            pos += 4
+        else:
+            raise ValueError(f"unsupported wire type {wt}")
+    if pos != end:
+        raise ValueError("message overruns its end")
+
+
+class BucketFetchResult:
+    __slots__ = ("partition_id", "bucket_id", "error_code", "error_message", "high_watermark",
+                 "records", "remote", "filtered_end_offset")
+
+    def __init__(self):
+        self.partition_id = None
+        self.bucket_id = -1
+        self.error_code = 0
+        self.error_message = None
+        self.high_watermark = -1
+        self.records = None          # (start, end) inside the response body
+        self.remote = None           # serialized PbRemoteLogFetchInfo
+        self.filtered_end_offset = None
+
+
+def parse_fetch_response(mv) -> List[Tuple[int, List[BucketFetchResult]]]:
+    """[(table_id, [BucketFetchResult, ...]), ...] of a FetchLogResponse body."""
+    mv = memoryview(mv).cast("B") if not isinstance(mv, memoryview) or mv.format != "B" else mv
+    out = []
+    for fn, v in _walk(mv, 0, len(mv)):
+        if fn != 1 or not isinstance(v, tuple):
+            continue
+        table_id = None
+        buckets = []
+        for tfn, tv in _walk(mv, v[0], v[1]):
+            if tfn == 1 and not isinstance(tv, tuple):
+                table_id = _signed(tv)
+            elif tfn == 2 and isinstance(tv, tuple):
+                r = BucketFetchResult()
+                for bfn, bv in _walk(mv, tv[0], tv[1]):
+                    if bfn == 1:
+                        r.partition_id = _signed(bv)
+                    elif bfn == 2:
+                        r.bucket_id = _signed(bv)
+                    elif bfn == 3:
+                        r.error_code = _signed(bv)
+                    elif bfn == 4:
+                        r.error_message = bytes(mv[bv[0]:bv[1]]).decode("utf-8", "replace")
+                    elif bfn == 5:
+                        r.high_watermark = _signed(bv)
+                    elif bfn == 7:
+                        r.remote = bytes(mv[bv[0]:bv[1]])
+                    elif bfn == 8:
+                        r.records = bv
+                    elif bfn == 9:
+                        r.filtered_end_offset = _signed(bv)
+                buckets.append(r)
+        out.append((table_id, buckets))
+    return out
+
+
+def _relabel(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_list(t):
+        f = t.value_field
+        return pa.list_(pa.field("item", _relabel(f.type), f.nullable))
+    if pa.types.is_map(t):
+        return pa.map_(pa.field("key", _relabel(t.key_type), False),
+                       pa.field("value", _relabel(t.item_type), t.item_field.nullable))
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, _relabel(f.type), f.nullable) for f in t])
+    return t
+
+
+def pyfluss_labels(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with pyfluss's nested field names (list items are called ``item``).
+
+    Names never travel on the wire, so decoding straight into this schema costs nothing.
+    """
+    return pa.schema([pa.field(f.name, _relabel(f.type), f.nullable) for f in schema])
+
+
+# -- what one scanner reads -------------------------------------------------------------------------
+class ScanSpec:
+    """Everything fixed when a scanner is created: table, projection, filter, decoders."""
+
+    def __init__(self, meta, *, projection: Optional[List[int]] = None, predicate=None):
+        from ...codec.arrowlog import ArrowLogCodec
+
+        self.meta = meta
+        self.path = meta.path
+        self.table_id = meta.table_id
+        self.schema = meta.schema
+        self.schema_id = meta.schema_id
+        self.num_buckets = meta.num_buckets
+        self.partitioned = meta.is_partitioned
+        desc = meta.descriptor
+        self.log_format = desc.log_format
+        self.full_arrow = pyfluss_labels(self.schema.to_arrow())
+        ncols = len(self.schema.columns)
+        self.user_fields = list(projection) if projection is not None else None
+        self.predicate = predicate
+        needed = set(range(ncols)) if projection is None else set(projection)
+        if predicate is not None:
+            needed |= set(predicate.columns)
+        fetch = sorted(needed)
+        self.arrow_format = self.log_format == "ARROW"
+        # The server projects ARROW batches only (INDEXED answers 34); others are projected here.
+        self.pushdown = self.arrow_format and len(fetch) < ncols
+        self.fetch_fields = fetch if self.pushdown else None
+        decoded = fetch if self.pushdown else list(range(ncols))
+        self.decoded_schema = pa.schema([self.full_arrow.field(i) for i in decoded])
+        pos_in_decoded = {f: k for k, f in enumerate(decoded)}
+        self.pred_positions = pos_in_decoded
+        out_fields = list(range(ncols)) if projection is None else list(projection)
+        self.out_select = None if out_fields == decoded else [pos_in_decoded[f] for f in out_fields]
+        self.out_schema = pa.schema([self.full_arrow.field(i) for i in out_fields])
+        # Projected batches carry a stale CRC (the server rewrites them without recomputing it).
+        self.check_crc = not self.pushdown
+        table_name = str(self.path)
+        if self.arrow_format:
+            self.codec = ArrowLogCodec(self.schema, desc.compression, desc.compression_level,
+                                       table_name=table_name)
+            self.row_codec = None
+        else:
+            from ...codec.indexedlog import RowLogCodec
+
+            self.codec = None
+            self.row_codec = RowLogCodec(self.schema.types, self.log_format, self.schema.names)
+
+    def where(self, bucket) -> str:
+        part = f", partition {bucket.partition_id}" if bucket.partition_id is not None else ""
+        return f"table '{self.path}'{part}, bucket {bucket.bucket_id}"
+
+    def empty_table(self) -> pa.Table:
+        return self.out_schema.empty_table()
+
+    # -- decoding one bucket's records ---------------------------------------------------------
+    def _decode_batch(self, mv, h, full: bool = False):
+        """(record batch, change types) of batch ``h``; ``full`` when the server did not project."""
+        if self.arrow_format:
+            if self.pushdown and not full:
+                return self.codec.decode(mv, h, projected=self.decoded_schema)
+            return self.codec.decode(mv, h, arrow_schema=self.full_arrow)
+        from ...codec.indexedlog import to_arrow
+
+        decoded = self.row_codec.decode(mv, h)
+        rb = to_arrow([values for _, values in decoded], self.full_arrow)
+        cts = None if h.append_only else bytes(ct for ct, _ in decoded)
+        return rb, cts
+
+    def decode_full_batches(self, bucket, mv, start: int = 0, end: Optional[int] = None):
+        """[(header, full-schema record batch, change types)] of every complete batch, CRC checked
+        (LIMIT_SCAN answers are never projected by the server)."""
+        out = []
+        for h in logbatch.iter_batches(mv, start, end):
+            if h.schema_id != self.schema_id:
+                raise FlussError(
+                    f"{self.where(bucket)}: batch at offset {h.base_offset} was written with schema "
+                    f"id {h.schema_id}, the scanner reads schema id {self.schema_id}", CLIENT_ERROR)
+            if not logbatch.verify_crc(mv, h.position):
+                raise FlussError(f"{self.where(bucket)}: corrupt batch at offset {h.base_offset} "
+                                 f"(CRC mismatch)", CORRUPT_MESSAGE)
+            if h.record_count > 0:
+                rb, cts = self._decode_batch(mv, h, full=True)
+                out.append((h, rb, cts))
+        return out
+
+    def output_of_full(self, rb: pa.RecordBatch) -> pa.RecordBatch:
+        """The user's columns, in the user's order, of a full-schema batch."""
+        if self.user_fields is None:
+            return rb
+        return rb.select(self.user_fields)
+
+    def decode_records(self, bucket, mv, start: int, end: int, fetch_offset: int):
+        """(chunks, next fetch offset) for the records blob ``mv[start:end]`` fetched at
+        ``fetch_offset``; rows below the fetch offset are dropped."""
+        chunks = []
+        next_offset = fetch_offset
+        complete = 0
+        for h in logbatch.iter_batches(mv, start, end):
+            complete += 1
+            if fetch_offset >= 0 and h.next_offset <= fetch_offset:
+                continue
+            if h.schema_id != self.schema_id:
+                raise FlussError(
+                    f"{self.where(bucket)}: batch at offset {h.base_offset} was written with schema "
+                    f"id {h.schema_id}, the scanner reads schema id {self.schema_id}; "
+                    f"create a new scanner after a schema change", CLIENT_ERROR)
+            if self.check_crc and not logbatch.verify_crc(mv, h.position):
+                raise FlussError(
+                    f"{self.where(bucket)}: corrupt batch at offset {h.base_offset} "
+                    f"(CRC mismatch)", CORRUPT_MESSAGE)
+            if h.record_count > 0:
+                rb, cts = self._decode_batch(mv, h)
+                chunk = self._chunk(bucket, h, rb, cts, fetch_offset)
+                if chunk is not None:
+                    chunks.append(chunk)
+            next_offset = h.next_offset
+        if complete == 0 and end > start:
+            raise FlussError(
+                f"{self.where(bucket)}: the batch at offset {fetch_offset} does not fit into the "
+                f"fetch size ({end - start} bytes returned); raise "
+                f"scanner.log.fetch.max-bytes-for-bucket", CLIENT_ERROR)
+        return chunks, next_offset
+
+    def _chunk(self, bucket, h, rb, cts, fetch_offset: int):
+        base = h.base_offset
+        if fetch_offset > base:
+            skip = fetch_offset - base
+            rb = rb.slice(skip)
+            if cts is not None:
+                cts = cts[skip:]
+            base = fetch_offset
+        offsets = None
+        if self.predicate is not None and rb.num_rows:
+            mask = self.predicate.mask(rb, self.pred_positions)
+            kept = mask.true_count
+            if kept == 0:
+                return None
+            if kept < rb.num_rows:
+                idx = pc.indices_nonzero(mask)
+                offsets = pc.add(idx, pa.scalar(base, pa.uint64())).to_pylist()
+                if cts is not None:
+                    cts = bytes(cts[i] for i in idx.to_pylist())
+                rb = rb.filter(mask)
+                base = offsets[0]
+                if offsets[-1] - base + 1 == len(offsets):
+                    offsets = None
+        if rb.num_rows == 0:
+            return None
+        if self.out_select is not None:
+            rb = rb.select(self.out_select)
+        return Chunk(bucket, RowSource(rb), 0, rb.num_rows, base, offsets, cts,
+                     h.commit_timestamp, h.next_offset)
+
+
+# -- per-bucket state -------------------------------------------------------------------------------
+class _BucketState:
+    """``offset`` is the position handed out to the user so far; ``fetch_pos`` (None: same as
+    ``offset``) is where the next FetchLog starts, ahead of ``offset`` while results are buffered."""
+
+    __slots__ = ("offset", "fetch_pos", "high_watermark", "retry_at", "starved", "need_bytes")
+
+    def __init__(self, offset: int):
+        self.offset = offset
+        self.fetch_pos = None
+        # got only part of a batch: the server sends the first batch of a request's first bucket
+        # whole, so this bucket goes first next time
+        self.starved = False
+        # size of the batch that did not fit: asked for in full next time
+        self.need_bytes = 0
+        self.high_watermark = -1
+        self.retry_at = 0.0
+
+    @property
+    def fetch_at(self) -> int:
+        return self.offset if self.fetch_pos is None else self.fetch_pos
+
+
+class _Completed:
+    """Decoded result of one bucket of one FetchLog response, consumed chunk by chunk."""
+
+    __slots__ = ("bucket", "state", "fetch_offset", "chunks", "next_offset", "high_watermark")
+
+    def __init__(self, bucket, state, fetch_offset, chunks, next_offset, high_watermark):
+        self.bucket = bucket
+        self.state = state
+        self.fetch_offset = fetch_offset
+        self.chunks = collections.deque(chunks)
+        self.next_offset = next_offset
+        self.high_watermark = high_watermark
+
+
+async def _connection(ctx, node: int):
+    conn = ctx.connection(node)
+    if inspect.isawaitable(conn):
+        conn = await conn
+    return conn
+
+
+class LogFetcher:
+    """Subscriptions, positions, outstanding fetches and buffered results of one LogScanner."""
+
+    def __init__(self, ctx, spec: ScanSpec):
+        self.ctx = ctx
+        self.spec = spec
+        cfg = ctx.config
+        self.max_poll_records = int(cfg.get("scanner.log.max-poll-records"))
+        self.max_bytes = int(cfg.get("scanner.log.fetch.max-bytes"))
+        self.max_bytes_for_bucket = int(cfg.get("scanner.log.fetch.max-bytes-for-bucket"))
+        self.min_bytes = int(cfg.get("scanner.log.fetch.min-bytes"))
+        self.max_wait_ms = int(cfg.get("scanner.log.fetch.wait-max-time-ms"))
+        self._lock = threading.Lock()
+        self._subs: Dict[TableBucket, _BucketState] = {}
+        self._buffer: collections.deque = collections.deque()
+        self._inflight: set = set()
+        self._tasks: set = set()
+        self._meta_task = None
+        self._latest_task = None
+        self._node_failures: Dict[int, int] = {}
+        self._errors: collections.deque = collections.deque()
+        self._waiter: Optional[asyncio.Future] = None
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._stops = None
+        self._filter_pb = None
+        if spec.predicate is not None and spec.arrow_format:
+            self._filter_pb = spec.predicate.to_pb()
+
+    # -- subscriptions (any thread) ------------------------------------------------------------
+    def assign(self, offsets: Dict[TableBucket, int]) -> None:
+        with self._lock:
+            for tb, off in offsets.items():
+                self._subs[tb] = _BucketState(off)
+        self._wake_threadsafe()
+
+    def unassign(self, buckets) -> None:
+        with self._lock:
+            for tb in buckets:
+                self._subs.pop(tb, None)
+        self._wake_threadsafe()
+
+    def subscriptions(self) -> Dict[TableBucket, int]:
+        with self._lock:
+            return {tb: st.offset for tb, st in self._subs.items()}
+
+    def _wake_threadsafe(self) -> None:
+        loop = self._loop
+        if loop is None:
+            return
+        try:
+            if loop.is_closed():
+                return
+            loop.call_soon_threadsafe(self._wake)
+        except RuntimeError:
+            pass
+
+    def _wake(self) -> None:
+        w = self._waiter
+        if w is not None and not w.done():
+            w.set_result(None)
+
+    async def _wait(self, timeout: float) -> None:
+        loop = self._loop
+        fut = loop.create_future()
+        self._waiter = fut
+        handle = loop.call_later(max(timeout, 0.0), self._wake)
+        try:
+            await fut
+        finally:
+            handle.cancel()
+            if self._waiter is fut:
+                self._waiter = None
+
+    def _raise_pending_error(self) -> None:
+        if self._errors:
+            raise self._errors.popleft()
+
+    def _fail(self, err: FlussError) -> None:
+        self._errors.append(err)
+        self._wake()
+
+    # -- sending -------------------------------------------------------------------------------
+    def _spawn(self, coro):
+        t = self._loop.create_task(coro)
+        self._tasks.add(t)
+        t.add_done_callback(self._tasks.discard)
+        return t
+
+    def send_fetches(self, exclude=None) -> Optional[float]:
+        """Send FetchLogs for every fetchable bucket; returns the earliest pending retry time."""
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+        loop = self._loop
+        now = loop.time()
+        md = self.ctx.metadata
+        spec = self.spec
+        buffered = collections.Counter(c.bucket for c in self._buffer)
+        stops = self._stops
+        by_node: Dict[int, list] = {}
+        need_meta = []
+        need_latest = []
+        next_retry = None
+        with self._lock:
+            items = list(self._subs.items())
+        for tb, st in items:
+            if buffered[tb] >= _MAX_AHEAD or (exclude is not None and tb in exclude):
+                continue
+            if stops is not None and (tb not in stops or st.fetch_at >= stops[tb]):
+                continue
+            if st.retry_at > now:
+                next_retry = st.retry_at if next_retry is None else min(next_retry, st.retry_at)
+                continue
+            if st.offset == LATEST_OFFSET:
+                need_latest.append(tb)
+                continue
+            node = md.leader(spec.table_id, tb.partition_id, tb.bucket_id)
+            if node is None:
+                need_meta.append(tb)
+                continue
+            if node in self._inflight:
+                continue
+            by_node.setdefault(node, []).append((tb, st, st.fetch_at))
+        for node, entries in by_node.items():
+            entries.sort(key=lambda e: not e[1].starved)
+            self._inflight.add(node)
+            self._spawn(self._fetch(node, entries))
+        if need_meta and self._meta_task is None:
+            self._meta_task = self._spawn(self._refresh_metadata(need_meta))
+        if need_latest and self._latest_task is None:
+            self._latest_task = self._spawn(self._resolve_latest(need_latest))
+        return next_retry
+
+    def _build_request(self, entries) -> bytes:
+        spec = self.spec
+        req = pb.FetchLogRequest()
+        req.follower_server_id = -1
+        req.max_bytes = self.max_bytes
+        req.max_wait_ms = self.max_wait_ms
+        req.min_bytes = self.min_bytes
+        t = req.tables_req.add()
+        t.table_id = spec.table_id
+        t.projection_pushdown_enabled = spec.pushdown
+        if spec.pushdown:
+            t.projected_fields.extend(spec.fetch_fields)
+        for tb, _st, off in entries:
+            b = t.buckets_req.add()
+            if tb.partition_id is not None:
+                b.partition_id = tb.partition_id
+            b.bucket_id = tb.bucket_id
+            b.fetch_offset = off
+            b.max_fetch_bytes = max(self.max_bytes_for_bucket, _st.need_bytes)
+        if self._filter_pb is not None:
+            t.filter_predicate.CopyFrom(self._filter_pb)
+            t.filter_schema_id = spec.schema_id
+        return req.SerializeToString()
+
+    async def _fetch(self, node: int, entries) -> None:
+        spec = self.spec
+        handed = False  # the response handler releases the node itself, before it decodes
+        try:
+            try:
+                conn = await _connection(self.ctx, node)
+                body = await conn.request_raw(Api.FETCH_LOG, self._build_request(entries))
+            except FlussError as exc:
+                self._node_failed(node, entries, exc)
+                return
+            except (OSError, asyncio.TimeoutError) as exc:
+                self._node_failed(node, entries, FlussError(
+                    f"Fetching {spec.where(entries[0][0])} from node {node} failed: {exc}",
+                    NETWORK_EXCEPTION))
+                return
+            self._node_failures.pop(node, None)
+            handed = True
+            try:
+                self._handle_response(body, node, entries)
+                return
+            except FlussError as exc:
+                self._fail(exc)
+            except (CorruptBatchError, ValueError, TypeError, pa.ArrowException) as exc:
+                code = getattr(exc, "error_code", CORRUPT_MESSAGE)
+                self._fail(FlussError(f"Could not read the fetch response for table '{spec.path}' "
+                                      f"from node {node}: {exc}", code))
+        finally:
+            if not handed:
+                self._inflight.discard(node)
+            self._wake()
+
+    def _node_failed(self, node: int, entries, exc: FlussError) -> None:
+        n = self._node_failures.get(node, 0) + 1
+        self._node_failures[node] = n
+        md = self.ctx.metadata
+        for tb, st, _off in entries:
+            md.invalidate(self.spec.table_id, tb.partition_id)
+            st.retry_at = self._loop.time() + min(_RETRY_BACKOFF_S * (2 ** n), _MAX_BACKOFF_S)
+        if n >= _NODE_FAILURES_BEFORE_ERROR:
+            self._node_failures.pop(node, None)
+            where = self.spec.where(entries[0][0])
+            self._fail(FlussError(f"Fetching log of {where} from tablet server {node} failed "
+                                  f"{n} times in a row: {exc.message}", exc.error_code))
+
+    def _handle_response(self, body, node: int, entries) -> None:
+        """Errors and positions first, then the next FetchLog goes out, then the decoding: the
+        server prepares the next answer while this one is decoded."""
+        spec = self.spec
+        mv = memoryview(body)
+        if mv.format != "B" or mv.ndim != 1:
+            mv = mv.cast("B")
+        sent = {tb: (st, off) for tb, st, off in entries}
+        now = self._loop.time()
+        md = self.ctx.metadata
+        todo = []
+        error = None
+        try:
+            self._scan_response(mv, sent, now, md, todo)
+        except FlussError as exc:
+            error = exc
+        finally:
+            self._inflight.discard(node)
+        if todo:
+            self.send_fetches()
+        for tb, st, off, r in todo:
+            try:
+                chunks, nxt = [], off
+                if r.records is not None and r.records[1] > r.records[0]:
+                    chunks, nxt = spec.decode_records(tb, mv, r.records[0], r.records[1], off)
+                if r.filtered_end_offset is not None and r.filtered_end_offset > nxt:
+                    nxt = r.filtered_end_offset
+            except BaseException:
+                st.fetch_pos = None
+                raise
+            if chunks or nxt != off:
+                self._buffer.append(_Completed(tb, st, off, chunks, nxt, r.high_watermark))
+            else:
+                st.fetch_pos = None
+        if error is not None:
+            raise error
+
+    def _scan_response(self, mv, sent, now, md, todo) -> None:
+        """Per-bucket errors, high watermarks and the next fetch positions of one response;
+        buckets with data to decode are added to ``todo``. Raises the first user-facing error
+        after looking at every bucket."""
+        spec = self.spec
+        error = None
+        entries_first = next(iter(sent), None)
+        for table_id, buckets in parse_fetch_response(mv):
+            if table_id != spec.table_id:
+                continue
+            for r in buckets:
+                tb = TableBucket._make(spec.table_id, r.partition_id, r.bucket_id)
+                hit = sent.get(tb)
+                if hit is None:
+                    continue
+                st, off = hit
+                with self._lock:
+                    current = self._subs.get(tb)
+                if current is not st or st.fetch_at != off:
+                    continue  # unsubscribed or moved while the request was out
+                code = r.error_code
+                if code:
+                    msg = r.error_message or ""
+                    if code in _REFRESH_CODES:
+                        md.invalidate(spec.table_id, tb.partition_id)
+                        st.retry_at = now + _RETRY_BACKOFF_S
+                    elif code in _RETRY_CODES:
+                        st.retry_at = now + _RETRY_BACKOFF_S * 2
+                    elif code == LOG_OFFSET_OUT_OF_RANGE:
+                        # pyfluss reports this as a client error (-2), not the server's 19
+                        st.retry_at = now + _RETRY_BACKOFF_S * 4
+                        error = error or FlussError(
+                            f"The fetching offset {off} is out of range for {spec.where(tb)}"
+                            f"{': ' + msg if msg else ''}", CLIENT_ERROR)
+                    else:
+                        error = error or FlussError(
+                            f"Fetching {spec.where(tb)} at offset {off} failed with error code "
+                            f"{code}{': ' + msg if msg else ''}", code)
+                    continue
+                if r.remote is not None and r.records is None:
+                    error = error or FlussError(
+                        f"{spec.where(tb)}: offset {off} is only in remote (tiered) storage, "
+                        f"which this client cannot read yet", CLIENT_ERROR)
+                    continue
+                if r.high_watermark >= 0:
+                    st.high_watermark = r.high_watermark
+                nxt = off
+                if r.records is not None and r.records[1] > r.records[0]:
+                    complete = False
+                    for h in logbatch.iter_batches(mv, r.records[0], r.records[1]):
+                        nxt = h.next_offset
+                        complete = True
+                    if not complete:
+                        if r.records[1] - r.records[0] >= 12:
+                            length = int.from_bytes(mv[r.records[0] + 8:r.records[0] + 12], "little",
+                                                    signed=True)
+                            st.need_bytes = max(st.need_bytes, min(max(length + 12, 0), 1 << 30))
+                        if st.starved and entries_first == tb:
+                            error = error or FlussError(
+                                f"{spec.where(tb)}: the batch at offset {off} does not fit into "
+                                f"the fetch response ({r.records[1] - r.records[0]} bytes returned)",
+                                CLIENT_ERROR)
+                        st.starved = True
+                        continue
+                    # need_bytes stays: the next batches of this bucket are likely as large
+                    st.starved = False
+                if r.filtered_end_offset is not None and r.filtered_end_offset > nxt:
+                    nxt = r.filtered_end_offset
+                if nxt != off or (r.records is not None and r.records[1] > r.records[0]):
+                    st.fetch_pos = max(nxt, off)
+                    todo.append((tb, st, off, r))
+        if error is not None:
+            raise error
+
+    async def _refresh_metadata(self, buckets) -> None:
+        spec = self.spec
+        md = self.ctx.metadata
+        try:
+            parts = {tb.partition_id for tb in buckets}
+            if md.table_by_id(spec.table_id) is None or None in parts:
+                await md.refresh_table(spec.path)
+            for pid in parts:
+                if pid is not None:
+                    await md.partition_by_id(spec.table_id, pid, refresh=True)
+            missing = [tb for tb in buckets
+                       if md.leader(spec.table_id, tb.partition_id, tb.bucket_id) is None]
+            for tb in missing:
+                with self._lock:
+                    st = self._subs.get(tb)
+                if st is not None:
+                    st.retry_at = self._loop.time() + _RETRY_BACKOFF_S * 4
+        except FlussError as exc:
+            self._fail(exc if exc.error_code != NETWORK_EXCEPTION else FlussError(
+                f"Could not load the bucket leaders of table '{spec.path}': {exc.message}",
+                exc.error_code))
+            now = self._loop.time()
+            for tb in buckets:
+                with self._lock:
+                    st = self._subs.get(tb)
+                if st is not None:
+                    st.retry_at = now + _RETRY_BACKOFF_S * 4
+        finally:
+            self._meta_task = None
+            self._wake()
+
+    async def _resolve_latest(self, buckets) -> None:
+        try:
+            offsets = await self.list_offsets(buckets, 1)
+            with self._lock:
+                for tb, off in offsets.items():
+                    st = self._subs.get(tb)
+                    if st is not None and st.offset == LATEST_OFFSET:
+                        st.offset = off
+        except FlussError as exc:
+            self._fail(exc)
+            now = self._loop.time()
+            for tb in buckets:
+                with self._lock:
+                    st = self._subs.get(tb)
+                if st is not None:
+                    st.retry_at = now + _RETRY_BACKOFF_S * 4
+        finally:
+            self._latest_task = None
+            self._wake()
+
+    # -- ListOffsets -----------------------------------------------------------------------------
+    async def list_offsets(self, buckets, offset_type: int, attempts: int = 5) -> Dict[TableBucket, int]:
+        """{bucket: offset} (offset_type 0 EARLIEST, 1 LATEST), retrying leader moves."""
+        spec = self.spec
+        md = self.ctx.metadata
+        todo = list(buckets)
+        out: Dict[TableBucket, int] = {}
+        last_err: Optional[FlussError] = None
+        for attempt in range(attempts):
+            if not todo:
+                break
+            if attempt:
+                await asyncio.sleep(min(_RETRY_BACKOFF_S * (2 ** attempt), _MAX_BACKOFF_S))
+            groups: Dict[Tuple[int, Optional[int]], list] = {}
+            retry = []
+            for tb in todo:
+                try:
+                    node = await md.leader_for(spec.table_id, tb.partition_id, tb.bucket_id)
+                except FlussError as exc:
+                    if exc.error_code in _REFRESH_CODES or exc.error_code == NETWORK_EXCEPTION:
+                        last_err = exc
+                        retry.append(tb)
+                        continue
+                    raise
+                groups.setdefault((node, tb.partition_id), []).append(tb)
+
+            async def one(node, pid, tbs):
+                req = pb.ListOffsetsRequest()
+                req.follower_server_id = -1
+                req.offset_type = offset_type
+                req.table_id = spec.table_id
+                if pid is not None:
+                    req.partition_id = pid
+                req.bucket_id.extend(tb.bucket_id for tb in tbs)
+                return await self.ctx.tablet(node, Api.LIST_OFFSETS, req)
+
+            keys = list(groups)
+            results = await asyncio.gather(*(one(n, p, groups[(n, p)]) for n, p in keys),
+                                           return_exceptions=True)
+            for (node, pid), res in zip(keys, results):
+                tbs = groups[(node, pid)]
+                if isinstance(res, BaseException):
+                    if isinstance(res, FlussError) and (res.is_retriable or res.error_code in _REFRESH_CODES):
+                        last_err = res
+                        for tb in tbs:
+                            md.invalidate(spec.table_id, tb.partition_id)
+                        retry.extend(tbs)
+                        continue
+                    if isinstance(res, FlussError):
+                        raise res
+                    raise FlussError(f"Listing offsets of table '{spec.path}' failed: {res}", NETWORK_EXCEPTION)
+                by_bucket = {b.bucket_id: b for b in res.buckets_resp}
+                for tb in tbs:
+                    b = by_bucket.get(tb.bucket_id)
+                    if b is None:
+                        last_err = FlussError(f"{spec.where(tb)}: no offset in the ListOffsets answer", -1)
+                        retry.append(tb)
+                    elif b.HasField("error_code") and b.error_code:
+                        err = FlussError(f"Listing offsets of {spec.where(tb)} failed: "
+                                         f"{b.error_message or b.error_code}", b.error_code)
+                        if b.error_code in _REFRESH_CODES or b.error_code in _RETRY_CODES:
+                            md.invalidate(spec.table_id, tb.partition_id)
+                            last_err = err
+                            retry.append(tb)
+                        else:
+                            raise err
+                    elif not b.HasField("offset"):
+                        raise FlussError(f"{spec.where(tb)}: ListOffsets answer carries neither "
+                                         f"an offset nor an error", -1)
+                    else:
+                        out[tb] = b.offset
+            todo = retry
+        if todo:
+            raise last_err or FlussError(f"Listing offsets of table '{spec.path}' failed", -1)
+        return out
+
+    # -- consuming -------------------------------------------------------------------------------
+    def _drain(self, max_records: Optional[int], max_chunks: Optional[int], stops=None):
+        """Buffered chunks handed out now, bucket by bucket, moving positions accordingly."""
+        out: Dict[TableBucket, List[Chunk]] = {}
+        n_rec = 0
+        n_chunks = 0
+        buf = self._buffer
+        skipped = []
+        while buf:
+            if max_records is not None and n_rec >= max_records:
+                break
+            if max_chunks is not None and n_chunks >= max_chunks:
+                break
+            comp = buf[0]
+            tb = comp.bucket
+            st = comp.state
+            with self._lock:
+                current = self._subs.get(tb)
+            if current is not st or st.offset != comp.fetch_offset:
+                buf.popleft()
+                if current is st:
+                    st.fetch_pos = None
+                continue
+            stop = None if stops is None else stops.get(tb)
+            if stops is not None and (stop is None or st.offset >= stop):
+                # Not part of this bounded read: leave it for a later poll.
+                skipped.append(buf.popleft())
+                continue
+            if comp.high_watermark >= 0:
+                st.high_watermark = comp.high_watermark
+            chunks = comp.chunks
+            while chunks:
+                if max_records is not None and n_rec >= max_records:
+                    break
+                if max_chunks is not None and n_chunks >= max_chunks:
+                    break
+                ch = chunks[0]
+                if stop is not None and ch.offset_at(ch.count - 1) >= stop:
+                    keep = _rows_below(ch, stop)
+                    chunks.clear()
+                    if keep:
+                        ch, _ = ch.split(keep) if keep < ch.count else (ch, None)
+                        out.setdefault(tb, []).append(ch)
+                        n_rec += ch.count
+                        n_chunks += 1
+                    st.offset = comp.fetch_offset = stop
+                    st.fetch_pos = None
+                    comp.next_offset = stop
+                    break
+                if max_records is not None and ch.count > max_records - n_rec:
+                    ch, rest = ch.split(max_records - n_rec)
+                    chunks[0] = rest
+                else:
+                    chunks.popleft()
+                out.setdefault(tb, []).append(ch)
+                n_rec += ch.count
+                n_chunks += 1
+                st.offset = comp.fetch_offset = ch.next_offset
+            if not chunks:
+                nxt = comp.next_offset
+                if stop is not None and nxt > stop:
+                    nxt = stop
+                st.offset = nxt
+                if st.fetch_pos is not None and st.fetch_pos <= nxt:
+                    st.fetch_pos = None
+                buf.popleft()
+        if skipped:
+            buf.extendleft(reversed(skipped))
+        return out
+
+    async def poll_chunks(self, timeout_s: float, *, max_records: Optional[int] = None,
+                          max_chunks: Optional[int] = None, stops=None):
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+        loop = self._loop
+        deadline = loop.time() + timeout_s
+        exclude = None
+        # A bounded read keeps ``_stops`` set (see set_stops) so that no fetch, not even one sent
+        # from a response handler between polls, long-polls a bucket that already reached its end.
+        return await self._poll_loop(loop, deadline, max_records, max_chunks, stops)
+
+    def set_stops(self, stops) -> None:
+        self._stops = stops
+
+    async def _poll_loop(self, loop, deadline, max_records, max_chunks, stops):
+        exclude = None
+        while True:
+            self._raise_pending_error()
+            out = self._drain(max_records, max_chunks, stops)
+            if stops is not None:
+                exclude = {tb for tb, stop in stops.items() if self._position(tb) >= stop}
+            if out:
+                self.send_fetches(exclude)
+                return out
+            next_retry = self.send_fetches(exclude)
+            now = loop.time()
+            remaining = deadline - now
+            if remaining <= 0:
+                return out
+            if stops is not None and not self._pending_bounded(stops):
+                return out
+            wait = remaining if next_retry is None else min(remaining, max(next_retry - now, 0.001))
+            await self._wait(wait)
+
+    def _position(self, tb) -> int:
+        with self._lock:
+            st = self._subs.get(tb)
+        return (1 << 62) if st is None else st.offset
+
+    def _pending_bounded(self, stops) -> bool:
+        return any(self._position(tb) < stop for tb, stop in stops.items())
+
+    async def bounded_stops(self) -> Dict[TableBucket, int]:
+        """Latest offsets of every subscribed bucket now; EARLIEST positions are resolved too."""
+        subs = self.subscriptions()
+        if not subs:
+            return {}
+        latest = await self.list_offsets(list(subs), 1)
+        earliest_needed = [tb for tb, off in subs.items() if off == EARLIEST_OFFSET]
+        if earliest_needed:
+            earliest = await self.list_offsets(earliest_needed, 0)
+            with self._lock:
+                for tb, off in earliest.items():
+                    st = self._subs.get(tb)
+                    if st is not None and st.offset == EARLIEST_OFFSET:
+                        st.offset = off
+        with self._lock:
+            for tb in subs:
+                st = self._subs.get(tb)
+                if st is not None and st.offset == LATEST_OFFSET and tb in latest:
+                    st.offset = latest[tb]
+        return latest
+
+
+def _rows_below(ch: Chunk, stop: int) -> int:
+    """How many leading rows of ``ch`` have an offset below ``stop``."""
+    if ch.offsets is None:
+        return max(0, min(ch.count, stop - ch.base_offset))
+    import bisect
+
+    return bisect.bisect_left(ch.offsets, stop)
