@@ -1,12 +1,13 @@
 # cython: language_level=3, cdivision=True
 """Compiled twin of ``columns.py``: rows are written straight into Arrow buffers.
 
-Flat types (bool, ints, floats, str, bytes, date, time, timestamp) go into C buffers that become
-``pa.Array.from_buffers`` at build time, with no Python object kept per value. Only the common,
-exactly-typed values take the C path; anything else (numpy scalars, pandas timestamps, aware
-datetimes, wrong types) goes through the pure converter of ``columns.py``, so acceptance rules and
-error messages are the pure module's. Decimal and nested columns keep converted values in a list
-and use pyarrow's converter.
+Flat types (bool, ints, floats, str, bytes, decimal, date, time, timestamp) go into C buffers that
+become ``pa.Array.from_buffers`` at build time, with no Python object kept per value. Only the
+common, exactly-typed values take the C path (aware datetimes too: fixed-offset zones are asked
+for their offset once per tzinfo object); anything else (numpy scalars, pandas timestamps,
+subclasses, wrong types) goes through the pure converter of ``columns.py``, so acceptance rules and
+error messages are the pure module's. Nested columns keep converted values in a list and use
+pyarrow's converter.
 """
 cimport cython
 from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF, Py_XDECREF
@@ -19,6 +20,8 @@ from cpython.datetime cimport (
 from libc.stdlib cimport calloc, realloc, free
 from libc.string cimport memcpy, memset
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint64_t
+
+import sys
 
 import pyarrow as pa
 from decimal import Decimal
@@ -43,6 +46,9 @@ cdef Py_ssize_t _TZ_CACHE_MAX = 64
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object o, Py_ssize_t* size) except NULL
+    # the same, with the error left for the caller to look at (no try block per value)
+    const char* utf8_or_null "PyUnicode_AsUTF8AndSize"(object o, Py_ssize_t* size)
+    void PyErr_Clear()
     long long PyLong_AsLongLongAndOverflow(object o, int* overflow) except? -1
     bint PyLong_CheckExact(object o)
     bint PyFloat_CheckExact(object o)
@@ -232,7 +238,17 @@ def _mpd_layout_ok():
     D = decimal.Decimal
     ctx = decimal.Context(prec=100, rounding=decimal.ROUND_HALF_UP)
     cdef int128 got
-    if not hasattr(decimal, "__libmpdec_version__") or D.__basicsize__ < sizeof(DecObject):
+    try:
+        import _decimal
+    except ImportError:
+        return False
+    if (D is not _decimal.Decimal or object.__basicsize__ != 2 * sizeof(void*)
+            or D.__basicsize__ < <Py_ssize_t>sizeof(DecObject) + 8):
+        return False
+    # small coefficients live in the object, right after the mpd_t: a layout check that
+    # dereferences nothing
+    d = D("123.45")
+    if <char*>(<DecObject*><PyObject*>d).dec.data != <char*><PyObject*>d + sizeof(DecObject):
         return False
     samples = [("0", 38, 0), ("-0.00", 10, 2), ("123.45", 10, 2), ("-123.45", 10, 2),
                ("9999999999999999999", 19, 0), ("10000000000000000000", 20, 0),
@@ -253,6 +269,15 @@ def _mpd_layout_ok():
 
 
 cdef bint MPD_OK = _mpd_layout_ok()
+
+
+def _use_mpd_reader(bint on):
+    """Turns the direct Decimal reader off (the str() parser then runs) or back on; returns the
+    previous state. For tests, which check both against the pure converter."""
+    global MPD_OK
+    prev = MPD_OK
+    MPD_OK = on and _mpd_layout_ok()
+    return prev
 
 
 cdef int parse_decimal(object text, int precision, int scale, int128* out):
@@ -513,11 +538,11 @@ cdef class _Col:
         elif k == K_STR:
             if not PyUnicode_CheckExact(v):
                 v = self.conv(v)
-            try:
-                s = PyUnicode_AsUTF8AndSize(v, &n)
-            except UnicodeEncodeError:
+            s = utf8_or_null(v, &n)
+            if s == NULL:  # lone surrogates: the converter explains
+                PyErr_Clear()
                 self.conv(v)
-                raise
+                raise AssertionError("UTF-8 encoding disagrees with the converter")
             self.put_bytes(s, n)
             self.push_offset()
             n += 4
@@ -730,6 +755,7 @@ cdef class RowBatchBuilder:
     cdef list _keys
     cdef PyObject** _colp  # borrowed from _cols
     cdef PyObject** _vals  # the row being appended, owned references; all NULL between calls
+    cdef bint _busy  # an append is under way: converters run Python code that could re-enter
     cdef object _describe
 
     def __cinit__(self):
@@ -754,7 +780,8 @@ cdef class RowBatchBuilder:
         self.schema = schema
         self.table_name = table_name
         self.arrow_schema = schema.to_arrow()
-        self._names = [c.name for c in schema.columns]
+        # interned: dict literals' keys are, so the lookups below match on identity
+        self._names = [sys.intern(c.name) for c in schema.columns]
         self._types = [c.type for c in schema.columns]
         self._index = {n: i for i, n in enumerate(self._names)}
         self._ncols = len(self._names)
@@ -893,8 +920,14 @@ cdef class RowBatchBuilder:
         cdef _Col col
         if row_index < 0:
             row_index = self._rows
-        self._gather(row, row_index)
+        if self._busy:
+            # the row so far sits half in the column buffers and _vals holds it: another append
+            # now would interleave two rows
+            raise RuntimeError(f"table '{self.table_name}': RowBatchBuilder.append re-entered "
+                               f"(from a converter, or another thread without a lock)")
+        self._busy = True
         try:
+            self._gather(row, row_index)
             for i in range(n):
                 col = <_Col>self._colp[i]
                 p = self._vals[i]
@@ -915,6 +948,7 @@ cdef class RowBatchBuilder:
             raise
         finally:
             self._release()
+            self._busy = False
         self._rows += 1
         self._var_size += added
         return self._rows * self._row_width + self._var_size

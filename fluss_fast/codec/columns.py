@@ -46,6 +46,11 @@ from ..datatypes import DataType, SchemaInfo
 from ..errors import FlussError
 from ._select import pick
 
+try:
+    from zoneinfo import ZoneInfo as _ZoneInfo
+except ImportError:  # pragma: no cover - stdlib since 3.9
+    _ZoneInfo = None
+
 __all__ = ["RowBatchBuilder", "converter_for", "BadValue", "describe_value", "INT_RANGES",
            "fixed_width_of"]
 
@@ -140,6 +145,20 @@ def _is_pandas_timestamp(v) -> bool:
     return t.__name__ == "Timestamp" and t.__module__.startswith("pandas")
 
 
+def _fixed_zone(tz, offset) -> bool:
+    """Whether ``tz`` has the single UTC offset ``offset`` for every instant: ``timezone`` always;
+    ``ZoneInfo`` when its ``utcoffset(None)`` is not None, which it is only for fixed zones."""
+    t = type(tz)
+    if t is _dt.timezone:
+        return True
+    if t is _ZoneInfo:
+        try:
+            return tz.utcoffset(None) == offset
+        except Exception:  # noqa: BLE001 - then it is simply asked per value
+            return False
+    return False
+
+
 def _timestamp_converter(dt: DataType, ltz: bool) -> Callable:
     raw_unit = _micros_to_unit(dt.precision)
     p = dt.precision
@@ -155,18 +174,33 @@ def _timestamp_converter(dt: DataType, ltz: bool) -> Callable:
         return out
     label = "TIMESTAMP_LTZ" if ltz else "TIMESTAMP"
 
+    # (tzinfo, offset in micros, the epoch in that tzinfo) of the last fixed-offset zone seen (see
+    # _fixed_zone): datetimes sharing a tzinfo subtract as wall-clock times, with no utcoffset().
+    # One tuple, read once, so that threads sharing the converter never mix two entries.
+    fixed = [(None, 0, None)]
+
     def conv(v):
         if type(v) is _dt.datetime:  # the common case, inlined: never a pandas.Timestamp
-            if v.tzinfo is None:
+            tz = v.tzinfo
+            off = 0
+            if tz is None:
                 d = v - _NAIVE_EPOCH
-            elif v.utcoffset() is None:
-                d = v.replace(tzinfo=None) - _NAIVE_EPOCH
-            elif ltz:
-                d = v - _UTC_EPOCH
+            elif tz is fixed[0][0]:
+                _, off, epoch = fixed[0]
+                d = v - epoch
             else:
-                raise BadValue(f"{label} needs a naive datetime, got a tz-aware one ({v}); remove "
-                               f"tzinfo or use a TIMESTAMP_LTZ column")
-            us = (d.days * 86400 + d.seconds) * 1000000 + d.microseconds
+                o = v.utcoffset()
+                if o is None:
+                    d = v.replace(tzinfo=None) - _NAIVE_EPOCH
+                elif not ltz:
+                    raise BadValue(f"{label} needs a naive datetime, got a tz-aware one ({v}); "
+                                   f"remove tzinfo or use a TIMESTAMP_LTZ column")
+                else:
+                    if _fixed_zone(tz, o):
+                        fixed[0] = (tz, (o.days * 86400 + o.seconds) * 1000000 + o.microseconds,
+                                    _dt.datetime(1970, 1, 1, tzinfo=tz))
+                    d = v - _UTC_EPOCH
+            us = (d.days * 86400 + d.seconds) * 1000000 + d.microseconds - off
             if p == 0:
                 return to_unit(us, 0)
             out = us // div * mul

@@ -3,12 +3,16 @@
 Run as a script (not collected by pytest)::
 
     python tests/benchmarks/bench_write_path.py [--rounds 3] [--rows 200000] [--arrow-rows 1000000]
-        [--clients fluss_fast,pyfluss] [--scenarios append_dict,append_tuple,write_arrow,write_arrow_batch,append_dict_keyed]
+        [--clients fluss_fast,pyfluss] [--scenarios append_dict,append_tuple,write_arrow,...]
         [--json out.json] [--profile fluss_fast:append_dict:/tmp/prof.out] [--baseline-root DIR]
 
-It starts ``python -m fluss_fast server`` in a subprocess, then for every round runs each client in
-its own fresh worker process (the order alternates between rounds, so neither client always gets
-the warmer machine). A worker creates a fresh table per scenario, builds the input before the clock
+Scenarios: ``append_dict`` / ``append_tuple`` (per-row appends of 10 mixed columns, default 200k
+rows), ``write_arrow`` (one 1M-row table), ``write_arrow_batch`` (the same rows as 10k-row
+batches), ``append_dict_keyed`` (the dict rows into a table with a bucket key), each + flush().
+
+It starts ``python -m fluss_fast server`` in a subprocess, warms it with one small untimed pass
+per client, then for every round runs each client in its own fresh worker process (the order
+rotates between rounds, so no client always gets the warmer machine). A worker creates a fresh table per scenario, builds the input before the clock
 starts and times only the writes plus the final ``flush()``. The report gives the median of the
 rounds per client and scenario and the fluss_fast / pyfluss ratio of the medians (> 1 = faster),
 plus the median of the per-round ratios (steadier on a machine whose load drifts), and the

@@ -443,3 +443,158 @@ async def test_subscribe_at_latest_reads_only_new_rows(conn, db):
     await _write(t, [_row(i) for i in range(20, 25)])
     recs = await _poll_all(sc, 5)
     assert [(r.offset, r.row["id"]) for r in recs] == [(i, i) for i in range(20, 25)]
+
+
+# -- the fetch pipeline: several requests per server, large answers decoded off the loop ----------
+BIG_SCHEMA = pa.schema([("id", pa.int64()), ("payload", pa.string())])
+
+
+def _big_rows(lo, hi):
+    # random hex hardly compresses, so the answers really are megabytes
+    import os as _os
+
+    return pa.table({"id": pa.array(range(lo, hi), pa.int64()),
+                     "payload": [_os.urandom(100).hex() for _ in range(lo, hi)]}, schema=BIG_SCHEMA)
+
+
+async def _write_arrow(table, data, rows_per_batch=2000):
+    w = table.new_append().create_writer()
+    for b in data.to_batches(max_chunksize=rows_per_batch):
+        w.write_arrow_batch(b)
+    await w.flush()
+
+
+class _FetchSpy:
+    """Counts FetchLog answers and their sizes, passing everything through unchanged."""
+
+    def __init__(self, monkeypatch):
+        from fluss_fast.rpc import connection
+        from fluss_fast.rpc.api import Api
+
+        self.sizes = []
+        real = connection.Connection.request_raw
+        spy = self
+
+        async def request_raw(conn, api_key, body, timeout=None):
+            out = await real(conn, api_key, body, timeout)
+            if api_key == Api.FETCH_LOG:
+                spy.sizes.append(len(out))
+            return out
+
+        monkeypatch.setattr(connection.Connection, "request_raw", request_raw)
+
+
+async def test_large_bounded_reads_are_exact_and_use_larger_answers(conn, db, monkeypatch):
+    t = await _table(conn, db, "big2", schema=BIG_SCHEMA, buckets=2)
+    n = 60_000  # ~12 MB of payload (~6 MB compressed), in log batches of ~50 KB
+    boot = conn._ctx.config.get("bootstrap.servers")
+    writer_conn = await ff.FlussConnection.create(ff.Config({
+        "bootstrap.servers": boot, "writer.bucket.no-key-assigner": "round_robin",
+        "writer.batch-size": "65536", "writer.dynamic-batch-size.enabled": "false"}))
+    try:
+        await _write_arrow(await writer_conn.get_table(ff.TablePath(db, "big2")), _big_rows(0, n),
+                           rows_per_batch=250)
+    finally:
+        await writer_conn.close()
+    spy = _FetchSpy(monkeypatch)
+    bs = await t.new_scan().create_record_batch_log_scanner()
+    bs.subscribe_buckets({0: ff.EARLIEST_OFFSET, 1: ff.EARLIEST_OFFSET})
+    got = await bs.to_arrow()
+    assert got.num_rows == n and got.column("id").to_pylist() != []
+    assert sorted(got.column("id").to_pylist()) == list(range(n))
+    # the default per-bucket budget (1 MiB) grows for a bounded read: fewer, larger answers
+    assert max(spy.sizes) > 1_200_000, spy.sizes
+    default_rounds = len(spy.sizes)
+
+    # a per-bucket budget the user chose is kept, also by bounded reads
+    small = await ff.FlussConnection.create(ff.Config({
+        "bootstrap.servers": boot, "scanner.log.fetch.max-bytes-for-bucket": "131072"}))
+    try:
+        spy.sizes.clear()
+        t2 = await small.get_table(ff.TablePath(db, "big2"))
+        s2 = await t2.new_scan().project_by_name(["id"]).create_record_batch_log_scanner()
+        s2.subscribe_buckets({0: 0, 1: 0})
+        got2 = await s2.to_arrow()
+        assert sorted(got2.column("id").to_pylist()) == list(range(n))
+        spy.sizes.clear()
+        s3 = await t2.new_scan().create_record_batch_log_scanner()
+        s3.subscribe_buckets({0: 0, 1: 0})
+        reader = await asyncio.to_thread(s3.to_arrow_batch_reader)
+        got3 = await asyncio.to_thread(reader.read_all)
+        assert sorted(got3.column("id").to_pylist()) == list(range(n))
+        # 2 buckets x 128 KiB per answer at most (plus framing), so many more round trips
+        assert max(spy.sizes) < 2 * 131072 + 4096, max(spy.sizes)
+        assert len(spy.sizes) > 2 * default_rounds
+    finally:
+        await small.close()
+    with pytest.raises(ff.FlussError, match="No buckets subscribed"):
+        await bs.to_arrow()
+
+
+async def test_many_buckets_poll_from_the_middle_keeps_offsets_exact(conn, db):
+    buckets = 7
+    t = await _table(conn, db, "big7", schema=BIG_SCHEMA, buckets=buckets)
+    n = 21_000
+    await _write_arrow(t, _big_rows(0, n), rows_per_batch=500)
+    probe = await t.new_scan().create_record_batch_log_scanner()
+    probe.subscribe_buckets({b: ff.EARLIEST_OFFSET for b in range(buckets)})
+    whole = await probe.to_arrow()
+    assert whole.num_rows == n
+    # start every bucket somewhere inside a batch: rows below the start must never show up
+    sc = await t.new_scan().create_log_scanner()
+    starts = {b: 37 * b + 11 for b in range(buckets)}
+    sc.subscribe_buckets(starts)
+    per_bucket = {b: [] for b in range(buckets)}
+    deadline = time.monotonic() + 30
+    total = 0
+    while time.monotonic() < deadline:
+        recs = await sc.poll(300)
+        if recs.count() == 0 and total:
+            break
+        for tb in recs.buckets():
+            per_bucket[tb.bucket_id].extend(r.offset for r in recs.records(tb))
+        total += recs.count()
+    ends = {}
+    for b in range(buckets):
+        offs = per_bucket[b]
+        assert offs, f"bucket {b} yielded nothing"
+        assert offs == list(range(starts[b], starts[b] + len(offs))), f"bucket {b}: gaps or repeats"
+        ends[b] = starts[b] + len(offs)
+    assert total == n - sum(starts.values())
+    # unsubscribing mid-stream: nothing of that bucket arrives afterwards, even if fetched already
+    await _write_arrow(t, _big_rows(n, n + 7_000), rows_per_batch=500)
+    sc.unsubscribe(3)
+    sc.unsubscribe(5)
+    seen = set()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        recs = await sc.poll(300)
+        if recs.count() == 0 and seen:
+            break
+        for tb in recs.buckets():
+            seen.add(tb.bucket_id)
+            offs = [r.offset for r in recs.records(tb)]
+            assert offs[0] == ends[tb.bucket_id] and offs == list(range(offs[0], offs[0] + len(offs)))
+            ends[tb.bucket_id] += len(offs)
+    assert seen and not seen & {3, 5}
+
+
+async def test_concurrent_bounded_reads_share_the_decoder(conn, db):
+    t = await _table(conn, db, "conc", schema=BIG_SCHEMA, buckets=3)
+    n = 15_000
+    await _write_arrow(t, _big_rows(0, n))
+
+    async def read(projection):
+        s = t.new_scan()
+        if projection:
+            s = s.project_by_name(projection)
+        sc = await s.create_record_batch_log_scanner()
+        sc.subscribe_buckets({b: ff.EARLIEST_OFFSET for b in range(3)})
+        return await sc.to_arrow()
+
+    results = await asyncio.gather(read(None), read(["id"]), read(["payload", "id"]), read(None))
+    for r in results:
+        assert sorted(r.column("id").to_pylist()) == list(range(n))
+    assert results[2].column_names == ["payload", "id"]
+    assert results[0].equals(results[3]) or sorted(results[0].column("id").to_pylist()) == \
+        sorted(results[3].column("id").to_pylist())

@@ -254,25 +254,32 @@ def test_pipelined_big_frames_in_random_chunks_are_stored_exactly():
             sizes = [rng.choice([40, 2500, 9000, 30000, 70000]) for _ in range(40)]
             starts = [sum(sizes[:i]) for i in range(len(sizes))]
             batches = [big_batch(s, n) for s, n in zip(starts, sizes)]
-            frames = b"".join(F.encode_request(Api.PRODUCE_LOG, 0, i, _produce_body(tid, b))
-                              for i, b in enumerate(batches))
+            encoded = [F.encode_request(Api.PRODUCE_LOG, 0, i, _produce_body(tid, b)) for i, b in enumerate(batches)]
+            offsets = {}
             with cl.new_tablet_connection() as c:
-                def pump():
-                    pos = 0
-                    while pos < len(frames):
-                        step = rng.randint(1, 3 * MB)
-                        c.send_raw(frames[pos:pos + step])
-                        pos += step
+                c.sock.settimeout(60)
+                # two rounds: all of the first is answered before the second starts, so the second
+                # must find the first round's buffers free again
+                for lo, hi in ((0, 20), (20, len(batches))):
+                    frames = b"".join(encoded[lo:hi])
 
-                sender = threading.Thread(target=pump)
-                sender.start()
-                offsets = {}
-                for _ in batches:
-                    kind, rid, body = c.recv()
-                    r = c.result(Api.PRODUCE_LOG, kind, body).buckets_resp[0]
-                    assert r.error_code == 0
-                    offsets[rid] = r.base_offset
-                sender.join()
+                    def pump():
+                        pos = 0
+                        while pos < len(frames):
+                            step = rng.randint(1, 3 * MB)
+                            c.send_raw(frames[pos:pos + step])
+                            pos += step
+
+                    sender = threading.Thread(target=pump)
+                    sender.start()
+                    try:
+                        for _ in range(lo, hi):
+                            kind, rid, body = c.recv()
+                            r = c.result(Api.PRODUCE_LOG, kind, body).buckets_resp[0]
+                            assert r.error_code == 0, r
+                            offsets[rid] = r.base_offset
+                    finally:
+                        sender.join()
                 assert [offsets[i] for i in range(len(batches))] == starts
                 stored = b""
                 next_offset = 0

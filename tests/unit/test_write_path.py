@@ -56,8 +56,7 @@ def test_produce_request_large_payloads_are_not_copied():
     assert joined(chunks) == pb_request(-1, 12345678901, 30000, buckets)
     # the big payloads travel as views of the caller's buffer, the small one is coalesced
     views = [c for c in chunks if isinstance(c, memoryview)]
-    assert len(views) == 2 and all(len(v) == big.size for v in views)
-    assert all(v.obj is not None for v in views)
+    assert len(views) == 2 and all(len(v) == big.size and v.obj is big for v in views)
     parsed = pb.ProduceLogRequest.FromString(joined(chunks))
     assert [b.bucket_id for b in parsed.buckets_req] == [0, 2, 1]
     assert not parsed.buckets_req[0].HasField("partition_id")

@@ -71,7 +71,7 @@ _MAX_AHEAD = 2
 #: FetchLog requests one scanner keeps in flight to one tablet server
 _MAX_REQUESTS_PER_NODE = 3
 #: the per-bucket budget of a bounded read when the user kept the default one
-_BOUNDED_BUCKET_BYTES = 8 * 1024 * 1024
+_BOUNDED_BUCKET_BYTES = 4 * 1024 * 1024
 #: the default of scanner.log.fetch.max-bytes-for-bucket (a value the user did not choose)
 _DEFAULT_BUCKET_BYTES = 1024 * 1024
 #: responses with fewer record bytes are decoded on the loop: a thread hop would cost more
@@ -354,7 +354,7 @@ class _BucketState:
     ``offset``) is where the next FetchLog starts, ahead of ``offset`` while results are buffered."""
 
     __slots__ = ("offset", "fetch_pos", "high_watermark", "retry_at", "starved", "need_bytes",
-                 "inflight", "decoding")
+                 "inflight", "decoding", "rounds")
 
     def __init__(self, offset: int):
         self.offset = offset
@@ -363,6 +363,9 @@ class _BucketState:
         self.inflight = False
         # responses of this bucket handed to the decode worker and not back yet
         self.decoding = 0
+        # answered fetches with data: a bounded read's budget grows with them, so that the first
+        # answers are small and decoding starts early
+        self.rounds = 0
         # got only part of a batch: the server sends the first batch of a request's first bucket
         # whole, so this bucket goes first next time
         self.starved = False
@@ -480,6 +483,7 @@ class LogFetcher:
         self._meta_task = None
         self._latest_task = None
         self._node_failures: Dict[int, int] = {}
+        self._node_failed_at: Dict[int, float] = {}
         self._errors: collections.deque = collections.deque()
         self._waiter: Optional[asyncio.Future] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
@@ -617,15 +621,16 @@ class LogFetcher:
         t.projection_pushdown_enabled = spec.pushdown
         if spec.pushdown:
             t.projected_fields.extend(spec.fetch_fields)
-        per_bucket = self.max_bytes_for_bucket
-        if self._stops is not None and self._bounded_budget:
-            per_bucket = max(per_bucket, min(req_bytes // len(entries), _BOUNDED_BUCKET_BYTES))
+        base = self.max_bytes_for_bucket
+        bounded = self._stops is not None and self._bounded_budget
+        share = min(req_bytes // len(entries), _BOUNDED_BUCKET_BYTES)
         for tb, st, off in entries:
             b = t.buckets_req.add()
             if tb.partition_id is not None:
                 b.partition_id = tb.partition_id
             b.bucket_id = tb.bucket_id
             b.fetch_offset = off
+            per_bucket = max(base, min(share, base << min(st.rounds, 8))) if bounded else base
             b.max_fetch_bytes = max(per_bucket, st.need_bytes)
         if self._filter_pb is not None:
             t.filter_predicate.CopyFrom(self._filter_pb)
@@ -645,6 +650,7 @@ class LogFetcher:
     async def _fetch(self, node: int, entries, req_bytes: int) -> None:
         spec = self.spec
         handed = False  # the response handler releases the request itself, before it decodes
+        sent_at = self._loop.time()
         try:
             try:
                 conn = await _connection(self.ctx, node)
@@ -652,14 +658,14 @@ class LogFetcher:
             except FlussError as exc:
                 self._release(node, entries)
                 handed = True
-                self._node_failed(node, entries, exc)
+                self._node_failed(node, entries, exc, sent_at)
                 return
             except (OSError, asyncio.TimeoutError) as exc:
                 self._release(node, entries)
                 handed = True
                 self._node_failed(node, entries, FlussError(
                     f"Fetching {spec.where(entries[0][0])} from node {node} failed: {exc}",
-                    NETWORK_EXCEPTION))
+                    NETWORK_EXCEPTION), sent_at)
                 return
             self._node_failures.pop(node, None)
             handed = True
@@ -680,14 +686,19 @@ class LogFetcher:
         return FlussError(f"Could not read the fetch response for table '{self.spec.path}' "
                           f"from node {node}: {exc}", code)
 
-    def _node_failed(self, node: int, entries, exc: FlussError) -> None:
-        n = self._node_failures.get(node, 0) + 1
-        self._node_failures[node] = n
+    def _node_failed(self, node: int, entries, exc: FlussError, sent_at: float) -> None:
+        # The requests that were in flight together fail together: they count as one attempt.
+        n = self._node_failures.get(node, 0)
+        counted = sent_at >= self._node_failed_at.get(node, float("-inf"))
+        if counted:
+            n += 1
+            self._node_failures[node] = n
+            self._node_failed_at[node] = self._loop.time()
         md = self.ctx.metadata
         for tb, st, _off in entries:
             md.invalidate(self.spec.table_id, tb.partition_id)
-            st.retry_at = self._loop.time() + min(_RETRY_BACKOFF_S * (2 ** n), _MAX_BACKOFF_S)
-        if n >= _NODE_FAILURES_BEFORE_ERROR:
+            st.retry_at = self._loop.time() + min(_RETRY_BACKOFF_S * (2 ** max(n, 1)), _MAX_BACKOFF_S)
+        if counted and n >= _NODE_FAILURES_BEFORE_ERROR:
             self._node_failures.pop(node, None)
             where = self.spec.where(entries[0][0])
             self._fail(FlussError(f"Fetching log of {where} from tablet server {node} failed "
@@ -835,6 +846,7 @@ class LogFetcher:
                         continue
                     # need_bytes stays: the next batches of this bucket are likely as large
                     st.starved = False
+                    st.rounds += 1
                 if r.filtered_end_offset is not None and r.filtered_end_offset > nxt:
                     nxt = r.filtered_end_offset
                 if nxt != off or (r.records is not None and r.records[1] > r.records[0]):
@@ -1087,10 +1099,17 @@ class LogFetcher:
         subs = self.subscriptions()
         if not subs:
             return {}
-        latest = await self.list_offsets(list(subs), 1)
         earliest_needed = [tb for tb, off in subs.items() if off == EARLIEST_OFFSET]
-        if earliest_needed:
-            earliest = await self.list_offsets(earliest_needed, 0)
+        if not earliest_needed:
+            latest = await self.list_offsets(list(subs), 1)
+        else:
+            # one round trip instead of two: a small bounded read is mostly these look-ups
+            latest, earliest = await asyncio.gather(self.list_offsets(list(subs), 1),
+                                                    self.list_offsets(earliest_needed, 0),
+                                                    return_exceptions=True)
+            for res in (latest, earliest):
+                if isinstance(res, BaseException):
+                    raise res
             with self._lock:
                 for tb, off in earliest.items():
                     st = self._subs.get(tb)

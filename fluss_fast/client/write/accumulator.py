@@ -172,6 +172,7 @@ class RecordAccumulator:
         old = self._hots.get(slot)
         if old is not None:
             self._cool(old)
+        self._cool(b)  # one slot per batch: two would both book the same rows
         # the general path lets a row in while used + row_bytes <= limit, and seals a batch once
         # est_bytes reaches its target; the lease keeps both, in builder-size units
         lease = self.limit - self._used - self._leased - self.row_bytes + 1
