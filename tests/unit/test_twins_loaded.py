@@ -12,6 +12,7 @@ TWINS = {
     "murmur": ["fluss_murmur32", "int_murmur", "bucket_for_key", "buckets_for_keys",
                "paimon_bucket", "murmur3_32", "iceberg_bucket"],
     "columns": ["RowBatchBuilder"],
+    "appendslot": ["HotSlot"],
     "rows": ["CompactedRowEncoder", "CompactedRowDecoder", "IndexedRowEncoder", "IndexedRowDecoder",
              "CompactedKeyEncoder"],
 }

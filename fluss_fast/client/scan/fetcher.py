@@ -67,7 +67,7 @@ _MAX_BACKOFF_S = 1.0
 #: consecutive transport failures of one node before the error reaches poll()
 _NODE_FAILURES_BEFORE_ERROR = 3
 #: decoded-but-unconsumed fetch results per bucket before it stops being fetched
-_MAX_AHEAD = 2
+_MAX_AHEAD = 3
 #: FetchLog requests one scanner keeps in flight to one tablet server
 _MAX_REQUESTS_PER_NODE = 3
 #: the per-bucket budget of a bounded read when the user kept the default one
@@ -77,6 +77,12 @@ _DEFAULT_BUCKET_BYTES = 1024 * 1024
 #: responses with fewer record bytes are decoded on the loop: a thread hop would cost more
 _INLINE_DECODE_BYTES = 128 * 1024
 _U64 = 1 << 64
+_STREAM_DECODE = True
+#: decode threads (each decompresses on its own; more than the cores would only contend)
+_DECODE_THREADS = max(1, min(2, os.cpu_count() or 1))
+_IPC_EOS = b"\xff\xff\xff\xff\x00\x00\x00\x00"
+_STREAM_READ_OPTIONS = pa.ipc.IpcReadOptions(use_threads=False)
+_STREAM_POOL = pa.system_memory_pool()
 
 
 # -- FetchLogResponse, walked by hand so that `records` stays a view of the response buffer ------
@@ -231,15 +237,19 @@ class ScanSpec:
         # Projected batches carry a stale CRC (the server rewrites them without recomputing it).
         self.check_crc = not self.pushdown
         table_name = str(self.path)
+        self._schema_messages = {}
         if self.arrow_format:
             self.codec = ArrowLogCodec(self.schema, desc.compression, desc.compression_level,
                                        table_name=table_name)
             self.row_codec = None
+            # uncompressed batches are read in place (zero-copy); compressed ones as a stream
+            self.stream_decode = _STREAM_DECODE and self.codec.compression != "NONE"
         else:
             from ...codec.indexedlog import RowLogCodec
 
             self.codec = None
             self.row_codec = RowLogCodec(self.schema.types, self.log_format, self.schema.names)
+            self.stream_decode = False
 
     def where(self, bucket) -> str:
         part = f", partition {bucket.partition_id}" if bucket.partition_id is not None else ""
@@ -289,6 +299,7 @@ class ScanSpec:
         """(chunks, next fetch offset) for the records blob ``mv[start:end]`` fetched at
         ``fetch_offset``; rows below the fetch offset are dropped."""
         chunks = []
+        todo = []
         next_offset = fetch_offset
         complete = 0
         for h in logbatch.iter_batches(mv, start, end):
@@ -305,17 +316,73 @@ class ScanSpec:
                     f"{self.where(bucket)}: corrupt batch at offset {h.base_offset} "
                     f"(CRC mismatch)", CORRUPT_MESSAGE)
             if h.record_count > 0:
-                rb, cts = self._decode_batch(mv, h)
-                chunk = self._chunk(bucket, h, rb, cts, fetch_offset)
-                if chunk is not None:
-                    chunks.append(chunk)
+                todo.append(h)
             next_offset = h.next_offset
         if complete == 0 and end > start:
             raise FlussError(
                 f"{self.where(bucket)}: the batch at offset {fetch_offset} does not fit into the "
                 f"fetch size ({end - start} bytes returned); raise "
                 f"scanner.log.fetch.max-bytes-for-bucket", CLIENT_ERROR)
+        if todo:
+            for h, (rb, cts) in zip(todo, self._decode_many(mv, todo)):
+                chunk = self._chunk(bucket, h, rb, cts, fetch_offset)
+                if chunk is not None:
+                    chunks.append(chunk)
         return chunks, next_offset
+
+    def _decode_many(self, mv, headers):
+        """(record batch, change types) of every batch in ``headers`` (all with records)."""
+        if not self.stream_decode or len(headers) < 1:
+            return [self._decode_batch(mv, h) for h in headers]
+        try:
+            return self._decode_stream(mv, headers)
+        except (pa.ArrowException, ValueError, CorruptBatchError):
+            # batch by batch again, for an error that names the batch at fault
+            return [self._decode_batch(mv, h) for h in headers]
+
+    def _decode_stream(self, mv, headers):
+        """Compressed ARROW batches as one IPC stream: decompressed on this thread, into the
+        system allocator.
+
+        Arrow's default read spreads every buffer over its thread pool and allocates from
+        mimalloc, which hands freed memory back to the OS at once; for a scan, where whole
+        responses are decoded off the runtime loop anyway, that mostly buys hand-offs and page
+        faults. The messages are copied once into the stream (compressed bytes, a fraction of
+        what decompression writes).
+        """
+        schema = self.decoded_schema if self.pushdown else self.full_arrow
+        parts = [self._schema_message(schema)]
+        cts_list = []
+        for h in headers:
+            start = h.position + h.header_size
+            end = h.position + h.total_size
+            cts = None
+            if not h.append_only:
+                cts = bytes(mv[start:start + h.record_count])
+                start += h.record_count
+            if start >= end:
+                raise CorruptBatchError(f"batch at byte {h.position}: {h.record_count} records "
+                                        f"but no Arrow message", position=h.position)
+            parts.append(mv[start:end])
+            cts_list.append(cts)
+        parts.append(_IPC_EOS)
+        reader = pa.ipc.open_stream(pa.py_buffer(b"".join(parts)), options=_STREAM_READ_OPTIONS,
+                                    memory_pool=_STREAM_POOL)
+        out = []
+        for h, cts in zip(headers, cts_list):
+            rb = reader.read_next_batch()
+            if rb.num_rows != h.record_count:
+                raise CorruptBatchError(f"batch at byte {h.position}: Arrow message holds "
+                                        f"{rb.num_rows} rows, header says {h.record_count}",
+                                        position=h.position)
+            out.append((rb, cts))
+        return out
+
+    def _schema_message(self, schema: pa.Schema):
+        msg = self._schema_messages.get(id(schema))
+        if msg is None or msg[0] is not schema:
+            msg = self._schema_messages[id(schema)] = (schema, schema.serialize())
+        return msg[1]
 
     def _chunk(self, bucket, h, rb, cts, fetch_offset: int):
         base = h.base_offset
@@ -401,20 +468,24 @@ async def _connection(ctx, node: int):
 
 
 class _DecodeWorker:
-    """One daemon thread per process decoding fetch responses in submission order.
+    """A few daemon threads per process decoding fetch responses.
 
-    Decoding is mostly decompression inside pyarrow, which releases the GIL, so the runtime loop
-    receives the next responses meanwhile. A daemon thread (not an executor) so that an
-    interpreter exiting mid-scan never waits for it.
+    Decoding is decompression inside pyarrow, which releases the GIL, so the runtime loop keeps
+    receiving meanwhile and, with two threads, two responses are decompressed at once. Jobs may
+    finish out of order; each fetcher puts its results back in order (see ``LogFetcher``).
+    Daemon threads (not an executor) so that an interpreter exiting mid-scan never waits.
     """
 
-    def __init__(self):
+    def __init__(self, threads: int):
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._run, name="fluss-fast-decode", daemon=True)
-        self._thread.start()
+        self._threads = []
+        for k in range(threads):
+            t = threading.Thread(target=self._run, name=f"fluss-fast-decode-{k}", daemon=True)
+            t.start()
+            self._threads.append(t)
 
     def submit(self, loop, job, done) -> None:
-        """Runs ``job()`` on the worker, then ``done(result, exception)`` on ``loop``."""
+        """Runs ``job()`` on a worker thread, then ``done(result, exception)`` on ``loop``."""
         self._queue.put((loop, job, done))
 
     def _run(self) -> None:
@@ -443,7 +514,7 @@ def _decode_worker() -> _DecodeWorker:
         with _worker_lock:
             w = _worker
             if w is None:
-                w = _worker = _DecodeWorker()
+                w = _worker = _DecodeWorker(_DECODE_THREADS)
     return w
 
 
@@ -475,8 +546,12 @@ class LogFetcher:
         self._buffer: collections.deque = collections.deque()
         # FetchLogs in flight per tablet server
         self._node_reqs: Dict[int, int] = {}
-        # responses of this fetcher queued on the decode worker
+        # responses of this fetcher on the decode workers: submitted (``_decode_seq``), applied
+        # (``_decode_next``), finished early and waiting for their turn (``_decode_done``)
         self._decode_jobs = 0
+        self._decode_seq = 0
+        self._decode_next = 0
+        self._decode_done: Dict[int, tuple] = {}
         # a bounded read may raise the per-bucket budget unless the user chose one
         self._bounded_budget = self.max_bytes_for_bucket == _DEFAULT_BUCKET_BYTES
         self._tasks: set = set()
@@ -731,11 +806,13 @@ class LogFetcher:
             job = functools.partial(self._decode_all, mv, todo)
             if self._decode_jobs == 0 and size < _INLINE_DECODE_BYTES:
                 # small (polling) answers: no thread hop; nothing is queued ahead of this one
-                self._decoded(node, todo, False, job(), None)
+                self._decoded(node, todo, job(), None)
             else:
+                seq = self._decode_seq
+                self._decode_seq += 1
                 self._decode_jobs += 1
                 _decode_worker().submit(self._loop, job,
-                                        functools.partial(self._decoded, node, todo, True))
+                                        functools.partial(self._decoded_async, seq, node, todo))
         if error is not None:
             raise error
 
@@ -756,10 +833,21 @@ class LogFetcher:
             out.append((chunks, nxt))
         return out, None
 
-    def _decoded(self, node: int, todo, queued: bool, result, exc) -> None:
-        """Back on the loop: buffer the decoded results in response order, report a failure."""
-        if queued:
+    def _decoded_async(self, seq: int, node: int, todo, result, exc) -> None:
+        """A worker's result, back on the loop: applied in submission order, which keeps every
+        bucket's results in offset order."""
+        done = self._decode_done
+        done[seq] = (node, todo, result, exc)
+        nxt = self._decode_next
+        while nxt in done:
+            args = done.pop(nxt)
+            nxt += 1
+            self._decode_next = nxt
             self._decode_jobs -= 1
+            self._decoded(*args)
+
+    def _decoded(self, node: int, todo, result, exc) -> None:
+        """Buffer the decoded results of one response in order, report a failure."""
         results, error = result if result is not None else ([], exc)
         for k, (tb, st, off, r) in enumerate(todo):
             st.decoding -= 1
