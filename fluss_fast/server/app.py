@@ -74,7 +74,7 @@ _MAX_ERROR_MESSAGE = 2048
 
 _POOL_MIN_CLASS = 128 * 1024
 _POOL_MAX_CLASS = 16 * 1024 * 1024   # bigger frames are rare; their buffers are simply dropped
-_POOL_MAX_FREE_BYTES = 128 * 1024 * 1024
+_POOL_MAX_FREE_BYTES = 64 * 1024 * 1024
 _POOL_MAX_BUSY = 64
 
 

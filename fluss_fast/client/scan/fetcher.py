@@ -77,12 +77,8 @@ _DEFAULT_BUCKET_BYTES = 1024 * 1024
 #: responses with fewer record bytes are decoded on the loop: a thread hop would cost more
 _INLINE_DECODE_BYTES = 128 * 1024
 _U64 = 1 << 64
-_STREAM_DECODE = True
 #: decode threads (each decompresses on its own; more than the cores would only contend)
 _DECODE_THREADS = max(1, min(2, os.cpu_count() or 1))
-_IPC_EOS = b"\xff\xff\xff\xff\x00\x00\x00\x00"
-_STREAM_READ_OPTIONS = pa.ipc.IpcReadOptions(use_threads=False)
-_STREAM_POOL = pa.system_memory_pool()
 
 
 # -- FetchLogResponse, walked by hand so that `records` stays a view of the response buffer ------
@@ -237,19 +233,15 @@ class ScanSpec:
         # Projected batches carry a stale CRC (the server rewrites them without recomputing it).
         self.check_crc = not self.pushdown
         table_name = str(self.path)
-        self._schema_messages = {}
         if self.arrow_format:
             self.codec = ArrowLogCodec(self.schema, desc.compression, desc.compression_level,
                                        table_name=table_name)
             self.row_codec = None
-            # uncompressed batches are read in place (zero-copy); compressed ones as a stream
-            self.stream_decode = _STREAM_DECODE and self.codec.compression != "NONE"
         else:
             from ...codec.indexedlog import RowLogCodec
 
             self.codec = None
             self.row_codec = RowLogCodec(self.schema.types, self.log_format, self.schema.names)
-            self.stream_decode = False
 
     def where(self, bucket) -> str:
         part = f", partition {bucket.partition_id}" if bucket.partition_id is not None else ""
@@ -299,7 +291,6 @@ class ScanSpec:
         """(chunks, next fetch offset) for the records blob ``mv[start:end]`` fetched at
         ``fetch_offset``; rows below the fetch offset are dropped."""
         chunks = []
-        todo = []
         next_offset = fetch_offset
         complete = 0
         for h in logbatch.iter_batches(mv, start, end):
@@ -316,73 +307,17 @@ class ScanSpec:
                     f"{self.where(bucket)}: corrupt batch at offset {h.base_offset} "
                     f"(CRC mismatch)", CORRUPT_MESSAGE)
             if h.record_count > 0:
-                todo.append(h)
+                rb, cts = self._decode_batch(mv, h)
+                chunk = self._chunk(bucket, h, rb, cts, fetch_offset)
+                if chunk is not None:
+                    chunks.append(chunk)
             next_offset = h.next_offset
         if complete == 0 and end > start:
             raise FlussError(
                 f"{self.where(bucket)}: the batch at offset {fetch_offset} does not fit into the "
                 f"fetch size ({end - start} bytes returned); raise "
                 f"scanner.log.fetch.max-bytes-for-bucket", CLIENT_ERROR)
-        if todo:
-            for h, (rb, cts) in zip(todo, self._decode_many(mv, todo)):
-                chunk = self._chunk(bucket, h, rb, cts, fetch_offset)
-                if chunk is not None:
-                    chunks.append(chunk)
         return chunks, next_offset
-
-    def _decode_many(self, mv, headers):
-        """(record batch, change types) of every batch in ``headers`` (all with records)."""
-        if not self.stream_decode or len(headers) < 1:
-            return [self._decode_batch(mv, h) for h in headers]
-        try:
-            return self._decode_stream(mv, headers)
-        except (pa.ArrowException, ValueError, CorruptBatchError):
-            # batch by batch again, for an error that names the batch at fault
-            return [self._decode_batch(mv, h) for h in headers]
-
-    def _decode_stream(self, mv, headers):
-        """Compressed ARROW batches as one IPC stream: decompressed on this thread, into the
-        system allocator.
-
-        Arrow's default read spreads every buffer over its thread pool and allocates from
-        mimalloc, which hands freed memory back to the OS at once; for a scan, where whole
-        responses are decoded off the runtime loop anyway, that mostly buys hand-offs and page
-        faults. The messages are copied once into the stream (compressed bytes, a fraction of
-        what decompression writes).
-        """
-        schema = self.decoded_schema if self.pushdown else self.full_arrow
-        parts = [self._schema_message(schema)]
-        cts_list = []
-        for h in headers:
-            start = h.position + h.header_size
-            end = h.position + h.total_size
-            cts = None
-            if not h.append_only:
-                cts = bytes(mv[start:start + h.record_count])
-                start += h.record_count
-            if start >= end:
-                raise CorruptBatchError(f"batch at byte {h.position}: {h.record_count} records "
-                                        f"but no Arrow message", position=h.position)
-            parts.append(mv[start:end])
-            cts_list.append(cts)
-        parts.append(_IPC_EOS)
-        reader = pa.ipc.open_stream(pa.py_buffer(b"".join(parts)), options=_STREAM_READ_OPTIONS,
-                                    memory_pool=_STREAM_POOL)
-        out = []
-        for h, cts in zip(headers, cts_list):
-            rb = reader.read_next_batch()
-            if rb.num_rows != h.record_count:
-                raise CorruptBatchError(f"batch at byte {h.position}: Arrow message holds "
-                                        f"{rb.num_rows} rows, header says {h.record_count}",
-                                        position=h.position)
-            out.append((rb, cts))
-        return out
-
-    def _schema_message(self, schema: pa.Schema):
-        msg = self._schema_messages.get(id(schema))
-        if msg is None or msg[0] is not schema:
-            msg = self._schema_messages[id(schema)] = (schema, schema.serialize())
-        return msg[1]
 
     def _chunk(self, bucket, h, rb, cts, fetch_offset: int):
         base = h.base_offset
