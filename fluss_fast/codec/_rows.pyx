@@ -460,39 +460,22 @@ cdef inline object label_error(object exc, object names, Py_ssize_t i):
     return _pure()._with_field(exc, names, i)
 
 
-# ----------------------------------------------------------------------------------------------
-# CompactedRow
-# ----------------------------------------------------------------------------------------------
-cdef int compacted_field(WBuf *b, _Field f, object v) except -1:
-    """Write one non-null field; 0 when it has to go through the pure writer."""
-    cdef int code = f.code
+cdef inline int utf8_of(object v, const char **s, Py_ssize_t *n) except -1:
+    """The UTF-8 of an exact str; 0 for anything else and for text UTF-8 cannot encode."""
+    if not PyUnicode_CheckExact(v):
+        return 0
+    try:
+        s[0] = PyUnicode_AsUTF8AndSize(v, n)
+    except UnicodeEncodeError:
+        return 0
+    return 1
+
+
+cdef inline int put_fixed_scalar(WBuf *b, int code, object v) except -1:
+    """DOUBLE, FLOAT, BOOLEAN, TINYINT, SMALLINT: little-endian, the same in both row formats."""
     cdef int64_t x
-    cdef int32_t nanos
     cdef double d
-    cdef uint32_t u32
-    cdef uint64_t u64
-    cdef const char *s
-    cdef Py_ssize_t n
-    if code == C_INT or code == C_BIGINT:
-        if not int_value(v, code, &x):
-            return 0
-        wb_varint(b, (<uint64_t> x) & 0xFFFFFFFFu if code == C_INT else <uint64_t> x)
-    elif code == C_STRING or code == C_CHAR:
-        if not PyUnicode_CheckExact(v):
-            return 0
-        try:
-            s = PyUnicode_AsUTF8AndSize(v, &n)
-        except UnicodeEncodeError:
-            return 0
-        wb_varint(b, <uint64_t> n)
-        wb_write(b, s, n)
-    elif code == C_BYTES or code == C_BINARY:
-        if not PyBytes_CheckExact(v):
-            return 0
-        n = PyBytes_GET_SIZE(v)
-        wb_varint(b, <uint64_t> n)
-        wb_write(b, PyBytes_AS_STRING(v), n)
-    elif code == C_DOUBLE:
+    if code == C_DOUBLE:
         if not float_value(v, &d):
             return 0
         wb_reserve(b, 8)
@@ -523,6 +506,118 @@ cdef int compacted_field(WBuf *b, _Field f, object v) except -1:
         wb_reserve(b, 2)
         ff_rw_put16(b.p + b.n, <int16_t> x)
         b.n += 2
+    else:
+        return 0
+    return 1
+
+
+cdef inline bint is_fixed_scalar(int code) noexcept:
+    return (code == C_DOUBLE or code == C_FLOAT or code == C_BOOLEAN or code == C_TINYINT
+            or code == C_SMALLINT)
+
+
+# ----------------------------------------------------------------------------------------------
+# what every row encoder/decoder shares
+# ----------------------------------------------------------------------------------------------
+cdef class _RowCodec:
+    cdef list _fields
+    cdef object _infos
+    cdef object _names
+    cdef Py_ssize_t _n
+    cdef Py_ssize_t _nbytes
+    cdef Py_ssize_t _header  # null bitset, plus the IndexedRow's var-length slots
+
+    cdef _setup(self, types, names, str fmt):
+        cdef Py_ssize_t nvar = 0
+        self._infos = _pure()._infos(types)
+        self._names = list(names) if names is not None else None
+        self._n = len(self._infos)
+        self._nbytes = (self._n + 7) >> 3
+        self._fields = _plan(self._infos, fmt)
+        if fmt == "INDEXED":
+            for t in self._infos:
+                if not t.fixed:
+                    nvar += 1
+        self._header = self._nbytes + 4 * nvar
+
+    @property
+    def arity(self):
+        return self._n
+
+
+cdef class _RowEncoder(_RowCodec):
+    def encode(self, values):
+        cdef WBuf b
+        wb_init(&b)
+        try:
+            self._put(&b, values)
+            return PyBytes_FromStringAndSize(<char *> b.p, b.n)
+        finally:
+            wb_free(&b)
+
+    def encode_records(self, rows, change_types=None):
+        """Log records ``int32 length | change type | row`` for every row, concatenated."""
+        return _encode_records(self, rows, change_types)
+
+    cdef int _put(self, WBuf *b, object values) except -1:
+        raise NotImplementedError
+
+    cdef int _null(self, WBuf *b, Py_ssize_t base, Py_ssize_t i, _Field f) except -1:
+        """Mark field i null in the bitset at ``base``, refusing NOT NULL fields."""
+        if not f.nullable:
+            raise _pure()._null_error(self._names, i, f.info)
+        b.p[base + (i >> 3)] |= <unsigned char> (1 << (i & 7))
+        return 0
+
+
+cdef class _RowDecoder(_RowCodec):
+    def decode(self, buf, Py_ssize_t pos=0, end=None):
+        if not PyBytes_CheckExact(buf):
+            buf, pos, end = _pure()._as_bytes(buf, pos, end)
+        return self._values(buf, pos, len(buf) if end is None else end)
+
+    def decode_dict(self, buf, Py_ssize_t pos, Py_ssize_t end):
+        if not PyBytes_CheckExact(buf):
+            buf, pos, end = _pure()._as_bytes(buf, pos, end)
+        return dict(zip(self._names, self._values(buf, pos, end)))
+
+    cdef list _values(self, bytes buf, Py_ssize_t pos, Py_ssize_t end):
+        raise NotImplementedError
+
+
+cdef inline int check_bounds(bytes buf, Py_ssize_t pos, Py_ssize_t end) except -1:
+    if end > PyBytes_GET_SIZE(buf) or pos < 0 or pos > end:
+        raise ValueError(f"row bounds [{pos}, {end}) outside a buffer of {PyBytes_GET_SIZE(buf)} bytes")
+    return 0
+
+
+# ----------------------------------------------------------------------------------------------
+# CompactedRow
+# ----------------------------------------------------------------------------------------------
+cdef int compacted_field(WBuf *b, _Field f, object v) except -1:
+    """Write one non-null field; 0 when it has to go through the pure writer."""
+    cdef int code = f.code
+    cdef int64_t x
+    cdef int32_t nanos
+    cdef const char *s
+    cdef Py_ssize_t n
+    if code == C_INT or code == C_BIGINT:
+        if not int_value(v, code, &x):
+            return 0
+        wb_varint(b, (<uint64_t> x) & 0xFFFFFFFFu if code == C_INT else <uint64_t> x)
+    elif code == C_STRING or code == C_CHAR:
+        if not utf8_of(v, &s, &n):
+            return 0
+        wb_varint(b, <uint64_t> n)
+        wb_write(b, s, n)
+    elif code == C_BYTES or code == C_BINARY:
+        if not PyBytes_CheckExact(v):
+            return 0
+        n = PyBytes_GET_SIZE(v)
+        wb_varint(b, <uint64_t> n)
+        wb_write(b, PyBytes_AS_STRING(v), n)
+    elif is_fixed_scalar(code):
+        return put_fixed_scalar(b, code, v)
     elif code == C_DATE:
         if not date_value(v, &x):
             return 0
@@ -553,41 +648,14 @@ cdef int compacted_field(WBuf *b, _Field f, object v) except -1:
     return 1
 
 
-cdef class CompactedRowEncoder:
+cdef class CompactedRowEncoder(_RowEncoder):
     """``encode(values) -> bytes``: one CompactedRow (null bitset + fields, no padding)."""
 
-    cdef list _fields
-    cdef object _infos
-    cdef object _names
-    cdef Py_ssize_t _n
-    cdef Py_ssize_t _nbytes
     cdef bint _key  # CompactedKeyEncoder: no null bitset, nulls refused
 
     def __init__(self, types, names=None):
-        py = _pure()
-        self._infos = py._infos(types)
-        self._names = list(names) if names is not None else None
-        self._n = len(self._infos)
-        self._nbytes = (self._n + 7) >> 3
-        self._fields = _plan(self._infos, "COMPACTED")
+        self._setup(types, names, "COMPACTED")
         self._key = False
-
-    @property
-    def arity(self):
-        return self._n
-
-    def encode(self, values):
-        cdef WBuf b
-        wb_init(&b)
-        try:
-            self._put(&b, values)
-            return PyBytes_FromStringAndSize(<char *> b.p, b.n)
-        finally:
-            wb_free(&b)
-
-    def encode_records(self, rows, change_types=None):
-        """Log records ``int32 length | change type | row`` for every row, concatenated."""
-        return _encode_records(self, rows, change_types)
 
     cdef int _put(self, WBuf *b, object values) except -1:
         cdef Py_ssize_t i, base = b.n, nb = 0 if self._key else self._nbytes
@@ -596,7 +664,7 @@ cdef class CompactedRowEncoder:
         if len(values) != self._n:
             if self._key:
                 raise ValueError(f"key has {len(values)} values but {self._n} key columns")
-            raise ValueError(f"row has {len(values)} values but the schema has {self._n} fields")
+            raise _pure()._arity_error(len(values), self._n)
         wb_reserve(b, nb)
         memset(b.p + base, 0, nb)
         b.n += nb
@@ -607,10 +675,7 @@ cdef class CompactedRowEncoder:
                 if self._key:
                     raise ValueError(f"key {_pure()._field_label(self._names, i)} is null; key "
                                      f"columns must not be null ({f.info.dtype})")
-                if not f.nullable:
-                    raise ValueError(f"{_pure()._field_label(self._names, i)} is null but its "
-                                     f"type is {f.info.dtype}")
-                b.p[base + (i >> 3)] |= <unsigned char> (1 << (i & 7))
+                self._null(b, base, i, f)
                 continue
             try:
                 if not compacted_field(b, f, v):
@@ -673,31 +738,11 @@ cdef inline void need(Py_ssize_t pos, Py_ssize_t k, Py_ssize_t end) except *:
         raise ValueError(f"needs {k} bytes at byte {pos}, {end - pos} left")
 
 
-cdef class CompactedRowDecoder:
+cdef class CompactedRowDecoder(_RowDecoder):
     """``decode(buf, pos=0, end=None) -> list``: the values of one CompactedRow."""
 
-    cdef list _fields
-    cdef object _infos
-    cdef object _names
-    cdef Py_ssize_t _n
-    cdef Py_ssize_t _nbytes
-
     def __init__(self, types, names=None):
-        py = _pure()
-        self._infos = py._infos(types)
-        self._names = list(names) if names is not None else None
-        self._n = len(self._infos)
-        self._nbytes = (self._n + 7) >> 3
-        self._fields = _plan(self._infos, "COMPACTED")
-
-    @property
-    def arity(self):
-        return self._n
-
-    def decode(self, buf, Py_ssize_t pos=0, end=None):
-        if not PyBytes_CheckExact(buf):
-            buf, pos, end = _pure()._as_bytes(buf, pos, end)
-        return self._decode(buf, pos, len(buf) if end is None else end)[0]
+        self._setup(types, names, "COMPACTED")
 
     def decode_with_end(self, buf, Py_ssize_t pos=0, end=None):
         cdef Py_ssize_t start = pos
@@ -707,10 +752,8 @@ cdef class CompactedRowDecoder:
         values, stop = self._decode(buf, pos, end)
         return values, stop + start
 
-    def decode_dict(self, buf, Py_ssize_t pos, Py_ssize_t end):
-        if not PyBytes_CheckExact(buf):
-            buf, pos, end = _pure()._as_bytes(buf, pos, end)
-        return dict(zip(self._names, self._decode(buf, pos, end)[0]))
+    cdef list _values(self, bytes buf, Py_ssize_t pos, Py_ssize_t end):
+        return self._decode(buf, pos, end)[0]
 
     cdef tuple _decode(self, bytes buf, Py_ssize_t pos, Py_ssize_t end):
         cdef const unsigned char *p = <const unsigned char *> PyBytes_AS_STRING(buf)
@@ -720,8 +763,7 @@ cdef class CompactedRowDecoder:
         cdef int code
         cdef int64_t x
         cdef list out = [None] * self._n
-        if end > PyBytes_GET_SIZE(buf) or pos < 0 or pos > end:
-            raise ValueError(f"row bounds [{pos}, {end}) outside a buffer of {PyBytes_GET_SIZE(buf)} bytes")
+        check_bounds(buf, pos, end)
         if pos + nb > end:
             raise ValueError(f"truncated CompactedRow: {end - pos} bytes, null bitset needs {nb}")
         nulls = pos
@@ -793,7 +835,6 @@ cdef int indexed_field(WBuf *b, _Field f, object v, Py_ssize_t *var_len) except 
     cdef int code = f.code
     cdef int64_t x
     cdef int32_t nanos
-    cdef double d
     cdef const char *s
     cdef Py_ssize_t n
     if code == C_INT or code == C_DATE or code == C_TIME:
@@ -815,11 +856,7 @@ cdef int indexed_field(WBuf *b, _Field f, object v, Py_ssize_t *var_len) except 
         ff_rw_put64(b.p + b.n, x)
         b.n += 8
     elif code == C_STRING:
-        if not PyUnicode_CheckExact(v):
-            return 0
-        try:
-            s = PyUnicode_AsUTF8AndSize(v, &n)
-        except UnicodeEncodeError:
+        if not utf8_of(v, &s, &n):
             return 0
         wb_write(b, s, n)
         var_len[0] = n
@@ -829,37 +866,8 @@ cdef int indexed_field(WBuf *b, _Field f, object v, Py_ssize_t *var_len) except 
         n = PyBytes_GET_SIZE(v)
         wb_write(b, PyBytes_AS_STRING(v), n)
         var_len[0] = n
-    elif code == C_DOUBLE:
-        if not float_value(v, &d):
-            return 0
-        wb_reserve(b, 8)
-        ff_rw_put64(b.p + b.n, <int64_t> ff_rw_f64bits(d))
-        b.n += 8
-    elif code == C_FLOAT:
-        if not float_value(v, &d):
-            return 0
-        wb_reserve(b, 4)
-        ff_rw_put32(b.p + b.n, <int32_t> ff_rw_f32bits(d))
-        b.n += 4
-    elif code == C_BOOLEAN:
-        if v is True:
-            wb_write(b, b"\x01", 1)
-        elif v is False:
-            wb_write(b, b"\x00", 1)
-        else:
-            return 0
-    elif code == C_TINYINT:
-        if not int_value(v, code, &x):
-            return 0
-        wb_reserve(b, 1)
-        b.p[b.n] = <unsigned char> (x & 0xFF)
-        b.n += 1
-    elif code == C_SMALLINT:
-        if not int_value(v, code, &x):
-            return 0
-        wb_reserve(b, 2)
-        ff_rw_put16(b.p + b.n, <int16_t> x)
-        b.n += 2
+    elif is_fixed_scalar(code):
+        return put_fixed_scalar(b, code, v)
     elif code == C_TIMESTAMP or code == C_TIMESTAMP_LTZ:
         if not timestamp_value(v, code == C_TIMESTAMP_LTZ, &x, &nanos):
             return 0
@@ -871,11 +879,7 @@ cdef int indexed_field(WBuf *b, _Field f, object v, Py_ssize_t *var_len) except 
             b.n += 4
     elif code == C_CHAR or code == C_BINARY:
         if code == C_CHAR:
-            if not PyUnicode_CheckExact(v):
-                return 0
-            try:
-                s = PyUnicode_AsUTF8AndSize(v, &n)
-            except UnicodeEncodeError:
+            if not utf8_of(v, &s, &n):
                 return 0
         else:
             if not PyBytes_CheckExact(v):
@@ -907,48 +911,18 @@ cdef int indexed_field(WBuf *b, _Field f, object v, Py_ssize_t *var_len) except 
     return 1
 
 
-cdef class IndexedRowEncoder:
+cdef class IndexedRowEncoder(_RowEncoder):
     """``encode(values) -> bytes``: one IndexedRow (null bitset, var-length list, packed fields)."""
 
-    cdef list _fields
-    cdef object _infos
-    cdef object _names
-    cdef Py_ssize_t _n
-    cdef Py_ssize_t _nbytes
-    cdef Py_ssize_t _header
-
     def __init__(self, types, names=None):
-        py = _pure()
-        self._infos = py._infos(types)
-        self._names = list(names) if names is not None else None
-        self._n = len(self._infos)
-        self._nbytes = (self._n + 7) >> 3
-        self._fields = _plan(self._infos, "INDEXED")
-        self._header = self._nbytes + 4 * sum(1 for t in self._infos if not t.fixed)
-
-    @property
-    def arity(self):
-        return self._n
-
-    def encode(self, values):
-        cdef WBuf b
-        wb_init(&b)
-        try:
-            self._put(&b, values)
-            return PyBytes_FromStringAndSize(<char *> b.p, b.n)
-        finally:
-            wb_free(&b)
-
-    def encode_records(self, rows, change_types=None):
-        """Log records ``int32 length | change type | row`` for every row, concatenated."""
-        return _encode_records(self, rows, change_types)
+        self._setup(types, names, "INDEXED")
 
     cdef int _put(self, WBuf *b, object values) except -1:
         cdef Py_ssize_t i, base = b.n, vslot = b.n + self._nbytes, var_len
         cdef _Field f
         cdef bytes data
         if len(values) != self._n:
-            raise ValueError(f"row has {len(values)} values but the schema has {self._n} fields")
+            raise _pure()._arity_error(len(values), self._n)
         wb_reserve(b, self._header)
         memset(b.p + base, 0, self._header)
         b.n += self._header
@@ -956,10 +930,7 @@ cdef class IndexedRowEncoder:
             f = <_Field> self._fields[i]
             v = values[i]
             if v is None:
-                if not f.nullable:
-                    raise ValueError(f"{_pure()._field_label(self._names, i)} is null but its "
-                                     f"type is {f.info.dtype}")
-                b.p[base + (i >> 3)] |= <unsigned char> (1 << (i & 7))
+                self._null(b, base, i, f)
                 continue
             var_len = -1
             try:
@@ -991,10 +962,7 @@ cdef object _encode_records(object encoder, object rows, object change_types):
             start = b.n
             b.n += 5
             try:
-                if type(encoder) is IndexedRowEncoder:
-                    (<IndexedRowEncoder> encoder)._put(&b, rows[i])
-                else:
-                    (<CompactedRowEncoder> encoder)._put(&b, rows[i])
+                (<_RowEncoder> encoder)._put(&b, rows[i])
             except (TypeError, ValueError) as exc:
                 raise type(exc)(f"row {i}: {exc}") from None
             ff_rw_put32(b.p + start, <int32_t> (b.n - start - 4))
@@ -1012,47 +980,19 @@ cdef inline object strip_zeros(const unsigned char *p, Py_ssize_t n, bint text):
     return PyBytes_FromStringAndSize(<const char *> p, n)
 
 
-cdef class IndexedRowDecoder:
+cdef class IndexedRowDecoder(_RowDecoder):
     """``decode(buf, pos=0, end=None) -> list``: the values of one IndexedRow."""
 
-    cdef list _fields
-    cdef object _infos
-    cdef object _names
-    cdef Py_ssize_t _n
-    cdef Py_ssize_t _nbytes
-    cdef Py_ssize_t _header
-
     def __init__(self, types, names=None):
-        py = _pure()
-        self._infos = py._infos(types)
-        self._names = list(names) if names is not None else None
-        self._n = len(self._infos)
-        self._nbytes = (self._n + 7) >> 3
-        self._fields = _plan(self._infos, "INDEXED")
-        self._header = self._nbytes + 4 * sum(1 for t in self._infos if not t.fixed)
+        self._setup(types, names, "INDEXED")
 
-    @property
-    def arity(self):
-        return self._n
-
-    def decode(self, buf, Py_ssize_t pos=0, end=None):
-        if not PyBytes_CheckExact(buf):
-            buf, pos, end = _pure()._as_bytes(buf, pos, end)
-        return self._decode(buf, pos, len(buf) if end is None else end)
-
-    def decode_dict(self, buf, Py_ssize_t pos, Py_ssize_t end):
-        if not PyBytes_CheckExact(buf):
-            buf, pos, end = _pure()._as_bytes(buf, pos, end)
-        return dict(zip(self._names, self._decode(buf, pos, end)))
-
-    cdef list _decode(self, bytes buf, Py_ssize_t pos, Py_ssize_t end):
+    cdef list _values(self, bytes buf, Py_ssize_t pos, Py_ssize_t end):
         cdef const unsigned char *p = <const unsigned char *> PyBytes_AS_STRING(buf)
         cdef Py_ssize_t i = 0, n, size, vslot, q
         cdef _Field f
         cdef int code
         cdef list out = [None] * self._n
-        if end > PyBytes_GET_SIZE(buf) or pos < 0 or pos > end:
-            raise ValueError(f"row bounds [{pos}, {end}) outside a buffer of {PyBytes_GET_SIZE(buf)} bytes")
+        check_bounds(buf, pos, end)
         if pos + self._header > end:
             raise ValueError(f"truncated IndexedRow: {end - pos} bytes, header needs {self._header}")
         vslot = pos + self._nbytes

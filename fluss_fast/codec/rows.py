@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import decimal as _decimal
+import functools
 import math
 import struct
 from typing import Callable, Dict, Optional, Sequence, Tuple
@@ -170,6 +171,20 @@ class TypeInfo:
 
 
 _TYPE_CACHE: Dict[object, TypeInfo] = {}
+
+
+def _per_type(tag: str) -> Callable:
+    """Memoises a codec-function builder ``build(t, *args)`` in ``t._cache`` under ``(tag, *args)``."""
+    def deco(build: Callable) -> Callable:
+        @functools.wraps(build)
+        def get(t: TypeInfo, *args):
+            key = (tag,) + args
+            fn = t._cache.get(key)
+            if fn is None:
+                fn = t._cache[key] = build(t, *args)
+            return fn
+        return get
+    return deco
 
 
 def type_info(dtype) -> TypeInfo:
@@ -341,6 +356,22 @@ def _np_nanos(v) -> int:
     return int(v.astype("datetime64[ns]").astype("int64"))
 
 
+def _as_datetime(v, t: TypeInfo, expected: str) -> _dt.datetime:
+    """A datetime-like value that is not pandas/numpy as a ``datetime.datetime`` (via to_pydatetime)."""
+    if not isinstance(v, _dt.datetime):
+        conv = getattr(v, "to_pydatetime", None)
+        if conv is None or isinstance(v, _dt.date):
+            raise _bad(v, t, expected)
+        v = conv()
+        if not isinstance(v, _dt.datetime):
+            raise _bad(v, t, expected)
+    return v
+
+
+def _split_micros(micros: int) -> Tuple[int, int]:
+    return micros // 1000, (micros % 1000) * 1000
+
+
 def conv_timestamp(v, t: TypeInfo) -> Tuple[int, int]:
     """(epoch millis, nano of milli) of a wall-clock timestamp."""
     if type(v) is not _dt.datetime:
@@ -350,17 +381,10 @@ def conv_timestamp(v, t: TypeInfo) -> Tuple[int, int]:
             return _split_nanos(v.value)
         if _np is not None and isinstance(v, _np.datetime64):
             return _split_nanos(_np_nanos(v))
-        if not isinstance(v, _dt.datetime):
-            conv = getattr(v, "to_pydatetime", None)
-            if conv is None or isinstance(v, _dt.date):
-                raise _bad(v, t, "naive datetime.datetime")
-            v = conv()
-            if not isinstance(v, _dt.datetime):
-                raise _bad(v, t, "naive datetime.datetime")
+        v = _as_datetime(v, t, "naive datetime.datetime")
     if v.tzinfo is not None and v.utcoffset() is not None:
         raise _bad(v, t, "a naive datetime (use a TIMESTAMP_LTZ column for aware ones)")
-    micros = _naive_micros(v)
-    return micros // 1000, (micros % 1000) * 1000
+    return _split_micros(_naive_micros(v))
 
 
 def conv_timestamp_ltz(v, t: TypeInfo) -> Tuple[int, int]:
@@ -370,19 +394,13 @@ def conv_timestamp_ltz(v, t: TypeInfo) -> Tuple[int, int]:
             return _split_nanos(v.value)
         if _np is not None and isinstance(v, _np.datetime64):
             return _split_nanos(_np_nanos(v))
-        if not isinstance(v, _dt.datetime):
-            conv = getattr(v, "to_pydatetime", None)
-            if conv is None or isinstance(v, _dt.date):
-                raise _bad(v, t, "datetime.datetime")
-            v = conv()
-            if not isinstance(v, _dt.datetime):
-                raise _bad(v, t, "datetime.datetime")
+        v = _as_datetime(v, t, "datetime.datetime")
     if v.tzinfo is None or v.utcoffset() is None:
         micros = _naive_micros(v)
     else:
         d = v - _EPOCH_UTC
         micros = (d.days * 86400 + d.seconds) * 1_000_000 + d.microseconds
-    return micros // 1000, (micros % 1000) * 1000
+    return _split_micros(micros)
 
 
 def as_sequence(v, t: TypeInfo) -> Sequence:
@@ -516,6 +534,47 @@ def _strip_zeros(b: bytes) -> bytes:
     return b.rstrip(b"\x00")
 
 
+# Fixed-width little-endian scalars: the same bytes as IndexedRow fields, BinaryArray slots and the
+# fixed-width CompactedRow fields. code -> (Python value -> primitive, primitive -> bytes)
+_FIXED_WRITE = {
+    T_TINYINT: (conv_int, _pk_b.pack), T_SMALLINT: (conv_int, _pk_h.pack), T_INT: (conv_int, _pk_i.pack),
+    T_DATE: (conv_date, _pk_i.pack), T_TIME: (conv_time, _pk_i.pack), T_BIGINT: (conv_int, _pk_q.pack),
+    T_FLOAT: (conv_float, pack_f32), T_DOUBLE: (conv_float, pack_f64),
+}
+# code -> (struct, primitive -> Python value, None where the primitive is the value)
+_FIXED_READ = {
+    T_TINYINT: (_pk_b, None), T_SMALLINT: (_pk_h, None), T_INT: (_pk_i, None), T_DATE: (_pk_i, make_date),
+    T_TIME: (_pk_i, make_time), T_BIGINT: (_pk_q, None), T_FLOAT: (_pk_f, None), T_DOUBLE: (_pk_d, None),
+}
+
+
+# ----------------------------------------------------------------------------------------------
+# Nested values (ARRAY / MAP / ROW): the same bytes inside a row field or an array slot
+# ----------------------------------------------------------------------------------------------
+@_per_type("ne")
+def _nested_encoder(t: TypeInfo, fmt: str) -> Callable:
+    """fn(value) -> bytes of an ARRAY, MAP or ROW value; nested rows take the enclosing ``fmt``."""
+    c = t.code
+    if c == T_ARRAY:
+        return lambda v: encode_array(t.elem, v, fmt, t)
+    if c == T_MAP:
+        return lambda v: encode_map(t, v, fmt)
+    enc = (CompactedRowEncoder_py if fmt == COMPACTED else IndexedRowEncoder_py)(t.fields, t.names)
+    return lambda v: enc.encode(row_values(v, t))
+
+
+@_per_type("nd")
+def _nested_decoder(t: TypeInfo, fmt: str) -> Callable:
+    """fn(buf, pos, n) -> the ARRAY, MAP or ROW value in ``buf[pos:pos+n]``."""
+    c = t.code
+    if c == T_ARRAY:
+        return lambda buf, pos, n: decode_array(t.elem, buf, pos, n, fmt)
+    if c == T_MAP:
+        return lambda buf, pos, n: decode_map(t, buf, pos, n, fmt)
+    dec = (CompactedRowDecoder_py if fmt == COMPACTED else IndexedRowDecoder_py)(t.fields, t.names)
+    return lambda buf, pos, n: dec.decode_dict(buf, pos, pos + n)
+
+
 # ----------------------------------------------------------------------------------------------
 # BinaryArray / BinaryMap
 # ----------------------------------------------------------------------------------------------
@@ -532,40 +591,19 @@ def _out_of_line(buf: bytearray, slot: int, data: bytes) -> None:
     _pk_Q.pack_into(buf, slot, (start << 32) | len(data))
 
 
+@_per_type("aw")
 def _array_writer(e: TypeInfo, fmt: str) -> Callable:
     """fn(buf, slot, value) writing one non-null element; out-of-line data is appended to buf."""
-    key = ("aw", fmt)
-    w = e._cache.get(key)
-    if w is not None:
-        return w
     c = e.code
     if c == T_BOOLEAN:
         def w(buf, slot, v):
             buf[slot] = 1 if conv_bool(v, e) else 0
-    elif c == T_TINYINT:
+    elif c in _FIXED_WRITE:
+        conv, pack = _FIXED_WRITE[c]
+        size = e.esize
+
         def w(buf, slot, v):
-            buf[slot] = conv_int(v, e) & 0xFF
-    elif c == T_SMALLINT:
-        def w(buf, slot, v):
-            _pk_h.pack_into(buf, slot, conv_int(v, e))
-    elif c == T_INT:
-        def w(buf, slot, v):
-            _pk_i.pack_into(buf, slot, conv_int(v, e))
-    elif c == T_DATE:
-        def w(buf, slot, v):
-            _pk_i.pack_into(buf, slot, conv_date(v, e))
-    elif c == T_TIME:
-        def w(buf, slot, v):
-            _pk_i.pack_into(buf, slot, conv_time(v, e))
-    elif c == T_BIGINT:
-        def w(buf, slot, v):
-            _pk_q.pack_into(buf, slot, conv_int(v, e))
-    elif c == T_FLOAT:
-        def w(buf, slot, v):
-            buf[slot:slot + 4] = pack_f32(conv_float(v, e))
-    elif c == T_DOUBLE:
-        def w(buf, slot, v):
-            buf[slot:slot + 8] = pack_f64(conv_float(v, e))
+            buf[slot:slot + size] = pack(conv(v, e))
     elif c in (T_CHAR, T_STRING, T_BINARY, T_BYTES):
         conv = conv_str if c in (T_CHAR, T_STRING) else conv_bytes
 
@@ -599,20 +637,13 @@ def _array_writer(e: TypeInfo, fmt: str) -> Callable:
                 start = len(buf)
                 buf += _pk_q.pack(millis)
                 _pk_Q.pack_into(buf, slot, (start << 32) | nanos)
-    elif c == T_ARRAY:
-        def w(buf, slot, v):
-            _out_of_line(buf, slot, encode_array(e.elem, v, fmt, e))
-    elif c == T_MAP:
-        def w(buf, slot, v):
-            _out_of_line(buf, slot, encode_map(e, v, fmt))
-    elif c == T_ROW:
-        enc = _row_encoder(e, fmt)
+    elif c in (T_ARRAY, T_MAP, T_ROW):
+        nested = _nested_encoder(e, fmt)
 
         def w(buf, slot, v):
-            _out_of_line(buf, slot, enc.encode(row_values(v, e)))
+            _out_of_line(buf, slot, nested(v))
     else:  # pragma: no cover - TypeInfo refuses unknown roots
         raise ValueError(f"unsupported array element type {e.dtype}")
-    e._cache[key] = w
     return w
 
 
@@ -649,41 +680,23 @@ def encode_map(t, value, fmt: str = COMPACTED) -> bytes:
     return _pk_i.pack(len(keys)) + keys + vals
 
 
+@_per_type("ar")
 def _array_reader(e: TypeInfo, fmt: str) -> Callable:
     """fn(buf, base, slot, end) -> value of one non-null element of an array at ``base`` ending at
     ``end``; out-of-line data must lie inside the array."""
-    key = ("ar", fmt)
-    r = e._cache.get(key)
-    if r is not None:
-        return r
     c = e.code
     if c == T_BOOLEAN:
         def r(buf, base, slot, end):
             return buf[slot] != 0
-    elif c == T_TINYINT:
-        def r(buf, base, slot, end):
-            return _pk_b.unpack_from(buf, slot)[0]
-    elif c == T_SMALLINT:
-        def r(buf, base, slot, end):
-            return _pk_h.unpack_from(buf, slot)[0]
-    elif c == T_INT:
-        def r(buf, base, slot, end):
-            return _pk_i.unpack_from(buf, slot)[0]
-    elif c == T_DATE:
-        def r(buf, base, slot, end):
-            return make_date(_pk_i.unpack_from(buf, slot)[0])
-    elif c == T_TIME:
-        def r(buf, base, slot, end):
-            return make_time(_pk_i.unpack_from(buf, slot)[0])
-    elif c == T_BIGINT:
-        def r(buf, base, slot, end):
-            return _pk_q.unpack_from(buf, slot)[0]
-    elif c == T_FLOAT:
-        def r(buf, base, slot, end):
-            return _pk_f.unpack_from(buf, slot)[0]
-    elif c == T_DOUBLE:
-        def r(buf, base, slot, end):
-            return _pk_d.unpack_from(buf, slot)[0]
+    elif c in _FIXED_READ:
+        st, make = _FIXED_READ[c]
+        unpack = st.unpack_from
+        if make is None:
+            def r(buf, base, slot, end):
+                return unpack(buf, slot)[0]
+        else:
+            def r(buf, base, slot, end):
+                return make(unpack(buf, slot)[0])
     elif c in (T_CHAR, T_STRING, T_BINARY, T_BYTES):
         text = c in (T_CHAR, T_STRING)
 
@@ -693,10 +706,7 @@ def _array_reader(e: TypeInfo, fmt: str) -> Callable:
                 n = (s >> 56) & 0x7F
                 data = buf[slot:slot + n]
             else:
-                off = base + (s >> 32)
-                n = s & _U32
-                if off + n > end:
-                    raise _overrun(slot, off, n, end)
+                off, n = _span(s, base, slot, end)
                 data = buf[off:off + n]
             return str(data, "utf-8") if text else bytes(data)
     elif c == T_DECIMAL:
@@ -706,11 +716,7 @@ def _array_reader(e: TypeInfo, fmt: str) -> Callable:
                 return make_decimal(_pk_q.unpack_from(buf, slot)[0], scale)
         else:
             def r(buf, base, slot, end):
-                s = _pk_Q.unpack_from(buf, slot)[0]
-                off = base + (s >> 32)
-                n = s & _U32
-                if off + n > end:
-                    raise _overrun(slot, off, n, end)
+                off, n = _span(_pk_Q.unpack_from(buf, slot)[0], base, slot, end)
                 return make_decimal(int.from_bytes(buf[off:off + n], "big", signed=True), scale)
     elif c in (T_TIMESTAMP, T_TIMESTAMP_LTZ):
         make = make_timestamp if c == T_TIMESTAMP else make_timestamp_ltz
@@ -725,29 +731,23 @@ def _array_reader(e: TypeInfo, fmt: str) -> Callable:
                     raise _overrun(slot, off, 8, end)
                 return make(_pk_q.unpack_from(buf, off)[0], s & _U32)
     elif c in (T_ARRAY, T_MAP, T_ROW):
-        if c == T_ARRAY:
-            def nested(buf, off, n):
-                return decode_array(e.elem, buf, off, n, fmt)
-        elif c == T_MAP:
-            def nested(buf, off, n):
-                return decode_map(e, buf, off, n, fmt)
-        else:
-            dec = _row_decoder(e, fmt)
-
-            def nested(buf, off, n):
-                return dec.decode_dict(buf, off, off + n)
+        nested = _nested_decoder(e, fmt)
 
         def r(buf, base, slot, end):
-            s = _pk_Q.unpack_from(buf, slot)[0]
-            off = base + (s >> 32)
-            n = s & _U32
-            if off + n > end:
-                raise _overrun(slot, off, n, end)
+            off, n = _span(_pk_Q.unpack_from(buf, slot)[0], base, slot, end)
             return nested(buf, off, n)
     else:  # pragma: no cover
         raise ValueError(f"unsupported array element type {e.dtype}")
-    e._cache[key] = r
     return r
+
+
+def _span(s: int, base: int, slot: int, end: int) -> Tuple[int, int]:
+    """(offset, length) of the out-of-line data that slot word ``s`` points at; it must end by ``end``."""
+    off = base + (s >> 32)
+    n = s & _U32
+    if off + n > end:
+        raise _overrun(slot, off, n, end)
+    return off, n
 
 
 def _overrun(slot: int, off: int, n: int, end: int) -> ValueError:
@@ -801,21 +801,18 @@ def decode_map(t, buf, pos: int = 0, size: Optional[int] = None, fmt: str = COMP
 # ----------------------------------------------------------------------------------------------
 # CompactedRow
 # ----------------------------------------------------------------------------------------------
+@_per_type("cw")
 def _compacted_writer(t: TypeInfo) -> Callable:
     """fn(out: bytearray, value) appending one non-null CompactedRow field."""
-    w = t._cache.get("cw")
-    if w is not None:
-        return w
     c = t.code
     if c == T_BOOLEAN:
         def w(out, v):
             out.append(1 if conv_bool(v, t) else 0)
-    elif c == T_TINYINT:
+    elif c in (T_TINYINT, T_SMALLINT, T_FLOAT, T_DOUBLE):
+        conv, pack = _FIXED_WRITE[c]
+
         def w(out, v):
-            out.append(conv_int(v, t) & 0xFF)
-    elif c == T_SMALLINT:
-        def w(out, v):
-            out += _pk_h.pack(conv_int(v, t))
+            out += pack(conv(v, t))
     elif c in (T_INT, T_DATE, T_TIME):
         conv = conv_int if c == T_INT else conv_date if c == T_DATE else conv_time
 
@@ -832,12 +829,6 @@ def _compacted_writer(t: TypeInfo) -> Callable:
                 out.append(u)
             else:
                 _put_varint(out, u & _U64)
-    elif c == T_FLOAT:
-        def w(out, v):
-            out += pack_f32(conv_float(v, t))
-    elif c == T_DOUBLE:
-        def w(out, v):
-            out += pack_f64(conv_float(v, t))
     elif c in (T_CHAR, T_STRING, T_BINARY, T_BYTES):
         conv = conv_str if c in (T_CHAR, T_STRING) else conv_bytes
 
@@ -869,17 +860,7 @@ def _compacted_writer(t: TypeInfo) -> Callable:
                 _put_varint(out, millis & _U64)
                 _put_varint(out, nanos)
     elif c in (T_ARRAY, T_MAP, T_ROW):
-        if c == T_ARRAY:
-            def nested(v):
-                return encode_array(t.elem, v, COMPACTED, t)
-        elif c == T_MAP:
-            def nested(v):
-                return encode_map(t, v, COMPACTED)
-        else:
-            enc = _row_encoder(t, COMPACTED)
-
-            def nested(v):
-                return enc.encode(row_values(v, t))
+        nested = _nested_encoder(t, COMPACTED)
 
         def w(out, v):
             data = nested(v)
@@ -887,25 +868,22 @@ def _compacted_writer(t: TypeInfo) -> Callable:
             out += data
     else:  # pragma: no cover
         raise ValueError(f"unsupported type {t.dtype}")
-    t._cache["cw"] = w
     return w
 
 
+@_per_type("cr")
 def _compacted_reader(t: TypeInfo) -> Callable:
     """fn(buf, pos, end) -> (value, next position) of one non-null CompactedRow field."""
-    r = t._cache.get("cr")
-    if r is not None:
-        return r
     c = t.code
     if c == T_BOOLEAN:
         def r(buf, pos, end):
             return buf[pos] != 0, pos + 1
-    elif c == T_TINYINT:
+    elif c in (T_TINYINT, T_SMALLINT, T_FLOAT, T_DOUBLE):
+        st = _FIXED_READ[c][0]
+        unpack, size = st.unpack_from, st.size
+
         def r(buf, pos, end):
-            return _pk_b.unpack_from(buf, pos)[0], pos + 1
-    elif c == T_SMALLINT:
-        def r(buf, pos, end):
-            return _pk_h.unpack_from(buf, pos)[0], pos + 2
+            return unpack(buf, pos)[0], pos + size
     elif c == T_INT:
         r = _get_varint32_at
     elif c == T_DATE:
@@ -918,12 +896,6 @@ def _compacted_reader(t: TypeInfo) -> Callable:
             return make_time(v), pos
     elif c == T_BIGINT:
         r = _get_varint64_at
-    elif c == T_FLOAT:
-        def r(buf, pos, end):
-            return _pk_f.unpack_from(buf, pos)[0], pos + 4
-    elif c == T_DOUBLE:
-        def r(buf, pos, end):
-            return _pk_d.unpack_from(buf, pos)[0], pos + 8
     elif c in (T_CHAR, T_STRING):
         def r(buf, pos, end):
             n, pos = _get_length(buf, pos, end)
@@ -954,24 +926,13 @@ def _compacted_reader(t: TypeInfo) -> Callable:
                 nanos, pos = _get_varint32(buf, pos)
                 return make(millis, nanos), pos
     elif c in (T_ARRAY, T_MAP, T_ROW):
-        if c == T_ARRAY:
-            def nested(buf, pos, n):
-                return decode_array(t.elem, buf, pos, n, COMPACTED)
-        elif c == T_MAP:
-            def nested(buf, pos, n):
-                return decode_map(t, buf, pos, n, COMPACTED)
-        else:
-            dec = _row_decoder(t, COMPACTED)
-
-            def nested(buf, pos, n):
-                return dec.decode_dict(buf, pos, pos + n)
+        nested = _nested_decoder(t, COMPACTED)
 
         def r(buf, pos, end):
             n, pos = _get_length(buf, pos, end)
             return nested(buf, pos, n), pos + n
     else:  # pragma: no cover
         raise ValueError(f"unsupported type {t.dtype}")
-    t._cache["cr"] = r
     return r
 
 
@@ -989,6 +950,14 @@ def _field_label(names, i: int) -> str:
 
 def _with_field(exc: Exception, names, i: int) -> Exception:
     return type(exc)(f"{_field_label(names, i)}: {exc}")
+
+
+def _null_error(names, i: int, t: TypeInfo) -> ValueError:
+    return ValueError(f"{_field_label(names, i)} is null but its type is {t.dtype}")
+
+
+def _arity_error(got: int, n: int) -> ValueError:
+    return ValueError(f"row has {got} values but the schema has {n} fields")
 
 
 def _infos(types) -> Tuple[TypeInfo, ...]:
@@ -1030,35 +999,47 @@ def _encode_records(encode, rows, change_types) -> bytes:
     return bytes(out)
 
 
-class CompactedRowEncoder:
-    """``encode(values) -> bytes``: one CompactedRow (null bitset + fields, no padding)."""
+class _RowCodec:
+    """What every row encoder/decoder knows: the field types, their names and the null bitset size."""
 
     def __init__(self, types, names: Optional[Sequence[str]] = None) -> None:
         self._infos = _infos(types)
         self._names = list(names) if names is not None else None
         self._n = len(self._infos)
         self._nbytes = (self._n + 7) >> 3
-        self._plan = [(i, t.nullable, _compacted_writer(t)) for i, t in enumerate(self._infos)]
 
     @property
     def arity(self) -> int:
         return self._n
 
+
+class _RowEncoder(_RowCodec):
     def encode_records(self, rows, change_types=None) -> bytes:
         """Log records ``int32 length | change type | row`` for every row, concatenated (§3.1)."""
         return _encode_records(self.encode, rows, change_types)
 
+    def _null(self, out: bytearray, i: int, nullable: bool) -> None:
+        """Mark field i null in the bitset at the start of ``out``, refusing NOT NULL fields."""
+        if not nullable:
+            raise _null_error(self._names, i, self._infos[i])
+        out[i >> 3] |= 1 << (i & 7)
+
+
+class CompactedRowEncoder(_RowEncoder):
+    """``encode(values) -> bytes``: one CompactedRow (null bitset + fields, no padding)."""
+
+    def __init__(self, types, names: Optional[Sequence[str]] = None) -> None:
+        super().__init__(types, names)
+        self._plan = [(i, t.nullable, _compacted_writer(t)) for i, t in enumerate(self._infos)]
+
     def encode(self, values) -> bytes:
         if len(values) != self._n:
-            raise ValueError(f"row has {len(values)} values but the schema has {self._n} fields")
+            raise _arity_error(len(values), self._n)
         out = bytearray(self._nbytes)
         for i, nullable, w in self._plan:
             v = values[i]
             if v is None:
-                if not nullable:
-                    raise ValueError(f"{_field_label(self._names, i)} is null but its type is "
-                                     f"{self._infos[i].dtype}")
-                out[i >> 3] |= 1 << (i & 7)
+                self._null(out, i, nullable)
                 continue
             try:
                 w(out, v)
@@ -1067,19 +1048,12 @@ class CompactedRowEncoder:
         return bytes(out)
 
 
-class CompactedRowDecoder:
+class CompactedRowDecoder(_RowCodec):
     """``decode(buf, pos=0, end=None) -> list``: the values of one CompactedRow."""
 
     def __init__(self, types, names: Optional[Sequence[str]] = None) -> None:
-        self._infos = _infos(types)
-        self._names = list(names) if names is not None else None
-        self._n = len(self._infos)
-        self._nbytes = (self._n + 7) >> 3
+        super().__init__(types, names)
         self._readers = [_compacted_reader(t) for t in self._infos]
-
-    @property
-    def arity(self) -> int:
-        return self._n
 
     def decode(self, buf, pos: int = 0, end: Optional[int] = None) -> list:
         buf, pos, end = _as_bytes(buf, pos, end)
@@ -1119,18 +1093,12 @@ class CompactedRowDecoder:
         return out, pos
 
 
-class CompactedKeyEncoder:
+class CompactedKeyEncoder(_RowCodec):
     """``encode(values) -> bytes``: key columns as CompactedRow fields, no null bitset (DATA.md §6.2)."""
 
     def __init__(self, types, names: Optional[Sequence[str]] = None) -> None:
-        self._infos = _infos(types)
-        self._names = list(names) if names is not None else None
-        self._n = len(self._infos)
+        super().__init__(types, names)
         self._writers = [_compacted_writer(t) for t in self._infos]
-
-    @property
-    def arity(self) -> int:
-        return self._n
 
     def encode(self, values) -> bytes:
         if len(values) != self._n:
@@ -1163,22 +1131,9 @@ def _indexed_fixed_writer(t: TypeInfo) -> Callable:
     c = t.code
     if c == T_BOOLEAN:
         return lambda v: b"\x01" if conv_bool(v, t) else b"\x00"
-    if c == T_TINYINT:
-        return lambda v: _pk_b.pack(conv_int(v, t))
-    if c == T_SMALLINT:
-        return lambda v: _pk_h.pack(conv_int(v, t))
-    if c == T_INT:
-        return lambda v: _pk_i.pack(conv_int(v, t))
-    if c == T_DATE:
-        return lambda v: _pk_i.pack(conv_date(v, t))
-    if c == T_TIME:
-        return lambda v: _pk_i.pack(conv_time(v, t))
-    if c == T_BIGINT:
-        return lambda v: _pk_q.pack(conv_int(v, t))
-    if c == T_FLOAT:
-        return lambda v: pack_f32(conv_float(v, t))
-    if c == T_DOUBLE:
-        return lambda v: pack_f64(conv_float(v, t))
+    if c in _FIXED_WRITE:
+        conv, pack = _FIXED_WRITE[c]
+        return lambda v: pack(conv(v, t))
     if c in (T_CHAR, T_BINARY):
         conv = conv_str if c == T_CHAR else conv_bytes
         n = t.length
@@ -1208,13 +1163,8 @@ def _indexed_var_writer(t: TypeInfo) -> Callable:
         return lambda v: conv_bytes(v, t)
     if c == T_DECIMAL:
         return lambda v: bigint_bytes(conv_decimal(v, t))
-    if c == T_ARRAY:
-        return lambda v: encode_array(t.elem, v, INDEXED, t)
-    if c == T_MAP:
-        return lambda v: encode_map(t, v, INDEXED)
-    if c == T_ROW:
-        enc = _row_encoder(t, INDEXED)
-        return lambda v: enc.encode(row_values(v, t))
+    if c in (T_ARRAY, T_MAP, T_ROW):
+        return _nested_encoder(t, INDEXED)
     raise ValueError(f"{t.dtype} is not variable-length in an IndexedRow")  # pragma: no cover
 
 
@@ -1223,22 +1173,12 @@ def _indexed_fixed_reader(t: TypeInfo) -> Callable:
     c = t.code
     if c == T_BOOLEAN:
         return lambda buf, pos: buf[pos] != 0
-    if c == T_TINYINT:
-        return lambda buf, pos: _pk_b.unpack_from(buf, pos)[0]
-    if c == T_SMALLINT:
-        return lambda buf, pos: _pk_h.unpack_from(buf, pos)[0]
-    if c == T_INT:
-        return lambda buf, pos: _pk_i.unpack_from(buf, pos)[0]
-    if c == T_DATE:
-        return lambda buf, pos: make_date(_pk_i.unpack_from(buf, pos)[0])
-    if c == T_TIME:
-        return lambda buf, pos: make_time(_pk_i.unpack_from(buf, pos)[0])
-    if c == T_BIGINT:
-        return lambda buf, pos: _pk_q.unpack_from(buf, pos)[0]
-    if c == T_FLOAT:
-        return lambda buf, pos: _pk_f.unpack_from(buf, pos)[0]
-    if c == T_DOUBLE:
-        return lambda buf, pos: _pk_d.unpack_from(buf, pos)[0]
+    if c in _FIXED_READ:
+        st, make = _FIXED_READ[c]
+        unpack = st.unpack_from
+        if make is None:
+            return lambda buf, pos: unpack(buf, pos)[0]
+        return lambda buf, pos: make(unpack(buf, pos)[0])
     if c == T_CHAR:
         n = t.length
         return lambda buf, pos: str(_strip_zeros(bytes(buf[pos:pos + n])), "utf-8")
@@ -1266,49 +1206,30 @@ def _indexed_var_reader(t: TypeInfo) -> Callable:
     if c == T_DECIMAL:
         scale = t.scale
         return lambda buf, pos, n: make_decimal(int.from_bytes(buf[pos:pos + n], "big", signed=True), scale)
-    if c == T_ARRAY:
-        return lambda buf, pos, n: decode_array(t.elem, buf, pos, n, INDEXED)
-    if c == T_MAP:
-        return lambda buf, pos, n: decode_map(t, buf, pos, n, INDEXED)
-    if c == T_ROW:
-        dec = _row_decoder(t, INDEXED)
-        return lambda buf, pos, n: dec.decode_dict(buf, pos, pos + n)
+    if c in (T_ARRAY, T_MAP, T_ROW):
+        return _nested_decoder(t, INDEXED)
     raise ValueError(f"{t.dtype} is not variable-length in an IndexedRow")  # pragma: no cover
 
 
-class IndexedRowEncoder:
+class IndexedRowEncoder(_RowEncoder):
     """``encode(values) -> bytes``: one IndexedRow (null bitset, var-length list, packed fields)."""
 
     def __init__(self, types, names: Optional[Sequence[str]] = None) -> None:
-        self._infos = _infos(types)
-        self._names = list(names) if names is not None else None
-        self._n = len(self._infos)
-        self._nbytes = (self._n + 7) >> 3
+        super().__init__(types, names)
         self._nvar = sum(1 for t in self._infos if not t.fixed)
         self._plan = [(i, t.nullable, t.fixed, _indexed_fixed_writer(t) if t.fixed else _indexed_var_writer(t))
                       for i, t in enumerate(self._infos)]
 
-    @property
-    def arity(self) -> int:
-        return self._n
-
-    def encode_records(self, rows, change_types=None) -> bytes:
-        """Log records ``int32 length | change type | row`` for every row, concatenated (§3.1)."""
-        return _encode_records(self.encode, rows, change_types)
-
     def encode(self, values) -> bytes:
         if len(values) != self._n:
-            raise ValueError(f"row has {len(values)} values but the schema has {self._n} fields")
+            raise _arity_error(len(values), self._n)
         nb = self._nbytes
         out = bytearray(nb + 4 * self._nvar)
         vslot = nb
         for i, nullable, fixed, w in self._plan:
             v = values[i]
             if v is None:
-                if not nullable:
-                    raise ValueError(f"{_field_label(self._names, i)} is null but its type is "
-                                     f"{self._infos[i].dtype}")
-                out[i >> 3] |= 1 << (i & 7)
+                self._null(out, i, nullable)
                 continue
             try:
                 data = w(v)
@@ -1322,22 +1243,15 @@ class IndexedRowEncoder:
         return bytes(out)
 
 
-class IndexedRowDecoder:
+class IndexedRowDecoder(_RowCodec):
     """``decode(buf, pos=0, end=None) -> list``: the values of one IndexedRow."""
 
     def __init__(self, types, names: Optional[Sequence[str]] = None) -> None:
-        self._infos = _infos(types)
-        self._names = list(names) if names is not None else None
-        self._n = len(self._infos)
-        self._nbytes = (self._n + 7) >> 3
+        super().__init__(types, names)
         self._nvar = sum(1 for t in self._infos if not t.fixed)
         self._header = self._nbytes + 4 * self._nvar
         self._plan = [(t.fixed, t.size, _indexed_fixed_reader(t) if t.fixed else _indexed_var_reader(t))
                       for t in self._infos]
-
-    @property
-    def arity(self) -> int:
-        return self._n
 
     def decode(self, buf, pos: int = 0, end: Optional[int] = None) -> list:
         buf, pos, end = _as_bytes(buf, pos, end)
@@ -1374,24 +1288,6 @@ class IndexedRowDecoder:
         except (ValueError,) + _DECODE_ERRORS as exc:
             raise ValueError(f"corrupt IndexedRow, {_field_label(self._names, i)}: {exc}") from None
         return out
-
-
-def _row_encoder(t: TypeInfo, fmt: str):
-    key = ("re", fmt)
-    enc = t._cache.get(key)
-    if enc is None:
-        cls = CompactedRowEncoder_py if fmt == COMPACTED else IndexedRowEncoder_py
-        enc = t._cache[key] = cls(t.fields, t.names)
-    return enc
-
-
-def _row_decoder(t: TypeInfo, fmt: str):
-    key = ("rd", fmt)
-    dec = t._cache.get(key)
-    if dec is None:
-        cls = CompactedRowDecoder_py if fmt == COMPACTED else IndexedRowDecoder_py
-        dec = t._cache[key] = cls(t.fields, t.names)
-    return dec
 
 
 def build_indexed_batch(rows, types, *, schema_id: int, change_types=None, writer_id: int = -1,

@@ -598,3 +598,35 @@ async def test_concurrent_bounded_reads_share_the_decoder(conn, db):
     assert results[2].column_names == ["payload", "id"]
     assert results[0].equals(results[3]) or sorted(results[0].column("id").to_pylist()) == \
         sorted(results[3].column("id").to_pylist())
+
+
+async def test_corrupt_batch_in_a_large_answer_names_table_bucket_and_offset(conn, db, fluss_server):
+    import glob
+    import os
+
+    t = await _table(conn, db, "corrupt", schema=BIG_SCHEMA, buckets=1)
+    n = 20_000  # ~2 MB compressed: answers large enough for the decode threads
+    await _write_arrow(t, _big_rows(0, n))
+    files = glob.glob(os.path.join(fluss_server.data_dir, "log", db, "corrupt-*", "log-0", "*.log"))
+    assert len(files) == 1
+    size = os.path.getsize(files[0])
+    # flip one byte well inside the log (inside some batch's Arrow body) under the running server
+    with open(files[0], "r+b") as f:
+        f.seek(int(size * 0.6))
+        b = f.read(1)
+        f.seek(int(size * 0.6))
+        f.write(bytes([b[0] ^ 0xFF]))
+    bs = await t.new_scan().create_record_batch_log_scanner()
+    bs.subscribe(0, ff.EARLIEST_OFFSET)
+    with pytest.raises(ff.FlussError) as info:
+        await bs.to_arrow()
+    assert info.value.error_code == 3, info.value
+    msg = info.value.message
+    assert f"{db}.corrupt" in msg and "bucket 0" in msg and "CRC" in msg and "offset" in msg
+    sc = await t.new_scan().create_log_scanner()
+    sc.subscribe(0, 0)
+    got = 0
+    with pytest.raises(ff.FlussError, match="CRC"):
+        for _ in range(50):
+            got += len(await sc.poll(500))
+    assert got < n  # the rows before the damaged batch may arrive, the damaged one never does

@@ -82,7 +82,7 @@ def test_big_frame_in_pieces(addr):
 def test_garbage_bytes_close_connection(addr, garbage):
     with WireClient(addr) as c:
         c.send_raw(garbage)
-        expect_server_failure_then_close(c)
+        assert expect_server_failure_then_close(c).error_code == Errors.CORRUPT_MESSAGE
     assert_healthy(addr)
 
 

@@ -14,16 +14,18 @@ How data flows:
   position (``fetch_pos``, ahead of the user's position while results wait), and the next FetchLog
   goes out at once. Only then is the response decoded: CRC (skipped when the server projected,
   since it does not recompute it), Arrow IPC straight over the response buffer, the exact filter,
-  the user's column order. Large responses are decoded on one worker thread (pyarrow releases the
-  GIL while it decompresses), so the runtime loop keeps receiving meanwhile; results come back in
-  submission order, a ``_Completed`` per bucket, and are buffered.
+  the user's column order. Large responses are decoded on two decode threads (pyarrow releases
+  the GIL while it decompresses), so the runtime loop keeps receiving meanwhile and two responses
+  decompress at once; results are put back in submission order, a ``_Completed`` per bucket, and
+  buffered. Small (polling) responses are decoded on the loop when nothing is queued.
 * ``poll`` drains buffered results and moves each bucket's position as its rows are handed out.
 * The server sends only the first batch of a request's first bucket whole when it exceeds the
   per-bucket byte budget; a bucket that got a partial batch goes first next time and asks for
   that batch's size (remembered as the bucket's floor), so large batches cost no extra rounds.
 * Bounded reads (``to_arrow``, the batch reader) hold everything in memory anyway, so unless the
-  user changed ``scanner.log.fetch.max-bytes-for-bucket`` their buckets get a larger budget (their
-  share of the request's bytes, up to ``_BOUNDED_BUCKET_BYTES``): fewer, larger round trips.
+  user changed ``scanner.log.fetch.max-bytes-for-bucket`` a bucket's budget doubles with every
+  answer, up to its share of the request's bytes and at most ``_BOUNDED_BUCKET_BYTES``: the first
+  answers come quickly, the later ones in fewer, larger round trips.
 
 Per-bucket errors follow the Rust client: leader/metadata problems (12, 44, 24, 21, 23) drop the
 cached leaders and retry, storage hiccups (10, 11, 26, -1) retry after a short back-off, an offset
@@ -66,7 +68,8 @@ _RETRY_BACKOFF_S = 0.05
 _MAX_BACKOFF_S = 1.0
 #: consecutive transport failures of one node before the error reaches poll()
 _NODE_FAILURES_BEFORE_ERROR = 3
-#: decoded-but-unconsumed fetch results per bucket before it stops being fetched
+#: fetch results per bucket, decoded but unconsumed or still being decoded, before the bucket
+#: stops being fetched
 _MAX_AHEAD = 3
 #: FetchLog requests one scanner keeps in flight to one tablet server
 _MAX_REQUESTS_PER_NODE = 3
