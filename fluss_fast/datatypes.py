@@ -163,11 +163,10 @@ class DataType:
         if r == DATE:
             return pa.date32()
         if r == TIME:
-            p = self.precision
-            return pa.time32("s") if p == 0 else pa.time32("ms") if p <= 3 else pa.time64("us") if p <= 6 else pa.time64("ns")
+            unit = _arrow_unit(self.precision)
+            return pa.time32(unit) if unit in ("s", "ms") else pa.time64(unit)
         if r in (TIMESTAMP, TIMESTAMP_LTZ):
-            p = self.precision
-            unit = "s" if p == 0 else "ms" if p <= 3 else "us" if p <= 6 else "ns"
+            unit = _arrow_unit(self.precision)
             # pyfluss labels LTZ columns "UTC" and list items "item"; neither travels on the wire.
             return pa.timestamp(unit, tz="UTC" if r == TIMESTAMP_LTZ else None)
         if r == ARRAY:
@@ -209,10 +208,10 @@ class DataType:
                 raise ValueError(f"decimal scale must be >= 0, got {t.scale}")
             return DataType(DECIMAL, nullable, precision=t.precision, scale=t.scale)
         if T.is_time(t):
-            return DataType(TIME, nullable, precision={"s": 0, "ms": 3, "us": 6, "ns": 9}[t.unit])
+            return DataType(TIME, nullable, precision=_UNIT_PRECISION[t.unit])
         if T.is_timestamp(t):
-            p = {"s": 0, "ms": 3, "us": 6, "ns": 9}[t.unit]
-            return DataType(TIMESTAMP_LTZ if t.tz is not None else TIMESTAMP, nullable, precision=p)
+            return DataType(TIMESTAMP_LTZ if t.tz is not None else TIMESTAMP, nullable,
+                            precision=_UNIT_PRECISION[t.unit])
         if T.is_map(t):
             return DataType(MAP, nullable, key=DataType.from_arrow(t.key_type, False),
                             value=DataType.from_arrow(t.item_type, t.item_field.nullable))
@@ -248,6 +247,14 @@ class DataType:
         else:
             s = r.lower()
         return s if self.nullable else f"{s} NOT NULL"
+
+
+_UNIT_PRECISION = {"s": 0, "ms": 3, "us": 6, "ns": 9}
+
+
+def _arrow_unit(precision: int) -> str:
+    """The coarsest Arrow time unit that keeps ``precision`` fractional second digits."""
+    return "s" if precision == 0 else "ms" if precision <= 3 else "us" if precision <= 6 else "ns"
 
 
 def highest_field_id_of(t: DataType) -> int:

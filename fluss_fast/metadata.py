@@ -41,6 +41,12 @@ def _type_name(value) -> str:
     return "None" if value is None else type(value).__name__
 
 
+def _want_instance(arg: str, value, cls):
+    if not isinstance(value, cls):
+        raise TypeError(f"argument '{arg}': '{_type_name(value)}' object is not an instance of '{cls.__name__}'")
+    return value
+
+
 def _want_str(arg: str, value) -> str:
     if not isinstance(value, str):
         if value is None:
@@ -366,8 +372,7 @@ class TableDescriptor:
     __slots__ = ("_info",)
 
     def __init__(self, schema: Schema, **kwargs):
-        if not isinstance(schema, Schema):
-            raise TypeError(f"argument 'schema': '{_type_name(schema)}' object is not an instance of 'Schema'")
+        _want_instance("schema", schema, Schema)
         partition_keys: List[str] = []
         bucket_keys: List[str] = []
         bucket_count = None
@@ -750,9 +755,7 @@ class LakeSnapshot:
         return dict(self._offsets)
 
     def get_bucket_offset(self, bucket: TableBucket) -> Optional[int]:
-        if not isinstance(bucket, TableBucket):
-            raise TypeError(f"argument 'bucket': '{_type_name(bucket)}' object is not an instance of 'TableBucket'")
-        return self._offsets.get(bucket)
+        return self._offsets.get(_want_instance("bucket", bucket, TableBucket))
 
     def get_table_buckets(self) -> List[TableBucket]:
         return list(self._offsets)

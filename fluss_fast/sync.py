@@ -12,10 +12,9 @@ come back unwrapped. Calls may come from any thread, never from the runtime thre
 """
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import inspect
-from typing import Any, Dict, Optional, Union
+from typing import Dict, Optional, Union
 
 from .client.runtime import get_runtime
 from .config import Config

@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Optional
 
 from . import datasets as ds
 from . import scenarios as sc
-from .util import EmbeddedServer, human_rate
+from .util import human_rate, server_for
 
 from . import ceiling as _ceiling  # noqa: F401 - importing registers the ceiling scenarios
 
@@ -322,11 +322,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     server = None
     started = time.time()
     try:
-        if opts.bootstrap_servers:
-            bootstrap = opts.bootstrap_servers
-        else:
-            server = EmbeddedServer(tablet_servers=opts.tablet_servers).start()
-            bootstrap = server.bootstrap_servers
+        server, bootstrap = server_for(opts.bootstrap_servers, opts.tablet_servers)
+        if server is not None:
             _log(f"embedded server pid {server.pid} at {bootstrap}")
         results = _run(run_all(opts, names, clients, bootstrap, rows, repeat,
                                server.pid if server is not None else None))

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute  # noqa: F401 - pa.compute below
 
 from . import datasets as ds
-from .util import EmbeddedServer, Progress, human_rate
+from .util import Progress, human_rate, server_for
 
 DEFAULT_ROWS = 5_000_000
 DATABASE = "fluss_fast_demo"
@@ -177,11 +177,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     server = None
     started = time.perf_counter()
     try:
-        if opts.bootstrap_servers:
-            bootstrap = opts.bootstrap_servers
-        else:
-            server = EmbeddedServer().start()
-            bootstrap = server.bootstrap_servers
+        server, bootstrap = server_for(opts.bootstrap_servers)
         _say(f"fluss-fast demo: {rows:,} rows of '{opts.dataset}' with {opts.client} against {bootstrap}"
              + (" (embedded server)" if server else ""))
         asyncio.run(run_demo(fluss, bootstrap, opts.dataset, rows, opts.buckets, keep=opts.keep,

@@ -84,13 +84,8 @@ class EmbeddedServer:
 
     def close(self) -> None:
         proc = self.proc
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
+        if proc is not None:
+            _terminate(proc)
         if proc is not None and proc.stdout:
             proc.stdout.close()
         stderr = getattr(self, "_stderr", None)
@@ -176,6 +171,26 @@ class Progress:
         self.close()
 
 
+def server_for(bootstrap_servers: Optional[str], tablet_servers: int = 1):
+    """(server, bootstrap): the given cluster, or an embedded server started for this run, which the
+    caller closes (server is None for a given cluster)."""
+    if bootstrap_servers:
+        return None, bootstrap_servers
+    server = EmbeddedServer(tablet_servers=tablet_servers).start()
+    return server, server.bootstrap_servers
+
+
+def _terminate(proc: subprocess.Popen) -> None:
+    """SIGTERM a running child (the server stops cleanly on it), then SIGKILL if it lingers."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
 def human_rate(x: float, unit: str = "") -> str:
     for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(x) >= div:
@@ -208,13 +223,7 @@ def _watchdog(argv) -> int:
                 pass
             time.sleep(0.5)
     finally:
-        if child.poll() is None:
-            child.send_signal(signal.SIGTERM)
-            try:
-                child.wait(15)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait(5)
+        _terminate(child)
         if opts.remove:
             shutil.rmtree(opts.remove, ignore_errors=True)
     return 0

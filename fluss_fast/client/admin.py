@@ -7,7 +7,8 @@ from typing import Dict, List, Optional
 
 from ..errors import FlussError
 from ..metadata import (DatabaseDescriptor, DatabaseInfo, LakeSnapshot, OffsetSpec, PartitionInfo, ServerNode,
-                        TableBucket, TableDescriptor, TableInfo, TablePath)
+                        TableBucket, TableDescriptor, TableInfo, TablePath, _type_name, _want_instance as _check,
+                        _want_str_dict)
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
 from .cluster import partition_name_of
@@ -18,30 +19,8 @@ PARTITION_NOT_EXISTS = 36
 TABLE_NOT_PARTITIONED = 37
 
 
-def _type_name(v) -> str:
-    return "None" if v is None else type(v).__name__
-
-
-def _check(arg: str, value, cls):
-    if not isinstance(value, cls):
-        raise TypeError(f"argument '{arg}': '{_type_name(value)}' object is not an instance of '{cls.__name__}'")
-    return value
-
-
 def _check_bool(arg: str, value) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"argument '{arg}': '{_type_name(value)}' object is not an instance of 'bool'")
-    return value
-
-
-def _check_spec(arg: str, spec) -> Dict[str, str]:
-    if not isinstance(spec, dict):
-        raise TypeError(f"argument '{arg}': '{_type_name(spec)}' object is not an instance of 'dict'")
-    for k, v in spec.items():
-        for item in (k, v):
-            if not isinstance(item, str):
-                raise TypeError(f"argument '{arg}': '{_type_name(item)}' object is not an instance of 'str'")
-    return spec
+    return _check(arg, value, bool)
 
 
 def _bucket_ids(bucket_ids) -> List[int]:
@@ -92,6 +71,18 @@ def _fill_spec(msg, spec: Dict[str, str]) -> None:
         kv.value = v
 
 
+def _partition_request(request_cls, table_path, partition_spec, flag_arg: str, flag):
+    """The checked Create/DropPartitionRequest (both carry the flag as ``ignore_if_not_exists``) and
+    the words naming the partition in errors."""
+    _check("table_path", table_path, TablePath)
+    _want_str_dict("partition_spec", partition_spec)
+    _check_bool(flag_arg, flag)
+    req = request_cls(ignore_if_not_exists=flag)
+    table_path._to_pb(req.table_path)
+    _fill_spec(req.partition_spec, partition_spec)
+    return req, f"partition {partition_spec} of table '{table_path}'"
+
+
 def _with_context(exc: FlussError, what: str) -> FlussError:
     """Name the object at fault when the server's message does not."""
     quoted = what.split("'")[1] if what.count("'") >= 2 else what
@@ -121,6 +112,13 @@ class FlussAdmin:
             return await self._ctx.coordinator(api_key, req)
         except FlussError as exc:
             raise _with_context(exc, what) from None
+
+    async def _table_call(self, api_key, request_cls, table_path: TablePath, name_table: bool = True):
+        """A request that carries only the table path; errors name the table unless told not to."""
+        _check("table_path", table_path, TablePath)
+        req = request_cls()
+        table_path._to_pb(req.table_path)
+        return await self._call(api_key, req, f"table '{table_path}'" if name_table else "")
 
     # -- databases ---------------------------------------------------------------------------------
     @on_runtime
@@ -182,10 +180,7 @@ class FlussAdmin:
 
     @on_runtime
     async def table_exists(self, table_path: TablePath) -> bool:
-        _check("table_path", table_path, TablePath)
-        req = pb.TableExistsRequest()
-        table_path._to_pb(req.table_path)
-        resp = await self._call(Api.TABLE_EXISTS, req)
+        resp = await self._table_call(Api.TABLE_EXISTS, pb.TableExistsRequest, table_path, name_table=False)
         return bool(resp.exists)
 
     @on_runtime
@@ -212,10 +207,7 @@ class FlussAdmin:
 
     @on_runtime
     async def get_table_info(self, table_path: TablePath) -> TableInfo:
-        _check("table_path", table_path, TablePath)
-        req = pb.GetTableInfoRequest()
-        table_path._to_pb(req.table_path)
-        resp = await self._call(Api.GET_TABLE_INFO, req, f"table '{table_path}'")
+        resp = await self._table_call(Api.GET_TABLE_INFO, pb.GetTableInfoRequest, table_path)
         from .cluster import _parse_descriptor
 
         desc = _parse_descriptor(table_path, resp.table_json)
@@ -230,10 +222,7 @@ class FlussAdmin:
 
     @on_runtime
     async def get_latest_lake_snapshot(self, table_path: TablePath) -> LakeSnapshot:
-        _check("table_path", table_path, TablePath)
-        req = pb.GetLakeSnapshotRequest()
-        table_path._to_pb(req.table_path)
-        resp = await self._call(Api.GET_LAKE_SNAPSHOT, req, f"table '{table_path}'")
+        resp = await self._table_call(Api.GET_LAKE_SNAPSHOT, pb.GetLakeSnapshotRequest, table_path)
         offsets = {}
         for b in resp.bucket_snapshots:
             if b.HasField("log_offset"):
@@ -245,25 +234,17 @@ class FlussAdmin:
     @on_runtime
     async def create_partition(self, table_path: TablePath, partition_spec: Dict[str, str],
                                ignore_if_exists: bool = False) -> None:
-        _check("table_path", table_path, TablePath)
-        _check_spec("partition_spec", partition_spec)
-        _check_bool("ignore_if_exists", ignore_if_exists)
-        req = pb.CreatePartitionRequest(ignore_if_not_exists=ignore_if_exists)
-        table_path._to_pb(req.table_path)
-        _fill_spec(req.partition_spec, partition_spec)
-        await self._call(Api.CREATE_PARTITION, req, f"partition {partition_spec} of table '{table_path}'")
+        req, what = _partition_request(pb.CreatePartitionRequest, table_path, partition_spec, "ignore_if_exists",
+                                       ignore_if_exists)
+        await self._call(Api.CREATE_PARTITION, req, what)
 
     @on_runtime
     async def drop_partition(self, table_path: TablePath, partition_spec: Dict[str, str],
                              ignore_if_not_exists: bool = False) -> None:
-        _check("table_path", table_path, TablePath)
-        _check_spec("partition_spec", partition_spec)
-        _check_bool("ignore_if_not_exists", ignore_if_not_exists)
-        req = pb.DropPartitionRequest(ignore_if_not_exists=ignore_if_not_exists)
-        table_path._to_pb(req.table_path)
-        _fill_spec(req.partition_spec, partition_spec)
+        req, what = _partition_request(pb.DropPartitionRequest, table_path, partition_spec, "ignore_if_not_exists",
+                                       ignore_if_not_exists)
         try:
-            await self._call(Api.DROP_PARTITION, req, f"partition {partition_spec} of table '{table_path}'")
+            await self._call(Api.DROP_PARTITION, req, what)
         finally:
             md = self._ctx.metadata
             meta = md.cached_table(table_path)
@@ -283,7 +264,7 @@ class FlussAdmin:
         req = pb.ListPartitionInfosRequest()
         table_path._to_pb(req.table_path)
         if partition_spec is not None:
-            _check_spec("partition_spec", partition_spec)
+            _want_str_dict("partition_spec", partition_spec)
             _fill_spec(req.partial_partition_spec, partition_spec)
         resp = await self._call(Api.LIST_PARTITION_INFOS, req, f"table '{table_path}'")
         out = []

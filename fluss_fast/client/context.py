@@ -4,7 +4,6 @@ the metadata cache). Every coroutine here runs on the runtime loop.
 from __future__ import annotations
 
 import asyncio
-import random
 import weakref
 from typing import Dict, Iterable, List, Optional, Tuple
 

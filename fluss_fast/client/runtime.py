@@ -34,6 +34,9 @@ def _new_loop() -> asyncio.AbstractEventLoop:
     return asyncio.new_event_loop()
 
 
+_SHUT_DOWN = "The fluss_fast runtime has been shut down"
+
+
 class Runtime:
     """A background event loop thread; created lazily, one per process (see ``get_runtime``)."""
 
@@ -61,7 +64,7 @@ class Runtime:
                              "create a new connection in this process")
         with self._lock:
             if self._closed:
-                raise FlussError("The fluss_fast runtime has been shut down")
+                raise FlussError(_SHUT_DOWN)
             if self._loop is not None:
                 return self._loop
             loop = _new_loop()
@@ -140,26 +143,26 @@ class Runtime:
         thread.join(timeout)
 
     # -- entry points ------------------------------------------------------------------------------
-    def submit(self, coro: Coroutine[Any, Any, T]) -> "concurrent.futures.Future[T]":
-        """Schedule ``coro`` on the runtime loop from any thread."""
+    def _loop_for(self, coro: Coroutine) -> asyncio.AbstractEventLoop:
+        """The loop to run ``coro`` on; without one, ``coro`` is closed so it is never left un-awaited."""
         try:
-            loop = self.loop
+            return self.loop
         except BaseException:
             coro.close()
             raise
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> "concurrent.futures.Future[T]":
+        """Schedule ``coro`` on the runtime loop from any thread."""
+        loop = self._loop_for(coro)
         try:
             return asyncio.run_coroutine_threadsafe(coro, loop)
         except RuntimeError:  # the loop closed under us (interpreter exit)
             coro.close()
-            raise FlussError("The fluss_fast runtime has been shut down") from None
+            raise FlussError(_SHUT_DOWN) from None
 
     async def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Await ``coro`` on the runtime from whatever loop the caller runs on."""
-        try:
-            loop = self.loop
-        except BaseException:
-            coro.close()
-            raise
+        loop = self._loop_for(coro)
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
@@ -192,7 +195,7 @@ class Runtime:
             loop.call_soon_threadsafe(start)
         except RuntimeError:
             coro.close()
-            raise FlussError("The fluss_fast runtime has been shut down") from None
+            raise FlussError(_SHUT_DOWN) from None
         try:
             return await fut
         except asyncio.CancelledError:

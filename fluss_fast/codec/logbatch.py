@@ -132,7 +132,7 @@ def _check_range(name: str, value: int, bounds) -> None:
 def _byte_view(buf) -> memoryview:
     mv = memoryview(buf)
     if not mv.c_contiguous:
-        # same exception as the extension's PyObject_GetBuffer(Pybuf_SIMPLE)
+        # same exception as the extension's PyObject_GetBuffer(PyBUF_SIMPLE)
         raise BufferError("a C-contiguous buffer is required")
     if mv.ndim != 1 or mv.format not in ("B", "b", "c"):
         mv = mv.cast("B")

@@ -15,6 +15,7 @@ import struct
 from typing import List
 
 from ._select import pick
+from .logbatch import _byte_view
 
 __all__ = ["fluss_murmur32", "int_murmur", "bucket_for_key", "buckets_for_keys",
            "paimon_bucket", "murmur3_32", "iceberg_bucket"]
@@ -48,16 +49,6 @@ def _fmix(h: int) -> int:
 
 def _signed(h: int) -> int:
     return h - 0x100000000 if h & 0x80000000 else h
-
-
-def _byte_view(data) -> memoryview:
-    mv = memoryview(data)
-    if not mv.c_contiguous:
-        # same exception as the extension's PyObject_GetBuffer(Pydata_SIMPLE)
-        raise BufferError("a C-contiguous buffer is required")
-    if mv.ndim != 1 or mv.format not in ("B", "b", "c"):
-        mv = mv.cast("B")
-    return mv
 
 
 def _blocks(mv: memoryview, h: int) -> int:

@@ -813,22 +813,16 @@ def _compacted_writer(t: TypeInfo) -> Callable:
 
         def w(out, v):
             out += pack(conv(v, t))
-    elif c in (T_INT, T_DATE, T_TIME):
-        conv = conv_int if c == T_INT else conv_date if c == T_DATE else conv_time
+    elif c in (T_INT, T_DATE, T_TIME, T_BIGINT):
+        conv = _FIXED_WRITE[c][0]
+        mask = _U64 if c == T_BIGINT else _U32  # varint of the two's-complement bit pattern
 
         def w(out, v):
             u = conv(v, t)
             if 0 <= u < 0x80:
                 out.append(u)
             else:
-                _put_varint(out, u & _U32)
-    elif c == T_BIGINT:
-        def w(out, v):
-            u = conv_int(v, t)
-            if 0 <= u < 0x80:
-                out.append(u)
-            else:
-                _put_varint(out, u & _U64)
+                _put_varint(out, u & mask)
     elif c in (T_CHAR, T_STRING, T_BINARY, T_BYTES):
         conv = conv_str if c in (T_CHAR, T_STRING) else conv_bytes
 

@@ -14,7 +14,9 @@ Bad input (each only affects the connection that sent it):
 * any request but API_VERSIONS/AUTHENTICATE on a SASL listener before authentication -> ERROR_RESPONSE 46;
 * a handler exception -> ERROR_RESPONSE with its FlussError code, else -1 and a short message;
 * no traffic for ``idle_timeout`` seconds (default 10 min) while nothing is pending -> close;
-* a header announcing a big frame whose bytes never come costs address space only (FramePool).
+* a header announcing a big frame whose bytes never come costs address space only (FramePool);
+* more than 1024 requests, or 256 MiB of big frames, still in handling on one connection -> that
+  connection is not read until they drain (TCP pushes back on the client).
 
 Memory path of a request: frames up to the ring buffer's size are parsed in place; a bigger one is
 read by the kernel straight into a pooled buffer of its size, and handlers with a ``raw_parser`` (the
@@ -69,6 +71,8 @@ _MAX_SANE_VERSION = 255
 _INITIAL_BUFFER = 64 * 1024
 _MIN_FREE = 8 * 1024
 _MAX_INFLIGHT = 1024  # per connection; reading pauses above this so a flood cannot grow memory
+# ...and above this many bytes of big frames still being handled (appends slower than the network)
+_MAX_INFLIGHT_BYTES = 256 * 1024 * 1024
 _MAX_ERROR_MESSAGE = 2048
 
 
@@ -229,7 +233,7 @@ class _Listener:
 class _Connection(asyncio.BufferedProtocol):
     __slots__ = ("_listener", "_server", "_dispatch", "_transport", "_buf", "_view", "_start", "_end",
                  "_big", "_big_view", "_big_fill", "_big_len", "_tasks", "_closed", "_authenticated", "_ctx",
-                 "_write_paused", "_read_paused", "last_active", "_loop")
+                 "_write_paused", "_read_paused", "last_active", "_loop", "_held")
 
     def __init__(self, listener: _Listener):
         self._listener = listener
@@ -250,6 +254,7 @@ class _Connection(asyncio.BufferedProtocol):
         self._ctx = None
         self._write_paused = False
         self._read_paused = False
+        self._held = 0  # bytes of big frames whose requests are still running
         self._loop = asyncio.get_running_loop()
         self.last_active = self._loop.time()
 
@@ -291,7 +296,8 @@ class _Connection(asyncio.BufferedProtocol):
     def _update_reading(self):
         if self._closed:
             return
-        want_pause = self._write_paused or len(self._tasks) >= _MAX_INFLIGHT
+        want_pause = (self._write_paused or len(self._tasks) >= _MAX_INFLIGHT
+                      or self._held >= _MAX_INFLIGHT_BYTES)
         if want_pause != self._read_paused:
             self._read_paused = want_pause
             try:
@@ -441,16 +447,27 @@ class _Connection(asyncio.BufferedProtocol):
                 self._write_error(request_id, Errors.UNKNOWN_SERVER_ERROR,
                                   f"{name} request is missing required field(s): {missing}")
                 return
+        size = len(frame)
         del frame
         task = self._loop.create_task(self._run(handler, version, request, request_id, name))
         self._tasks.add(task)
-        task.add_done_callback(self._task_done)
-        if len(self._tasks) >= _MAX_INFLIGHT:
+        if private:
+            self._held += size
+            task.add_done_callback(lambda t: self._big_done(t, size))
+        else:
+            task.add_done_callback(self._task_done)
+        if len(self._tasks) >= _MAX_INFLIGHT or self._held >= _MAX_INFLIGHT_BYTES:
             self._update_reading()
 
     def _task_done(self, task):
         self._tasks.discard(task)
         if self._read_paused and len(self._tasks) < _MAX_INFLIGHT // 2:
+            self._update_reading()
+
+    def _big_done(self, task, size: int):
+        self._held -= size
+        self._tasks.discard(task)
+        if self._read_paused and len(self._tasks) < _MAX_INFLIGHT // 2 and self._held < _MAX_INFLIGHT_BYTES // 2:
             self._update_reading()
 
     def _unsupported_message(self, api_key: int) -> str:

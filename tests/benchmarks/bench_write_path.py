@@ -118,17 +118,12 @@ async def worker(client: str, bootstrap: str, scenarios, rows: int, arrow_rows: 
             prof.enable()
         c0 = _cpu()
         t0 = time.perf_counter()
-        if sc in ("append_dict", "append_dict_keyed"):
+        if sc in ("append_dict", "append_dict_keyed", "append_tuple"):
+            inputs = tuples if sc == "append_tuple" else dicts
             app = w.append
-            for r in dicts:
+            for r in inputs:
                 app(r)
-            n = len(dicts)
-            nbytes = None
-        elif sc == "append_tuple":
-            app = w.append
-            for r in tuples:
-                app(r)
-            n = len(tuples)
+            n = len(inputs)
             nbytes = None
         elif sc == "write_arrow":
             w.write_arrow(table_in)

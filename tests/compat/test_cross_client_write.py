@@ -87,30 +87,38 @@ async def py_create(bs, name, descriptor):
         await conn.close()
 
 
+async def read_from_earliest(client, table, buckets, partition_ids=None) -> pa.Table:
+    """Every row of ``table`` (a table of either client; ``client`` is its module) read with that client."""
+    sc = await table.new_scan().create_record_batch_log_scanner()
+    if partition_ids is None:
+        sc.subscribe_buckets({b: client.EARLIEST_OFFSET for b in range(buckets)})
+    else:
+        sc.subscribe_partition_buckets({(p, b): client.EARLIEST_OFFSET
+                                        for p in partition_ids for b in range(buckets)})
+    return await sc.to_arrow()
+
+
 async def py_read(bs, name, buckets, partition_ids=None) -> pa.Table:
     conn = await py_connect(bs)
     try:
         t = await conn.get_table(fluss.TablePath("fluss", name))
-        sc = await t.new_scan().create_record_batch_log_scanner()
-        if partition_ids is None:
-            sc.subscribe_buckets({b: fluss.EARLIEST_OFFSET for b in range(buckets)})
-        else:
-            sc.subscribe_partition_buckets({(p, b): fluss.EARLIEST_OFFSET
-                                            for p in partition_ids for b in range(buckets)})
-        return await sc.to_arrow()
+        return await read_from_earliest(fluss, t, buckets, partition_ids)
     finally:
         await conn.close()
 
 
 async def ff_read(conn, path, buckets, partition_ids=None) -> pa.Table:
-    t = await conn.get_table(path)
-    sc = await t.new_scan().create_record_batch_log_scanner()
-    if partition_ids is None:
-        sc.subscribe_buckets({b: fluss_fast.EARLIEST_OFFSET for b in range(buckets)})
-    else:
-        sc.subscribe_partition_buckets({(p, b): fluss_fast.EARLIEST_OFFSET
-                                        for p in partition_ids for b in range(buckets)})
-    return await sc.to_arrow()
+    return await read_from_earliest(fluss_fast, await conn.get_table(path), buckets, partition_ids)
+
+
+async def write_samples_twice(writer) -> list:
+    """The sample rows appended one by one, then once more as one Arrow batch (either client's writer)."""
+    rows = sample_rows()
+    for r in rows:
+        writer.append(r)
+    writer.write_arrow_batch(pa.RecordBatch.from_pylist(rows, schema=ALL_TYPES))
+    await writer.flush()
+    return rows
 
 
 def sort_rows(rows, key):
@@ -128,13 +136,7 @@ async def test_fluss_fast_writes_pyfluss_reads_all_types(fluss_server, unique_na
     conn = await ff_connect(bs)
     path = fluss_fast.TablePath("fluss", name)
     t = await conn.get_table(path)
-    w = t.new_append().create_writer()
-    rows = sample_rows()
-    for r in rows:
-        w.append(r)
-    # the same rows once more through the Arrow path
-    w.write_arrow_batch(pa.RecordBatch.from_pylist(rows, schema=ALL_TYPES))
-    await w.flush()
+    rows = await write_samples_twice(t.new_append().create_writer())
     await conn.close()
     got = normalize(await py_read(bs, name, 2))
     exp = expected_rows(rows) * 2
@@ -148,12 +150,7 @@ async def test_pyfluss_writes_fluss_fast_reads_all_types(fluss_server, unique_na
     ppath = fluss.TablePath("fluss", name)
     await pconn.get_admin().create_table(ppath, fluss.TableDescriptor(fluss.Schema(ALL_TYPES), bucket_count=2))
     pt = await pconn.get_table(ppath)
-    pw = pt.new_append().create_writer()
-    rows = sample_rows()
-    for r in rows:
-        pw.append(r)
-    pw.write_arrow_batch(pa.RecordBatch.from_pylist(rows, schema=ALL_TYPES))
-    await pw.flush()
+    rows = await write_samples_twice(pt.new_append().create_writer())
     await pconn.close()
     conn = await ff_connect(bs)
     got = normalize(await ff_read(conn, fluss_fast.TablePath("fluss", name), 2))

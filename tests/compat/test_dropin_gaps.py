@@ -602,7 +602,7 @@ LIMIT_FAILURES = {
     "bucket out of range": (lambda mod, tid: mod.TableBucket(tid, 9), 10,
                             ["Bucket id 9 out of range for table with 3 buckets"]),
     "other table's bucket": (lambda mod, tid: mod.TableBucket(tid + 100000, 0), 10,
-                             [f"does not match scan table_id"]),
+                             ["does not match scan table_id"]),
     "no limit": (lambda mod, tid: mod.TableBucket(tid, 0), None, ["requires a limit set via .limit(n)"]),
     "zero limit": (lambda mod, tid: mod.TableBucket(tid, 0), 0, ["Scan limit must be positive, got 0"]),
 }

@@ -19,6 +19,8 @@ import pytest
 import fluss_fast as ff
 from fluss_fast.client.deferred import Deferred
 
+from client_util import run_threads
+
 fluss = pytest.importorskip("fluss")
 pytestmark = [pytest.mark.compat, pytest.mark.timeout(90)]
 
@@ -525,9 +527,5 @@ async def test_deferred_errors_and_cancellation():
 def test_deferred_from_threads_without_a_loop():
     c = _Counter()
     results = []
-    threads = [threading.Thread(target=lambda i=i: results.append(list(c.read(i)))) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(10)
+    assert not run_threads(lambda i: results.append(list(c.read(i))), 4, 10)
     assert sorted(r[0] for r in results) == [0, 1, 2, 3] and c.runs == 4

@@ -23,6 +23,8 @@ from fluss_fast.rpc import frame
 from fluss_fast.rpc.api import API_KEYS, Api, request_class
 from fluss_fast.rpc.connection import Connection
 
+from client_util import run_threads
+
 
 class Peer:
     """A scripted server: ``handler(api_key, rid, request, writer)`` returns frames to send (or None)."""
@@ -364,23 +366,16 @@ def _cfg(server, **extra):
 def test_one_connection_many_threads_and_loops(fluss_server):
     conn = asyncio.run(fluss_fast.FlussConnection.create(_cfg(fluss_server)))
     admin = conn.get_admin()
-    errors, counts = [], []
+    counts = []
 
-    def worker():
+    def worker(_):
         async def many():
             got = await asyncio.gather(*(admin.list_databases() for _ in range(20)))
             return sum("fluss" in g for g in got)
 
-        try:
-            counts.append(asyncio.run(many()))
-        except Exception as exc:  # noqa: BLE001
-            errors.append(exc)
+        counts.append(asyncio.run(many()))
 
-    threads = [threading.Thread(target=worker) for _ in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(30)
+    errors = run_threads(worker, 6, 30)
     assert not errors and counts == [20] * 6
     asyncio.run(conn.close())
 
@@ -487,19 +482,26 @@ async def test_server_killed_then_restarted(start_server):
     await conn.close()
 
 
-async def test_server_killed_mid_request(fluss_server):
-    """A request in flight when the peer dies fails with NETWORK_EXCEPTION instead of hanging."""
-    got = asyncio.Event()
+async def list_databases_left_unanswered():
+    """(peer, connection, task): ``list_databases()`` on a peer that never answers it, returned once
+    the request has reached the peer."""
+    seen = asyncio.Event()
 
     def handler(key, rid, req, writer):
         if key == Api.LIST_DATABASES:
-            got.set()
+            seen.set()
         return None
 
     peer = await Peer(handler).start()
     conn = await fluss_fast.FlussConnection.create(fluss_fast.Config({"bootstrap.servers": peer.address}))
     task = asyncio.ensure_future(conn.get_admin().list_databases())
-    await asyncio.wait_for(got.wait(), 5)
+    await asyncio.wait_for(seen.wait(), 5)
+    return peer, conn, task
+
+
+async def test_server_killed_mid_request(fluss_server):
+    """A request in flight when the peer dies fails with NETWORK_EXCEPTION instead of hanging."""
+    peer, conn, task = await list_databases_left_unanswered()
     await peer.close()
     with pytest.raises(FlussError) as info:
         await asyncio.wait_for(task, 5)
@@ -540,17 +542,7 @@ async def test_read_only_request_retried_after_dropped_connection():
 
 
 async def test_cancelled_call_cancels_its_request_on_the_runtime():
-    seen = asyncio.Event()
-
-    def handler(key, rid, req, writer):
-        if key == Api.LIST_DATABASES:
-            seen.set()
-        return None
-
-    peer = await Peer(handler).start()
-    conn = await fluss_fast.FlussConnection.create(fluss_fast.Config({"bootstrap.servers": peer.address}))
-    task = asyncio.ensure_future(conn.get_admin().list_databases())
-    await asyncio.wait_for(seen.wait(), 5)
+    peer, conn, task = await list_databases_left_unanswered()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

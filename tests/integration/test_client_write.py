@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import threading
 import time
 
 import pyarrow as pa
@@ -18,15 +17,11 @@ from fluss_fast.codec.indexedlog import decode_row_log_batch
 from fluss_fast.rpc import fluss_api_pb2 as pb
 from fluss_fast.rpc.api import Api
 
+from client_util import connect, fetch_records, run_threads
+
 pytestmark = pytest.mark.timeout(90)
 
 SCHEMA = pa.schema([("id", pa.int32()), ("name", pa.string()), ("score", pa.float64())])
-
-
-async def connect(bs, props=None):
-    d = {"bootstrap.servers": bs}
-    d.update(props or {})
-    return await fluss.FlussConnection.create(fluss.Config(d))
 
 
 async def make_table(conn, name, schema=SCHEMA, **kw):
@@ -44,25 +39,7 @@ async def offsets(conn, path, buckets, partition=None):
 
 async def fetch_raw(table, bucket, partition_id=None):
     """Every batch of one bucket as stored on the server: [(BatchHeader, bytes)]."""
-    ctx = table._ctx
-    meta = table._meta
-
-    async def go():
-        node = await ctx.metadata.leader_for(meta.table_id, partition_id, bucket)
-        req = pb.FetchLogRequest(follower_server_id=-1, max_bytes=64 << 20)
-        t = req.tables_req.add()
-        t.table_id = meta.table_id
-        t.projection_pushdown_enabled = False
-        b = t.buckets_req.add()
-        if partition_id is not None:
-            b.partition_id = partition_id
-        b.bucket_id = bucket
-        b.fetch_offset = 0
-        b.max_fetch_bytes = 64 << 20
-        resp = await ctx.tablet(node, Api.FETCH_LOG, req)
-        return bytes(resp.tables_resp[0].buckets_resp[0].records)
-
-    buf = await ctx.runtime.run(go())
+    buf = await fetch_records(table, bucket, partition_id)
     return [(h, buf) for h in logbatch.iter_batches(buf)]
 
 
@@ -464,11 +441,7 @@ async def test_append_from_many_threads(fluss_server, unique_name):
         for i in range(2000):
             w.append([k * 10000 + i, "t", float(i)])
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+    assert not run_threads(work, 4)
     await w.flush()
     got = await read_all(t, 3)
     assert sorted(got.column("id").to_pylist()) == sorted(k * 10000 + i for k in range(4) for i in range(2000))

@@ -366,3 +366,55 @@ def test_raw_produce_parser_matches_protobuf(acks, table_id, timeout, buckets, c
             assert bytes(rb.records) == pb_b.records
             assert rb.records.obj is buf and not rb.records.readonly  # a view, not a copy
     assert parse_produce_request(memoryview(bytearray(body))) is not None
+
+
+def test_reading_pauses_while_big_frames_are_still_being_handled(monkeypatch):
+    """Appends slower than the network must not make the server buffer frame after frame: above
+    ``_MAX_INFLIGHT_BYTES`` of big frames in handling, the connection stops reading until they end."""
+    import asyncio
+
+    from fluss_fast.server import app
+
+    monkeypatch.setattr(app, "_MAX_INFLIGHT_BYTES", 500_000)
+    with LocalServer(tablet_servers=1) as srv:
+        cl = Cluster(srv)
+        try:
+            cl.coord.call(Api.CREATE_DATABASE, pb.CreateDatabaseRequest(database_name="slow", ignore_if_exists=False))
+            tid = cl.create_table("slow", "t", bucket_count=1, properties=NONE_PROPS)
+            tablet = srv.server._listeners["PLAINTEXT"][1]
+            handler, *rest = tablet.dispatch[Api.PRODUCE_LOG]
+            loop = srv._thread_loop
+            gate = asyncio.Event()
+            started = []
+
+            async def slow(ctx, version, req):
+                started.append(1)
+                await gate.wait()
+                return await handler(ctx, version, req)
+
+            slow.raw_parser = handler.raw_parser
+            tablet.dispatch[Api.PRODUCE_LOG] = (slow, *rest)
+            batch = big_batch(0, 9000)  # ~215 KB: a big frame
+            assert len(batch) > 200_000
+            with cl.new_tablet_connection() as c:
+                for i in range(8):
+                    c.send(Api.PRODUCE_LOG, _produce_body(tid, batch))
+                time.sleep(0.5)
+                conns = [x for x in srv.server._connections if x._listener is tablet]
+                assert len(conns) == 1
+                # three frames (> 500 KB held) are in handling; the rest waits in the socket
+                assert len(started) == 3 and conns[0]._read_paused
+                loop.call_soon_threadsafe(gate.set)
+                bases = []
+                for _ in range(8):
+                    kind, rid, body = c.recv()
+                    r = c.result(Api.PRODUCE_LOG, kind, body).buckets_resp[0]
+                    assert r.error_code == 0
+                    bases.append(r.base_offset)
+                assert bases == [i * 9000 for i in range(8)]
+                deadline = time.monotonic() + 5  # done callbacks run just after the answers go out
+                while conns[0]._held and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                assert not conns[0]._read_paused and conns[0]._held == 0
+        finally:
+            cl.close()

@@ -4,13 +4,14 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-import threading
 
 import pyarrow as pa
 import pytest
 
 import fluss_fast
 from fluss_fast import ErrorCode, FlussError, sync
+
+from client_util import run_threads
 
 SCHEMA = pa.schema([pa.field("id", pa.int32()), pa.field("name", pa.string())])
 
@@ -61,20 +62,13 @@ def test_connect_failure_is_a_flusserror():
 def test_many_threads_share_one_connection(fluss_server):
     conn = sync.connect({"bootstrap.servers": fluss_server.bootstrap_servers})
     admin = conn.get_admin()
-    results, errors = [], []
+    results = []
 
-    def worker():
-        try:
-            for _ in range(10):
-                results.append("fluss" in admin.list_databases())
-        except Exception as exc:  # noqa: BLE001
-            errors.append(exc)
+    def worker(_):
+        for _ in range(10):
+            results.append("fluss" in admin.list_databases())
 
-    threads = [threading.Thread(target=worker) for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(30)
+    errors = run_threads(worker, 8, 30)
     assert not errors and results == [True] * 80
     conn.close()
 

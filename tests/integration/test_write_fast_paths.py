@@ -10,40 +10,17 @@ import fluss_fast as fluss
 from fluss_fast.codec import logbatch, murmur
 from fluss_fast.codec.arrowlog import ArrowLogCodec
 from fluss_fast.codec.keys import RowKeyEncoder
-from fluss_fast.rpc import fluss_api_pb2 as pb
-from fluss_fast.rpc.api import Api
+
+from client_util import connect, fetch_records
 
 pytestmark = pytest.mark.timeout(90)
 
 SCHEMA = pa.schema([("id", pa.int32()), ("region", pa.string()), ("n", pa.int64()), ("v", pa.string())])
 
 
-async def connect(bs, props=None):
-    d = {"bootstrap.servers": bs}
-    d.update(props or {})
-    return await fluss.FlussConnection.create(fluss.Config(d))
-
-
 async def read_bucket(table, bucket, partition_id=None) -> list:
-    ctx, meta = table._ctx, table._meta
-
-    async def go():
-        node = await ctx.metadata.leader_for(meta.table_id, partition_id, bucket)
-        req = pb.FetchLogRequest(follower_server_id=-1, max_bytes=64 << 20)
-        t = req.tables_req.add()
-        t.table_id = meta.table_id
-        t.projection_pushdown_enabled = False
-        b = t.buckets_req.add()
-        if partition_id is not None:
-            b.partition_id = partition_id
-        b.bucket_id = bucket
-        b.fetch_offset = 0
-        b.max_fetch_bytes = 64 << 20
-        resp = await ctx.tablet(node, Api.FETCH_LOG, req)
-        return bytes(resp.tables_resp[0].buckets_resp[0].records)
-
-    buf = await ctx.runtime.run(go())
-    codec = ArrowLogCodec(meta.schema)
+    buf = await fetch_records(table, bucket, partition_id)
+    codec = ArrowLogCodec(table._meta.schema)
     rows = []
     for h in logbatch.iter_batches(buf):
         rb, _ = codec.decode(buf, h)

@@ -324,7 +324,7 @@ async def test_writer_state_survives_restart_and_rolls(tmp_path):
 
 
 async def test_large_append_goes_through_thread_and_keeps_order(tmp_path, monkeypatch):
-    monkeypatch.setattr(logstore, "THREAD_IO_BYTES", 1000)
+    monkeypatch.setattr(logstore, "THREAD_WRITE_BYTES", 1000)
     lm = LogManager(str(tmp_path))
     blog = lm.get(T, None, 0)
     import asyncio

@@ -253,17 +253,17 @@ def test_full_hot_batch_is_sealed_by_the_next_row_and_the_bucket_moves():
     assert sorted(x for b in batches for x in rows_of(b)) == list(range(i + 1))
 
 
-def test_concurrent_appenders_and_drainer_lose_and_duplicate_nothing():
-    acc = make_acc(memory=64 * 1024, batch_size=4096)
-    per_thread, threads = 3000, 3
-    got = []
+def race_appenders_and_drainer(acc, threads, per_thread, append, check, budget) -> list:
+    """``threads`` threads call ``append(k, i)`` for i < per_thread while one thread drains node 0
+    and completes what it drains; ``check(batch, rows)`` names what is wrong with a drained batch.
+    Returns the rows drained; fails on any error or when ``acc.used`` ever exceeds ``budget``."""
+    got, errors = [], []
     stop = threading.Event()
-    errors = []
 
     def appender(k):
         try:
             for i in range(per_thread):
-                acc.append_plain((k * per_thread + i, "z" * (i % 17)), 3)
+                append(k, i)
         except BaseException as e:  # noqa: BLE001 - reported below
             errors.append(e)
 
@@ -272,14 +272,13 @@ def test_concurrent_appenders_and_drainer_lose_and_duplicate_nothing():
             by_node, _, _ = acc.drain(time.monotonic() + 1.0, lambda pid, b: 0, 5, 1 << 30)
             for b in by_node.get(0, []):
                 rows = rows_of(b)
-                for k in range(threads):  # within a batch, each appender's rows are in order
-                    mine = [x for x in rows if k * per_thread <= x < (k + 1) * per_thread]
-                    if mine != sorted(mine):
-                        errors.append(AssertionError(f"out of order in {b}"))
+                problem = check(b, rows)
+                if problem:
+                    errors.append(AssertionError(f"{problem} in {b}"))
                 got.extend(rows)
                 b.complete(0)
                 acc.completed(b)
-            if acc.used > 64 * 1024 + 1024:
+            if acc.used > budget:
                 errors.append(AssertionError(f"budget overrun: {acc.used}"))
             time.sleep(0.001)
 
@@ -293,6 +292,24 @@ def test_concurrent_appenders_and_drainer_lose_and_duplicate_nothing():
     stop.set()
     d.join(10)
     assert not errors
+    return got
+
+
+def test_concurrent_appenders_and_drainer_lose_and_duplicate_nothing():
+    acc = make_acc(memory=64 * 1024, batch_size=4096)
+    per_thread, threads = 3000, 3
+
+    def append(k, i):
+        acc.append_plain((k * per_thread + i, "z" * (i % 17)), 3)
+
+    def check(b, rows):
+        for k in range(threads):  # within a batch, each appender's rows are in order
+            mine = [x for x in rows if k * per_thread <= x < (k + 1) * per_thread]
+            if mine != sorted(mine):
+                return "out of order"
+        return None
+
+    got = race_appenders_and_drainer(acc, threads, per_thread, append, check, 64 * 1024 + 1024)
     with acc._lock:
         acc._cool_all()
     for b in acc.take_unsent():
@@ -398,41 +415,15 @@ def test_bucket_slot_is_cooled_before_a_chunk_or_a_general_row_touches_the_batch
 def test_concurrent_bucket_appenders_and_drainer():
     acc = make_acc(memory=48 * 1024, batch_size=2048)
     per_thread, threads, n_buckets = 2000, 3, 5
-    got, errors = [], []
-    stop = threading.Event()
 
-    def appender(k):
-        try:
-            for i in range(per_thread):
-                x = k * per_thread + i
-                acc.append_slotted((x, "q" * (x % 13)), None, x % n_buckets, n_buckets)
-        except BaseException as e:  # noqa: BLE001 - reported below
-            errors.append(e)
+    def append(k, i):
+        x = k * per_thread + i
+        acc.append_slotted((x, "q" * (x % 13)), None, x % n_buckets, n_buckets)
 
-    def drainer():
-        while not stop.is_set():
-            by_node, _, _ = acc.drain(time.monotonic() + 1.0, lambda pid, b: 0, 5, 1 << 30)
-            for b in by_node.get(0, []):
-                rows = rows_of(b)
-                if any(x % n_buckets != b.bucket for x in rows):
-                    errors.append(AssertionError(f"row in the wrong bucket in {b}"))
-                got.extend(rows)
-                b.complete(0)
-                acc.completed(b)
-            if acc.used > 48 * 1024 + n_buckets * 200:
-                errors.append(AssertionError(f"budget overrun: {acc.used}"))
-            time.sleep(0.001)
+    def check(b, rows):
+        return "row in the wrong bucket" if any(x % n_buckets != b.bucket for x in rows) else None
 
-    d = threading.Thread(target=drainer, daemon=True)
-    d.start()
-    ts = [threading.Thread(target=appender, args=(k,), daemon=True) for k in range(threads)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join(60)
-    stop.set()
-    d.join(10)
-    assert not errors
+    got = race_appenders_and_drainer(acc, threads, per_thread, append, check, 48 * 1024 + n_buckets * 200)
     for b in acc.take_unsent():
         got.extend(rows_of(b))
     assert sorted(got) == list(range(per_thread * threads))

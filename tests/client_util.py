@@ -1,0 +1,55 @@
+"""Helpers shared by the client tests: a connection, and the raw records the server stored for a
+bucket (fetched with a hand-built FetchLog, so a write test does not depend on the scanner)."""
+from __future__ import annotations
+
+import threading
+
+import fluss_fast as fluss
+from fluss_fast.rpc import fluss_api_pb2 as pb
+from fluss_fast.rpc.api import Api
+
+
+async def connect(bootstrap: str, props=None) -> fluss.FlussConnection:
+    d = {"bootstrap.servers": bootstrap}
+    d.update(props or {})
+    return await fluss.FlussConnection.create(fluss.Config(d))
+
+
+async def fetch_records(table, bucket: int, partition_id=None) -> bytes:
+    """Every batch of one bucket from offset 0, as the leader sends them (up to 64 MiB)."""
+    ctx, meta = table._ctx, table._meta
+
+    async def go():
+        node = await ctx.metadata.leader_for(meta.table_id, partition_id, bucket)
+        req = pb.FetchLogRequest(follower_server_id=-1, max_bytes=64 << 20)
+        t = req.tables_req.add()
+        t.table_id = meta.table_id
+        t.projection_pushdown_enabled = False
+        b = t.buckets_req.add()
+        if partition_id is not None:
+            b.partition_id = partition_id
+        b.bucket_id = bucket
+        b.fetch_offset = 0
+        b.max_fetch_bytes = 64 << 20
+        resp = await ctx.tablet(node, Api.FETCH_LOG, req)
+        return bytes(resp.tables_resp[0].buckets_resp[0].records)
+
+    return await ctx.runtime.run(go())
+
+
+def run_threads(target, n: int, timeout=None) -> list:
+    """Runs ``target(k)`` for k < n, each in its own thread, all at once; returns what they raised."""
+    errors = []
+
+    def guarded(k):
+        try:
+            target(k)
+        except Exception as exc:  # noqa: BLE001 - handed to the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=guarded, args=(k,)) for k in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout)
+    return errors
