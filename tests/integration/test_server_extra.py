@@ -11,7 +11,6 @@ import struct
 import threading
 import time
 
-import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
