@@ -160,10 +160,6 @@ class TablePath:
         msg.database_name = self._db
         msg.table_name = self._table
 
-    @staticmethod
-    def _from_pb(msg) -> "TablePath":
-        return TablePath(msg.database_name, msg.table_name)
-
 
 class TableBucket:
     __slots__ = ("_table_id", "_partition_id", "_bucket")

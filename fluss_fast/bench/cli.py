@@ -253,7 +253,9 @@ async def run_all(opts, scenario_names: List[str], clients: List[sc.Client], boo
 
 def _describe(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
-    return f"{type(exc).__name__}: {text}"[:500]
+    name = type(exc).__name__
+    # FlussError's str() already starts with its name.
+    return (text if text.startswith(name) else f"{name}: {text}")[:500]
 
 
 def format_table(summaries: List[Dict[str, Any]]) -> str:
@@ -342,12 +344,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     print(format_meta(report["meta"]))
     print(format_table(summaries))
     if opts.json:
+        os.makedirs(os.path.dirname(os.path.abspath(opts.json)), exist_ok=True)
         with open(opts.json, "w") as f:
             json.dump(report, f, indent=2)
         _log(f"results written to {opts.json}")
     if opts.plot:
         from .plot import plot
 
+        os.makedirs(os.path.dirname(os.path.abspath(opts.plot)), exist_ok=True)
         plot(report, opts.plot)
         _log(f"chart written to {opts.plot}")
     bad = [s for s in summaries if s["status"] in (FAILED, ERROR)]

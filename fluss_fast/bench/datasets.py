@@ -259,9 +259,6 @@ class Checksum:
     def __str__(self) -> str:
         return f"rows={self.rows} id_sum={self.id_sum} str_hash={self.str_hash:016x}"
 
-    def as_dict(self) -> dict:
-        return {"rows": self.rows, "id_sum": self.id_sum, "str_hash": f"{self.str_hash:016x}"}
-
 
 def _sorted_by(table: pa.Table, id_col: str) -> pa.Table:
     ids = table.column(id_col)

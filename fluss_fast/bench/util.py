@@ -121,10 +121,6 @@ class Progress:
         self._last_draw = 0.0
         self._last_quarter = -1
 
-    def set_label(self, label: str) -> None:
-        self.label = label
-        self._draw(force=True)
-
     def update(self, n: float = 1) -> None:
         self.done += n
         self._draw()

@@ -219,14 +219,6 @@ class ClientContext:
         return resp.writer_id
 
     # -- background work and close -----------------------------------------------------------------
-    def spawn(self, coro) -> asyncio.Task:
-        """Start a task on the runtime loop that ``close()`` cancels (call on the runtime loop)."""
-        self._check_open()
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
-
     def register_task(self, task: asyncio.Task) -> None:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

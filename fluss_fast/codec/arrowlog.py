@@ -457,9 +457,6 @@ class ArrowLogCodec:
         self._empty_cache[key] = (schema, rb)
         return rb
 
-    def projected_schema(self, fields: Sequence[int]) -> pa.Schema:
-        return pa.schema([self.arrow_schema.field(i) for i in fields])
-
     def decode(self, buf, header: BatchHeader, arrow_schema: Optional[pa.Schema] = None, *,
                projected=None) -> Tuple[pa.RecordBatch, Optional[bytes]]:
         """``(record batch, change-type vector or None)`` of the batch ``header`` inside ``buf``.

@@ -259,22 +259,24 @@ def _whole_batch(mv: memoryview, pos: int) -> BatchHeader:
     return h
 
 
-def crc_of(buf, pos: int = 0) -> int:
-    """The CRC the (complete) batch at ``pos`` should store."""
+def _header_and_crc(buf, pos: int):
+    """The header of the complete batch at ``pos`` and the CRC its bytes give."""
     if pos < 0:
         raise ValueError("pos must be >= 0")
     mv = _byte_view(buf)
     h = _whole_batch(mv, pos)
-    return crc32c(mv[_crc_start(h):pos + h.total_size])
+    return h, crc32c(mv[_crc_start(h):pos + h.total_size])
+
+
+def crc_of(buf, pos: int = 0) -> int:
+    """The CRC the (complete) batch at ``pos`` should store."""
+    return _header_and_crc(buf, pos)[1]
 
 
 def verify_crc(buf, pos: int = 0) -> bool:
     """Whether the stored CRC of the batch at ``pos`` matches; raises if it is not even complete."""
-    if pos < 0:
-        raise ValueError("pos must be >= 0")
-    mv = _byte_view(buf)
-    h = _whole_batch(mv, pos)
-    return crc32c(mv[_crc_start(h):pos + h.total_size]) == h.crc
+    h, crc = _header_and_crc(buf, pos)
+    return crc == h.crc
 
 
 def iter_batches(buf, pos: int = 0, end: Optional[int] = None) -> Iterator[BatchHeader]:

@@ -16,10 +16,10 @@ from typing import Optional
 from ..errors import FlussError
 from . import fluss_api_pb2 as pb
 from .api import API_KEYS, Api, COORDINATOR, TABLET_SERVER, response_class
-from .errors import default_message
+from .errors import Errors, default_message
+from .frame import (ERROR_RESPONSE, LENGTH as _LEN, REQUEST_HEADER as _HDR, REQUEST_HEADER_SIZE,
+                    RESPONSE_HEADER_SIZE, SERVER_FAILURE, SUCCESS_RESPONSE)
 
-_LEN = struct.Struct(">i")
-_HDR = struct.Struct(">ihhi")
 _RID = struct.Struct(">i")
 
 _RECV_BUF = 256 * 1024
@@ -28,9 +28,9 @@ _BIG_FRAME = 64 * 1024
 _COALESCE = 16 * 1024
 _MAX_FRAME = (1 << 31) - 1
 
-NETWORK_EXCEPTION = 1
-UNSUPPORTED_VERSION = 2
-REQUEST_TIME_OUT = 25
+NETWORK_EXCEPTION = Errors.NETWORK_EXCEPTION
+UNSUPPORTED_VERSION = Errors.UNSUPPORTED_VERSION
+REQUEST_TIME_OUT = Errors.REQUEST_TIME_OUT
 
 CLIENT_NAME = "fluss-fast"
 
@@ -275,12 +275,12 @@ class Connection:
         transport = self._transport
         if isinstance(body, (list, tuple)):
             size = sum(len(b) for b in body)
-            transport.write(_HDR.pack(8 + size, api_key, version, rid))
+            transport.write(_HDR.pack(REQUEST_HEADER_SIZE + size, api_key, version, rid))
             for chunk in body:
                 transport.write(chunk)
         else:
             size = len(body)
-            header = _HDR.pack(8 + size, api_key, version, rid)
+            header = _HDR.pack(REQUEST_HEADER_SIZE + size, api_key, version, rid)
             if size <= _COALESCE:
                 transport.write(header + body)
             else:
@@ -323,7 +323,7 @@ class Connection:
     # -- receiving ---------------------------------------------------------------------------------
     def _on_frame(self, frame, big: bool):
         kind = frame[0]
-        if kind == 2:
+        if kind == SERVER_FAILURE:
             err = pb.ErrorResponse()
             try:
                 err.ParseFromString(bytes(frame[1:]))
@@ -332,7 +332,7 @@ class Connection:
                 code, msg = -1, "unreadable SERVER_FAILURE frame"
             self._fail_all(FlussError(f"Server {self.address} failed the connection: {msg}", code), close=True)
             return
-        if len(frame) < 5:
+        if len(frame) < RESPONSE_HEADER_SIZE:
             self._fail_all(FlussError(f"Truncated response frame from {self.address}", NETWORK_EXCEPTION), close=True)
             return
         rid = _RID.unpack_from(frame, 1)[0]
@@ -344,8 +344,8 @@ class Connection:
         fut = pending.future
         if fut.done():
             return
-        body = memoryview(frame)[5:]
-        if kind == 0:
+        body = memoryview(frame)[RESPONSE_HEADER_SIZE:]
+        if kind == SUCCESS_RESPONSE:
             if pending.raw:
                 fut.set_result(body)
                 return
@@ -358,7 +358,7 @@ class Connection:
                     NETWORK_EXCEPTION))
                 return
             fut.set_result(resp)
-        elif kind == 1:
+        elif kind == ERROR_RESPONSE:
             err = pb.ErrorResponse()
             try:
                 err.ParseFromString(body)

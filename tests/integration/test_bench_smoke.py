@@ -29,7 +29,7 @@ def cache_dir(tmp_path_factory):
 
 @pytest.mark.timeout(180)
 def test_bench_quick_one_scenario(tmp_path, cache_dir):
-    out = tmp_path / "bench.json"
+    out = tmp_path / "not-yet" / "bench.json"  # the command creates missing folders (CI's fresh clone has none)
     proc = subprocess.run(
         [sys.executable, "-m", "fluss_fast", "bench", "--quick", "--scenarios", "append,ceiling_fetch",
          "--rows", "5000", "--json", str(out), "--no-progress"],
