@@ -11,6 +11,7 @@ import struct
 LENGTH = struct.Struct(">i")
 REQUEST_HEADER = struct.Struct(">ihhi")  # length, api_key, api_version, request_id
 RESPONSE_HEADER = struct.Struct(">ibi")  # length, type, request_id
+REQUEST_HEADER_AFTER_LENGTH = struct.Struct(">hhi")  # api_key, api_version, request_id
 REQUEST_HEADER_SIZE = 8  # after the length field
 RESPONSE_HEADER_SIZE = 5  # after the length field
 
@@ -28,7 +29,7 @@ def encode_request(api_key: int, api_version: int, request_id: int, body: bytes)
 
 def request_header(frame, pos: int = 0) -> tuple[int, int, int]:
     """(api_key, api_version, request_id) of a request frame whose length prefix was already removed."""
-    return struct.unpack_from(">hhi", frame, pos)
+    return REQUEST_HEADER_AFTER_LENGTH.unpack_from(frame, pos)
 
 
 def encode_response(request_id: int, body: bytes, kind: int = SUCCESS_RESPONSE) -> bytes:

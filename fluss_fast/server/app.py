@@ -55,12 +55,9 @@ PLAINTEXT_LISTENER = "PLAINTEXT"
 SASL_LISTENER = "SASL"
 DEFAULT_IDLE_TIMEOUT_S = 600.0
 
-_RESP_HDR = struct.Struct(">ibi")
-_REQ_HDR = struct.Struct(">hhi")
-_LEN = struct.Struct(">i")
-_pack_resp = _RESP_HDR.pack
-_unpack_req = _REQ_HDR.unpack_from
-_unpack_len = _LEN.unpack_from
+_pack_resp = _frame.RESPONSE_HEADER.pack
+_unpack_req = _frame.REQUEST_HEADER_AFTER_LENGTH.unpack_from
+_unpack_len = _frame.LENGTH.unpack_from
 _unpack_key_version = struct.Struct(">hh").unpack_from
 # Real API versions are 0..2 today; anything far beyond is not a Fluss client talking.
 _MAX_SANE_VERSION = 255
@@ -403,7 +400,7 @@ class _Connection(asyncio.BufferedProtocol):
         if message:
             err.error_message = message[:_MAX_ERROR_MESSAGE]
         body = err.SerializeToString()
-        self._transport.write(_pack_resp(5 + len(body), _frame.ERROR_RESPONSE, request_id) + body)
+        self._transport.write(_pack_resp(_frame.RESPONSE_HEADER_SIZE + len(body), _frame.ERROR_RESPONSE, request_id) + body)
 
     def _handle_frame(self, frame, private: bool):
         """``frame``: the request header and body. ``private``: it lives in a buffer of its own (else in
@@ -418,7 +415,7 @@ class _Connection(asyncio.BufferedProtocol):
         if entry is None:
             if api_key == Api.API_VERSIONS:
                 body = self._listener.api_versions_body
-                self._transport.write(_pack_resp(5 + len(body), 0, request_id) + body)
+                self._transport.write(_pack_resp(_frame.RESPONSE_HEADER_SIZE + len(body), _frame.SUCCESS_RESPONSE, request_id) + body)
             elif api_key == Api.AUTHENTICATE:
                 self._authenticate(frame, request_id)
             else:
@@ -484,18 +481,18 @@ class _Connection(asyncio.BufferedProtocol):
             if self._closed:
                 return
             if isinstance(response, (bytes, bytearray, memoryview)):
-                self._transport.writelines([_pack_resp(5 + len(response), 0, request_id), response])
+                self._transport.writelines([_pack_resp(_frame.RESPONSE_HEADER_SIZE + len(response), _frame.SUCCESS_RESPONSE, request_id), response])
             elif isinstance(response, RawBody):
                 size = 0
                 for chunk in response:
                     size += len(chunk)
-                self._transport.writelines([_pack_resp(5 + size, 0, request_id), *response])
+                self._transport.writelines([_pack_resp(_frame.RESPONSE_HEADER_SIZE + size, _frame.SUCCESS_RESPONSE, request_id), *response])
             else:
                 body = response.SerializeToString()
                 if len(body) > 65536:
-                    self._transport.writelines([_pack_resp(5 + len(body), 0, request_id), body])
+                    self._transport.writelines([_pack_resp(_frame.RESPONSE_HEADER_SIZE + len(body), _frame.SUCCESS_RESPONSE, request_id), body])
                 else:
-                    self._transport.write(_pack_resp(5 + len(body), 0, request_id) + body)
+                    self._transport.write(_pack_resp(_frame.RESPONSE_HEADER_SIZE + len(body), _frame.SUCCESS_RESPONSE, request_id) + body)
         except FlussError as e:
             self._write_error(request_id, e.error_code, e.message)
         except asyncio.CancelledError:
@@ -556,7 +553,7 @@ class _Connection(asyncio.BufferedProtocol):
 
     def _write_ok(self, request_id: int, body: bytes):
         if not self._closed:
-            self._transport.write(_pack_resp(5 + len(body), 0, request_id) + body)
+            self._transport.write(_pack_resp(_frame.RESPONSE_HEADER_SIZE + len(body), _frame.SUCCESS_RESPONSE, request_id) + body)
 
     def close(self):
         if not self._closed and self._transport is not None:
