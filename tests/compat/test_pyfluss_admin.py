@@ -1,21 +1,14 @@
 """The official client (pyfluss 1.0.0, ``import fluss``) against the embedded server: every admin call."""
 from __future__ import annotations
 
-import asyncio
 
 import pyarrow as pa
 import pytest
+from pyfluss_util import call, pyfluss_fixtures
 
 fluss = pytest.importorskip("fluss")
 
 pytestmark = pytest.mark.compat
-
-CALL_TIMEOUT = 20
-
-
-async def call(coro):
-    return await asyncio.wait_for(coro, CALL_TIMEOUT)
-
 
 async def fails_with(coro) -> int:
     with pytest.raises(fluss.FlussError) as e:
@@ -23,24 +16,7 @@ async def fails_with(coro) -> int:
     return e.value.error_code
 
 
-@pytest.fixture
-async def conn(fluss_server):
-    c = await call(fluss.FlussConnection.create(fluss.Config({"bootstrap.servers": fluss_server.bootstrap_servers})))
-    yield c
-    await c.close()
-
-
-@pytest.fixture
-async def admin(conn):
-    return conn.get_admin()
-
-
-@pytest.fixture
-async def db(admin, unique_name):
-    name = unique_name("pydb")
-    await call(admin.create_database(name))
-    yield name
-    await call(admin.drop_database(name, ignore_if_not_exists=True, cascade=True))
+conn, admin, db = pyfluss_fixtures("pydb")
 
 
 ALL_TYPES = pa.schema([

@@ -10,6 +10,7 @@ import time
 import pandas as pd
 import pyarrow as pa
 import pytest
+from pyfluss_util import call
 
 from fluss_fast.rpc import fluss_api_pb2 as pb
 from fluss_fast.rpc.api import Api
@@ -23,10 +24,6 @@ pytestmark = pytest.mark.compat
 TIMEOUT = 30
 UTC = dt.timezone.utc
 SIMPLE = pa.schema([("id", pa.int64()), ("name", pa.string()), ("score", pa.float64())])
-
-
-async def call(coro):
-    return await asyncio.wait_for(coro, TIMEOUT)
 
 
 async def connect(bootstrap, **extra):

@@ -15,6 +15,7 @@ import pytest
 from fluss_fast.codec.murmur import bucket_for_key
 from fluss_fast.codec.rows import encode_key
 from fluss_fast.datatypes import SchemaInfo
+from pyfluss_util import call, pyfluss_fixtures
 
 fluss = pytest.importorskip("fluss")
 
@@ -23,28 +24,7 @@ pytestmark = pytest.mark.compat
 TIMEOUT = 30
 
 
-async def call(coro):
-    return await asyncio.wait_for(coro, TIMEOUT)
-
-
-@pytest.fixture
-async def conn(fluss_server):
-    c = await call(fluss.FlussConnection.create(fluss.Config({"bootstrap.servers": fluss_server.bootstrap_servers})))
-    yield c
-    await c.close()
-
-
-@pytest.fixture
-async def admin(conn):
-    return conn.get_admin()
-
-
-@pytest.fixture
-async def db(admin, unique_name):
-    name = unique_name("pylog")
-    await call(admin.create_database(name))
-    yield name
-    await call(admin.drop_database(name, ignore_if_not_exists=True, cascade=True))
+conn, admin, db = pyfluss_fixtures("pylog")
 
 
 async def make_table(conn, admin, db, name, schema, **kw):

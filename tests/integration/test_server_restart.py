@@ -1,12 +1,12 @@
 """Acknowledged log data survives kill -9 of the server; offsets, writer ids and table ids continue."""
 from __future__ import annotations
 
-import asyncio
 import glob
 import os
 
 import pyarrow as pa
 import pytest
+from pyfluss_util import call
 
 from fluss_fast.codec import logbatch as lb
 from fluss_fast.rpc import fluss_api_pb2 as pb
@@ -15,12 +15,7 @@ from wire import WireClient
 
 fluss = pytest.importorskip("fluss")
 
-TIMEOUT = 30
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("score", pa.float64())])
-
-
-async def call(coro):
-    return await asyncio.wait_for(coro, TIMEOUT)
 
 
 async def connect(srv):
