@@ -598,7 +598,8 @@ if __name__ == "__main__":
         try:
             asyncio.run(_probe(sys.argv[2], sys.argv[3], sys.argv[4]))
         except Exception as exc:  # noqa: BLE001 - the parent reports it as the reason for SKIPPED
-            print(f"{type(exc).__name__}: {exc}", flush=True)
+            text, name = str(exc), type(exc).__name__
+            print(text if text.startswith(name) else f"{name}: {text}", flush=True)
             os._exit(1)
         print("ok", flush=True)
         os._exit(0)  # do not wait for client threads that may still be retrying
