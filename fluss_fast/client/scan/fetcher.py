@@ -893,24 +893,24 @@ class LogFetcher:
                     await md.partition_by_id(spec.table_id, pid, refresh=True)
             missing = [tb for tb in buckets
                        if md.leader(spec.table_id, tb.partition_id, tb.bucket_id) is None]
-            for tb in missing:
-                with self._lock:
-                    st = self._subs.get(tb)
-                if st is not None:
-                    st.retry_at = self._loop.time() + _RETRY_BACKOFF_S * 4
+            self._back_off(missing)
         except FlussError as exc:
             self._fail(exc if exc.error_code != NETWORK_EXCEPTION else FlussError(
                 f"Could not load the bucket leaders of table '{spec.path}': {exc.message}",
                 exc.error_code))
-            now = self._loop.time()
-            for tb in buckets:
-                with self._lock:
-                    st = self._subs.get(tb)
-                if st is not None:
-                    st.retry_at = now + _RETRY_BACKOFF_S * 4
+            self._back_off(buckets)
         finally:
             self._meta_task = None
             self._wake()
+
+    def _back_off(self, buckets) -> None:
+        """Hold these buckets back for a while after their metadata or offsets could not be loaded."""
+        retry_at = self._loop.time() + _RETRY_BACKOFF_S * 4
+        for tb in buckets:
+            with self._lock:
+                st = self._subs.get(tb)
+            if st is not None:
+                st.retry_at = retry_at
 
     async def _resolve_latest(self, buckets) -> None:
         try:
@@ -922,12 +922,7 @@ class LogFetcher:
                         st.offset = off
         except FlussError as exc:
             self._fail(exc)
-            now = self._loop.time()
-            for tb in buckets:
-                with self._lock:
-                    st = self._subs.get(tb)
-                if st is not None:
-                    st.retry_at = now + _RETRY_BACKOFF_S * 4
+            self._back_off(buckets)
         finally:
             self._latest_task = None
             self._wake()
