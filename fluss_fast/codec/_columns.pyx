@@ -152,20 +152,25 @@ cdef inline void buf_free(Buf* b):
 cdef inline object buf_take(Buf* b, Py_ssize_t n):
     return pa.py_buffer(PyBytes_FromStringAndSize(b.p, n))
 
-cdef inline int64_t days_from_civil(int64_t y, int64_t m, int64_t d):
-    # proleptic Gregorian day number relative to 1970-01-01
-    cdef int64_t era, yoe, doy, doe
-    if m <= 2:
-        y -= 1
-    era = (y if y >= 0 else y - 399) // 400
-    yoe = y - era * 400
-    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
-    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
-    return era * 146097 + doe - 719468
+cdef inline int buf_set_bit(Buf* b, Py_ssize_t i, bint bit) except -1:
+    """Arrow bitmaps (validity and BOOLEAN data): bit i, LSB first, growing the buffer as needed."""
+    cdef uint8_t* p
+    buf_reserve(b, (i >> 3) + 1)
+    p = <uint8_t*>b.p
+    if bit:
+        p[i >> 3] |= <uint8_t>(1 << (i & 7))
+    else:
+        p[i >> 3] &= <uint8_t>~(1 << (i & 7))
+    return 0
+
+cdef extern from "civil_days.h":
+    # shared with _rows.pyx: proleptic Gregorian day numbers relative to 1970-01-01
+    int64_t ff_days_from_civil(int64_t y, int64_t m, int64_t d) nogil
 
 cdef inline int64_t delta_micros(object d):
     return ((<int64_t>PyDateTime_DELTA_GET_DAYS(d) * 86400 + PyDateTime_DELTA_GET_SECONDS(d)) * 1000000
             + PyDateTime_DELTA_GET_MICROSECONDS(d))
+
 
 
 cdef object fixed_utcoffset(object v, object tz):
@@ -411,15 +416,7 @@ cdef class _Col:
         return 0
 
     cdef inline int set_valid(self, bint is_valid) except -1:
-        cdef Py_ssize_t i = self.count
-        cdef uint8_t* v
-        buf_reserve(&self.valid, (i >> 3) + 1)
-        v = <uint8_t*>self.valid.p
-        if is_valid:
-            v[i >> 3] |= <uint8_t>(1 << (i & 7))
-        else:
-            v[i >> 3] &= <uint8_t>~(1 << (i & 7))
-        return 0
+        return buf_set_bit(&self.valid, self.count, is_valid)
 
     cdef int put_null(self) except -1:
         cdef int k = self.kind
@@ -443,15 +440,7 @@ cdef class _Col:
         return 0
 
     cdef inline int put_bit(self, bint bit) except -1:
-        cdef Py_ssize_t i = self.count
-        cdef uint8_t* d
-        buf_reserve(&self.data, (i >> 3) + 1)
-        d = <uint8_t*>self.data.p
-        if bit:
-            d[i >> 3] |= <uint8_t>(1 << (i & 7))
-        else:
-            d[i >> 3] &= <uint8_t>~(1 << (i & 7))
-        return 0
+        return buf_set_bit(&self.data, self.count, bit)
 
     cdef inline int push_offset(self) except -1:
         if self.data.n > 0x7FFFFFFF:
@@ -560,7 +549,7 @@ cdef class _Col:
             self.data.n += self.width
         elif k == K_TS:
             if PyDateTime_CheckExact(v):
-                us = ((days_from_civil(PyDateTime_GET_YEAR(v), PyDateTime_GET_MONTH(v),
+                us = ((ff_days_from_civil(PyDateTime_GET_YEAR(v), PyDateTime_GET_MONTH(v),
                                        PyDateTime_GET_DAY(v)) * 86400
                        + PyDateTime_DATE_GET_HOUR(v) * 3600 + PyDateTime_DATE_GET_MINUTE(v) * 60
                        + PyDateTime_DATE_GET_SECOND(v)) * 1000000
@@ -600,7 +589,7 @@ cdef class _Col:
                 self.put_bit(self.conv(v))
         elif k == K_DATE:
             if PyDate_CheckExact(v):
-                self.put_i64(days_from_civil(PyDateTime_GET_YEAR(v), PyDateTime_GET_MONTH(v),
+                self.put_i64(ff_days_from_civil(PyDateTime_GET_YEAR(v), PyDateTime_GET_MONTH(v),
                                              PyDateTime_GET_DAY(v)))
             else:
                 self.put_i64(self.conv(v))

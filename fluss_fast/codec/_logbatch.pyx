@@ -17,38 +17,13 @@ cdef extern from "crc32c_impl.h":
     void ff_crc32c_init()
     uint32_t ff_crc32c_update(uint32_t crc, const void *data, size_t n) nogil
 
-cdef extern from *:
-    """
-    #include <stdint.h>
-    #include <string.h>
-    #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    #define FF_LB_BSWAP16(x) __builtin_bswap16(x)
-    #define FF_LB_BSWAP32(x) __builtin_bswap32(x)
-    #define FF_LB_BSWAP64(x) __builtin_bswap64(x)
-    #else
-    #define FF_LB_BSWAP16(x) (x)
-    #define FF_LB_BSWAP32(x) (x)
-    #define FF_LB_BSWAP64(x) (x)
-    #endif
-    static inline int16_t ff_lb_get16(const unsigned char *p)
-    { uint16_t v; memcpy(&v, p, 2); return (int16_t)FF_LB_BSWAP16(v); }
-    static inline int32_t ff_lb_get32(const unsigned char *p)
-    { uint32_t v; memcpy(&v, p, 4); return (int32_t)FF_LB_BSWAP32(v); }
-    static inline int64_t ff_lb_get64(const unsigned char *p)
-    { uint64_t v; memcpy(&v, p, 8); return (int64_t)FF_LB_BSWAP64(v); }
-    static inline void ff_lb_put16(unsigned char *p, int16_t x)
-    { uint16_t v = FF_LB_BSWAP16((uint16_t)x); memcpy(p, &v, 2); }
-    static inline void ff_lb_put32(unsigned char *p, int32_t x)
-    { uint32_t v = FF_LB_BSWAP32((uint32_t)x); memcpy(p, &v, 4); }
-    static inline void ff_lb_put64(unsigned char *p, int64_t x)
-    { uint64_t v = FF_LB_BSWAP64((uint64_t)x); memcpy(p, &v, 8); }
-    """
-    int16_t ff_lb_get16(const unsigned char *p) nogil
-    int32_t ff_lb_get32(const unsigned char *p) nogil
-    int64_t ff_lb_get64(const unsigned char *p) nogil
-    void ff_lb_put16(unsigned char *p, int16_t x) nogil
-    void ff_lb_put32(unsigned char *p, int32_t x) nogil
-    void ff_lb_put64(unsigned char *p, int64_t x) nogil
+cdef extern from "le_bytes.h":
+    int16_t ff_le_get16(const unsigned char *p) nogil
+    int32_t ff_le_get32(const unsigned char *p) nogil
+    int64_t ff_le_get64(const unsigned char *p) nogil
+    void ff_le_put16(unsigned char *p, int16_t x) nogil
+    void ff_le_put32(unsigned char *p, int32_t x) nogil
+    void ff_le_put64(unsigned char *p, int64_t x) nogil
 
 ff_crc32c_init()
 
@@ -121,24 +96,24 @@ cdef Problem _read_header(const unsigned char *p, Py_ssize_t avail, RawHeader *h
         return BAD_MAGIC
     if avail < h.fixed_size:
         return SHORT_FIXED
-    h.base_offset = ff_lb_get64(p)
-    h.length = ff_lb_get32(p + 8)
-    h.commit_timestamp = ff_lb_get64(p + 13)
+    h.base_offset = ff_le_get64(p)
+    h.length = ff_le_get32(p + 8)
+    h.commit_timestamp = ff_le_get64(p + 13)
     if h.magic == 2:
-        h.leader_epoch = ff_lb_get32(p + 21)
+        h.leader_epoch = ff_le_get32(p + 21)
         q = p + 25
     else:
         h.leader_epoch = -1
         q = p + 21
     h.crc_offset = (q - p) + 4
-    h.crc = <uint32_t>ff_lb_get32(q)
-    h.schema_id = ff_lb_get16(q + 4)
+    h.crc = <uint32_t>ff_le_get32(q)
+    h.schema_id = ff_le_get16(q + 4)
     h.attributes = q[6]
-    h.last_offset_delta = ff_lb_get32(q + 7)
-    h.writer_id = ff_lb_get64(q + 11)
-    h.batch_sequence = ff_lb_get32(q + 19)
-    h.record_count = ff_lb_get32(q + 23)
-    h.statistics_length = ff_lb_get32(q + 27) if h.magic != 0 else 0
+    h.last_offset_delta = ff_le_get32(q + 7)
+    h.writer_id = ff_le_get64(q + 11)
+    h.batch_sequence = ff_le_get32(q + 19)
+    h.record_count = ff_le_get32(q + 23)
+    h.statistics_length = ff_le_get32(q + 27) if h.magic != 0 else 0
     total = <int64_t>h.length + C_LOG_OVERHEAD
     h.total_size = <Py_ssize_t>total
     if total < h.fixed_size:
@@ -296,24 +271,24 @@ def build_batch(payload, *, int16_t schema_id, int32_t record_count, bint append
                 raise OverflowError(f"batch of {total} bytes is too large")
             out = PyBytes_FromStringAndSize(NULL, total)
             p = <unsigned char *>PyBytes_AS_STRING(out)
-            ff_lb_put64(p, base_offset)
-            ff_lb_put32(p + 8, <int32_t>(total - C_LOG_OVERHEAD))
+            ff_le_put64(p, base_offset)
+            ff_le_put32(p + 8, <int32_t>(total - C_LOG_OVERHEAD))
             p[12] = <unsigned char>magic
-            ff_lb_put64(p + 13, commit_timestamp)
-            ff_lb_put16(p + 25, schema_id)
+            ff_le_put64(p + 13, commit_timestamp)
+            ff_le_put16(p + 25, schema_id)
             p[27] = 1 if append_only else 0
-            ff_lb_put32(p + 28, record_count - 1 if record_count > 0 else 0)
-            ff_lb_put64(p + 32, writer_id)
-            ff_lb_put32(p + 40, batch_sequence)
-            ff_lb_put32(p + 44, record_count)
+            ff_le_put32(p + 28, record_count - 1 if record_count > 0 else 0)
+            ff_le_put64(p + 32, writer_id)
+            ff_le_put32(p + 40, batch_sequence)
+            ff_le_put32(p + 44, record_count)
             if magic == 1:
-                ff_lb_put32(p + 48, <int32_t>sview.len)
+                ff_le_put32(p + 48, <int32_t>sview.len)
             if total > NOGIL_THRESHOLD:
                 with nogil:
                     crc = _fill_and_sum(p, fixed, &sview, &pview, total)
             else:
                 crc = _fill_and_sum(p, fixed, &sview, &pview, total)
-            ff_lb_put32(p + 21, <int32_t>crc)
+            ff_le_put32(p + 21, <int32_t>crc)
             return out
         finally:
             PyBuffer_Release(&sview)
@@ -428,7 +403,7 @@ cdef class _BatchIterator:
             self._finish()
             raise StopIteration
         p = <const unsigned char *>self.view.buf + pos
-        if <int64_t>ff_lb_get32(p + 8) + C_LOG_OVERHEAD > avail:
+        if <int64_t>ff_le_get32(p + 8) + C_LOG_OVERHEAD > avail:
             self._finish()
             raise StopIteration
         problem = _read_header(p, avail, &h)
@@ -492,7 +467,7 @@ cdef Problem _complete_header(const unsigned char *base, Py_ssize_t pos, Py_ssiz
     w.remaining = remaining
     if remaining < C_LOG_OVERHEAD:
         return BLOB_SHORT
-    w.h.length = ff_lb_get32(p + 8)
+    w.h.length = ff_le_get32(p + 8)
     if <int64_t>w.h.length + C_LOG_OVERHEAD > remaining:
         return BLOB_TRUNCATED
     return _read_header(p, remaining, &w.h)
@@ -641,8 +616,8 @@ def assign_offsets(buf, int64_t base_offset, int64_t commit_timestamp):
             problem = _complete_header(base, pos, view.len, &w)
             if problem != OK:
                 break
-            ff_lb_put64(base + pos, offset)
-            ff_lb_put64(base + pos + 13, commit_timestamp)
+            ff_le_put64(base + pos, offset)
+            ff_le_put64(base + pos + 13, commit_timestamp)
             step = <int64_t>w.h.last_offset_delta + 1
             if (step > 0 and offset > INT64_MAX - step) or (step < 0 and offset < INT64_MIN - step):
                 raise OverflowError("assigned offsets exceed int64")

@@ -23,75 +23,31 @@ cdef extern from "Python.h":
 
 cdef extern from *:
     """
-    #include <stdint.h>
-    #include <string.h>
+    #include "le_bytes.h"
+    #include "civil_days.h"
     #include <math.h>
-    #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    #define FF_RW_BSWAP16(x) __builtin_bswap16(x)
-    #define FF_RW_BSWAP32(x) __builtin_bswap32(x)
-    #define FF_RW_BSWAP64(x) __builtin_bswap64(x)
-    #else
-    #define FF_RW_BSWAP16(x) (x)
-    #define FF_RW_BSWAP32(x) (x)
-    #define FF_RW_BSWAP64(x) (x)
-    #endif
-    static inline int16_t ff_rw_get16(const unsigned char *p)
-    { uint16_t v; memcpy(&v, p, 2); return (int16_t)FF_RW_BSWAP16(v); }
-    static inline int32_t ff_rw_get32(const unsigned char *p)
-    { uint32_t v; memcpy(&v, p, 4); return (int32_t)FF_RW_BSWAP32(v); }
-    static inline int64_t ff_rw_get64(const unsigned char *p)
-    { uint64_t v; memcpy(&v, p, 8); return (int64_t)FF_RW_BSWAP64(v); }
-    static inline void ff_rw_put16(unsigned char *p, int16_t x)
-    { uint16_t v = FF_RW_BSWAP16((uint16_t)x); memcpy(p, &v, 2); }
-    static inline void ff_rw_put32(unsigned char *p, int32_t x)
-    { uint32_t v = FF_RW_BSWAP32((uint32_t)x); memcpy(p, &v, 4); }
-    static inline void ff_rw_put64(unsigned char *p, int64_t x)
-    { uint64_t v = FF_RW_BSWAP64((uint64_t)x); memcpy(p, &v, 8); }
     /* Java's canonical NaNs; Python floats may carry other NaN payloads */
     static inline uint32_t ff_rw_f32bits(double x)
     { if (x != x) return 0x7FC00000u; float f = (float)x; uint32_t v; memcpy(&v, &f, 4); return v; }
     static inline uint64_t ff_rw_f64bits(double x)
     { if (x != x) return 0x7FF8000000000000ull; uint64_t v; memcpy(&v, &x, 8); return v; }
     static inline double ff_rw_f32(const unsigned char *p)
-    { uint32_t v; float f; memcpy(&v, p, 4); v = FF_RW_BSWAP32(v); memcpy(&f, &v, 4); return (double)f; }
+    { uint32_t v; float f; memcpy(&v, p, 4); v = FF_LE_BSWAP32(v); memcpy(&f, &v, 4); return (double)f; }
     static inline double ff_rw_f64(const unsigned char *p)
-    { uint64_t v; double d; memcpy(&v, p, 8); v = FF_RW_BSWAP64(v); memcpy(&d, &v, 8); return d; }
-    /* proleptic Gregorian day numbers relative to 1970-01-01 (H. Hinnant's civil algorithms) */
-    static inline int64_t ff_rw_days_from_civil(int64_t y, int64_t m, int64_t d)
-    {
-        y -= m <= 2;
-        int64_t era = (y >= 0 ? y : y - 399) / 400;
-        int64_t yoe = y - era * 400;
-        int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-        int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-        return era * 146097 + doe - 719468;
-    }
-    static inline void ff_rw_civil_from_days(int64_t z, int *y, int *m, int *d)
-    {
-        z += 719468;
-        int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-        int64_t doe = z - era * 146097;
-        int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-        int64_t yy = yoe + era * 400;
-        int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-        int64_t mp = (5 * doy + 2) / 153;
-        *d = (int)(doy - (153 * mp + 2) / 5 + 1);
-        *m = (int)(mp < 10 ? mp + 3 : mp - 9);
-        *y = (int)(yy + (*m <= 2));
-    }
+    { uint64_t v; double d; memcpy(&v, p, 8); v = FF_LE_BSWAP64(v); memcpy(&d, &v, 8); return d; }
     """
-    int16_t ff_rw_get16(const unsigned char *p) nogil
-    int32_t ff_rw_get32(const unsigned char *p) nogil
-    int64_t ff_rw_get64(const unsigned char *p) nogil
-    void ff_rw_put16(unsigned char *p, int16_t x) nogil
-    void ff_rw_put32(unsigned char *p, int32_t x) nogil
-    void ff_rw_put64(unsigned char *p, int64_t x) nogil
+    int16_t ff_le_get16(const unsigned char *p) nogil
+    int32_t ff_le_get32(const unsigned char *p) nogil
+    int64_t ff_le_get64(const unsigned char *p) nogil
+    void ff_le_put16(unsigned char *p, int16_t x) nogil
+    void ff_le_put32(unsigned char *p, int32_t x) nogil
+    void ff_le_put64(unsigned char *p, int64_t x) nogil
     uint32_t ff_rw_f32bits(double x) nogil
     uint64_t ff_rw_f64bits(double x) nogil
     double ff_rw_f32(const unsigned char *p) nogil
     double ff_rw_f64(const unsigned char *p) nogil
-    int64_t ff_rw_days_from_civil(int64_t y, int64_t m, int64_t d) nogil
-    void ff_rw_civil_from_days(int64_t z, int *y, int *m, int *d) nogil
+    int64_t ff_days_from_civil(int64_t y, int64_t m, int64_t d) nogil
+    void ff_civil_from_days(int64_t z, int *y, int *m, int *d) nogil
 
 cdt.import_datetime()
 
@@ -288,7 +244,7 @@ cdef inline int float_value(object v, double *out) except -1:
 cdef inline int date_value(object v, int64_t *out) except -1:
     if not cdt.PyDate_CheckExact(v):
         return 0
-    out[0] = ff_rw_days_from_civil(cdt.date_year(v), cdt.date_month(v), cdt.date_day(v))
+    out[0] = ff_days_from_civil(cdt.date_year(v), cdt.date_month(v), cdt.date_day(v))
     return 1
 
 
@@ -308,7 +264,7 @@ cdef inline int timestamp_value(object v, bint ltz, int64_t *millis, int32_t *na
     tz = cdt.datetime_tzinfo(v)
     if tz is not None and not (ltz and tz is _UTC):
         return 0  # aware values: rejected (NTZ) or converted (LTZ) by the pure helpers
-    cdef int64_t days = ff_rw_days_from_civil(cdt.datetime_year(v), cdt.datetime_month(v),
+    cdef int64_t days = ff_days_from_civil(cdt.datetime_year(v), cdt.datetime_month(v),
                                               cdt.datetime_day(v))
     cdef int64_t micros = ((days * 86400 + cdt.datetime_hour(v) * 3600 + cdt.datetime_minute(v) * 60
                             + cdt.datetime_second(v)) * 1000000 + cdt.datetime_microsecond(v))
@@ -429,7 +385,7 @@ cdef inline object make_date(int64_t days):
     cdef int y, m, d
     if days < MIN_DAYS or days > MAX_DAYS:
         return _pure().make_date(days)
-    ff_rw_civil_from_days(days, &y, &m, &d)
+    ff_civil_from_days(days, &y, &m, &d)
     return cdt.date_new(y, m, d)
 
 
@@ -450,7 +406,7 @@ cdef inline object make_ts(int64_t millis, int64_t nanos, bint ltz):
     if rem < 0:
         rem += 86400000000
         days -= 1
-    ff_rw_civil_from_days(days, &y, &m, &d)
+    ff_civil_from_days(days, &y, &m, &d)
     cdef int64_t secs = rem // 1000000
     return cdt.datetime_new(y, m, d, <int> (secs // 3600), <int> ((secs // 60) % 60), <int> (secs % 60),
                             <int> (rem % 1000000), _UTC if ltz else None)
@@ -479,13 +435,13 @@ cdef inline int put_fixed_scalar(WBuf *b, int code, object v) except -1:
         if not float_value(v, &d):
             return 0
         wb_reserve(b, 8)
-        ff_rw_put64(b.p + b.n, <int64_t> ff_rw_f64bits(d))
+        ff_le_put64(b.p + b.n, <int64_t> ff_rw_f64bits(d))
         b.n += 8
     elif code == C_FLOAT:
         if not float_value(v, &d):
             return 0
         wb_reserve(b, 4)
-        ff_rw_put32(b.p + b.n, <int32_t> ff_rw_f32bits(d))
+        ff_le_put32(b.p + b.n, <int32_t> ff_rw_f32bits(d))
         b.n += 4
     elif code == C_BOOLEAN:
         if v is True:
@@ -504,7 +460,7 @@ cdef inline int put_fixed_scalar(WBuf *b, int code, object v) except -1:
         if not int_value(v, code, &x):
             return 0
         wb_reserve(b, 2)
-        ff_rw_put16(b.p + b.n, <int16_t> x)
+        ff_le_put16(b.p + b.n, <int16_t> x)
         b.n += 2
     else:
         return 0
@@ -804,7 +760,7 @@ cdef class CompactedRowDecoder(_RowDecoder):
                     pos += 1
                 elif code == C_SMALLINT:
                     need(pos, 2, end)
-                    out[i] = ff_rw_get16(p + pos)
+                    out[i] = ff_le_get16(p + pos)
                     pos += 2
                 elif code == C_DATE:
                     out[i] = make_date(read_v32(p, &pos, end))
@@ -847,13 +803,13 @@ cdef int indexed_field(WBuf *b, _Field f, object v, Py_ssize_t *var_len) except 
         elif not time_value(v, &x):
             return 0
         wb_reserve(b, 4)
-        ff_rw_put32(b.p + b.n, <int32_t> x)
+        ff_le_put32(b.p + b.n, <int32_t> x)
         b.n += 4
     elif code == C_BIGINT:
         if not int_value(v, code, &x):
             return 0
         wb_reserve(b, 8)
-        ff_rw_put64(b.p + b.n, x)
+        ff_le_put64(b.p + b.n, x)
         b.n += 8
     elif code == C_STRING:
         if not utf8_of(v, &s, &n):
@@ -872,10 +828,10 @@ cdef int indexed_field(WBuf *b, _Field f, object v, Py_ssize_t *var_len) except 
         if not timestamp_value(v, code == C_TIMESTAMP_LTZ, &x, &nanos):
             return 0
         wb_reserve(b, 12)
-        ff_rw_put64(b.p + b.n, x)
+        ff_le_put64(b.p + b.n, x)
         b.n += 8
         if not f.compact:
-            ff_rw_put32(b.p + b.n, nanos)
+            ff_le_put32(b.p + b.n, nanos)
             b.n += 4
     elif code == C_CHAR or code == C_BINARY:
         if code == C_CHAR:
@@ -899,7 +855,7 @@ cdef int indexed_field(WBuf *b, _Field f, object v, Py_ssize_t *var_len) except 
             if not decimal_value(v, f.scale, f.precision, &x):
                 x = _conv_decimal(v, f.info)
             wb_reserve(b, 8)
-            ff_rw_put64(b.p + b.n, x)
+            ff_le_put64(b.p + b.n, x)
             b.n += 8
         else:
             u = _conv_decimal(v, f.info)
@@ -941,7 +897,7 @@ cdef class IndexedRowEncoder(_RowEncoder):
             except (TypeError, ValueError) as exc:
                 raise label_error(exc, self._names, i) from None
             if not f.fixed:
-                ff_rw_put32(b.p + vslot, <int32_t> var_len)
+                ff_le_put32(b.p + vslot, <int32_t> var_len)
                 vslot += 4
         return 0
 
@@ -965,7 +921,7 @@ cdef object _encode_records(object encoder, object rows, object change_types):
                 (<_RowEncoder> encoder)._put(&b, rows[i])
             except (TypeError, ValueError) as exc:
                 raise type(exc)(f"row {i}: {exc}") from None
-            ff_rw_put32(b.p + start, <int32_t> (b.n - start - 4))
+            ff_le_put32(b.p + start, <int32_t> (b.n - start - 4))
             b.p[start + 4] = <unsigned char> ct
         return PyBytes_FromStringAndSize(<char *> b.p, b.n)
     finally:
@@ -1008,9 +964,9 @@ cdef class IndexedRowDecoder(_RowDecoder):
                     if q + size > end:
                         raise ValueError(f"needs {size} bytes, {end - q} left")
                     if code == C_INT:
-                        out[i] = ff_rw_get32(p + q)
+                        out[i] = ff_le_get32(p + q)
                     elif code == C_BIGINT:
-                        out[i] = ff_rw_get64(p + q)
+                        out[i] = ff_le_get64(p + q)
                     elif code == C_DOUBLE:
                         out[i] = ff_rw_f64(p + q)
                     elif code == C_FLOAT:
@@ -1020,23 +976,23 @@ cdef class IndexedRowDecoder(_RowDecoder):
                     elif code == C_TINYINT:
                         out[i] = <int8_t> p[q]
                     elif code == C_SMALLINT:
-                        out[i] = ff_rw_get16(p + q)
+                        out[i] = ff_le_get16(p + q)
                     elif code == C_DATE:
-                        out[i] = make_date(ff_rw_get32(p + q))
+                        out[i] = make_date(ff_le_get32(p + q))
                     elif code == C_TIME:
-                        out[i] = make_time(ff_rw_get32(p + q))
+                        out[i] = make_time(ff_le_get32(p + q))
                     elif code == C_TIMESTAMP or code == C_TIMESTAMP_LTZ:
-                        out[i] = make_ts(ff_rw_get64(p + q), 0 if f.compact else ff_rw_get32(p + q + 8),
+                        out[i] = make_ts(ff_le_get64(p + q), 0 if f.compact else ff_le_get32(p + q + 8),
                                          code == C_TIMESTAMP_LTZ)
                     elif code == C_CHAR or code == C_BINARY:
                         out[i] = strip_zeros(p + q, size, code == C_CHAR)
                     elif code == C_DECIMAL:
-                        out[i] = decimal_object(ff_rw_get64(p + q), f.scale)
+                        out[i] = decimal_object(ff_le_get64(p + q), f.scale)
                     else:
                         out[i] = f.slow_read(buf, q)
                     q += size
                 else:
-                    n = ff_rw_get32(p + vslot)
+                    n = ff_le_get32(p + vslot)
                     vslot += 4
                     if n < 0 or q + n > end:
                         raise ValueError(f"bad length {n}, {end - q} bytes left")
