@@ -10,6 +10,7 @@ import time
 import pandas as pd
 import pyarrow as pa
 import pytest
+import pyfluss_util
 from pyfluss_util import call
 
 from fluss_fast.rpc import fluss_api_pb2 as pb
@@ -27,7 +28,7 @@ SIMPLE = pa.schema([("id", pa.int64()), ("name", pa.string()), ("score", pa.floa
 
 
 async def connect(bootstrap, **extra):
-    return await call(fluss.FlussConnection.create(fluss.Config({"bootstrap.servers": bootstrap, **extra})))
+    return await pyfluss_util.connect(fluss, bootstrap, **extra)
 
 
 def simple_rows(start, n):

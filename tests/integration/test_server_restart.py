@@ -6,6 +6,7 @@ import os
 
 import pyarrow as pa
 import pytest
+import pyfluss_util
 from pyfluss_util import call
 
 from fluss_fast.codec import logbatch as lb
@@ -19,7 +20,7 @@ SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("score", pa.floa
 
 
 async def connect(srv):
-    return await call(fluss.FlussConnection.create(fluss.Config({"bootstrap.servers": srv.bootstrap_servers})))
+    return await pyfluss_util.connect(fluss, srv.bootstrap_servers)
 
 
 def rows(start, n):
