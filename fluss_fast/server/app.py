@@ -48,6 +48,7 @@ from ..rpc.errors import Errors
 from ..rpc import fluss_api_pb2 as pb
 from .auth import PLAINTEXT, PlainAuthenticator
 from .catalog import Catalog
+from .datadir_lock import DataDirLock
 
 log = logging.getLogger("fluss_fast.server")
 
@@ -606,6 +607,7 @@ class FlussServer:
         self.frame_pool = FramePool()
         self._background: list = []
         self._started = False
+        self._dir_lock = None
 
     # -- topology ------------------------------------------------------------------------------
     def leader_of(self, table_id: int, partition_id: Optional[int], bucket: int) -> int:
@@ -641,6 +643,10 @@ class FlussServer:
         from .coordinator import Coordinator
 
         os.makedirs(self.data_dir, exist_ok=True)
+        if self._dir_lock is None:
+            lock = DataDirLock(self.data_dir)
+            lock.acquire()  # before anything reads the directory another server may be writing
+            self._dir_lock = lock
         self.catalog = Catalog(os.path.join(self.data_dir, "catalog"))
         self.tablet_service = _load_tablet_service(self)
         if self.tablet_service is not None and hasattr(self.tablet_service, "start"):
@@ -758,6 +764,9 @@ class FlussServer:
                     break
         if self.catalog is not None:
             self.catalog.close()
+        if self._dir_lock is not None:
+            self._dir_lock.release()
+            self._dir_lock = None
         self._started = False
 
     def ready_line(self) -> str:

@@ -9,6 +9,7 @@ import signal
 import sys
 
 from .app import DEFAULT_IDLE_TIMEOUT_S, FlussServer, new_event_loop
+from .datadir_lock import DataDirLocked
 from .auth import load_users_file, parse_user_spec
 
 
@@ -85,6 +86,9 @@ async def _serve(server: FlussServer) -> int:
             signal.signal(sig, lambda *_: loop.call_soon_threadsafe(stop.set))
     try:
         await server.start()
+    except DataDirLocked as e:
+        print(f"fluss-fast server: {e}", file=sys.stderr)
+        return 1
     except OSError as e:
         print(f"fluss-fast server: cannot listen: {e}", file=sys.stderr)
         await server.stop()

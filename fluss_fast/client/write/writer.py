@@ -27,6 +27,7 @@ from ..runtime import on_runtime
 from .accumulator import RecordAccumulator
 from .assigners import bucket_of_key, buckets_of_keys, make_no_key_assigner
 from .batch import WriteResultHandle
+from .by_name import by_name
 from .idempotence import MAX_INFLIGHT_FOR_IDEMPOTENCE, IdempotenceManager
 from .sender import Sender
 
@@ -368,7 +369,7 @@ class AppendWriter:
                 return self._write_table(batch)
             raise FlussError(f"table '{self._table_name}': write_arrow_batch needs a "
                              f"pyarrow.RecordBatch, got {type(batch).__name__}")
-        rb = self._codec.conform(batch)
+        rb = self._codec.conform(by_name(batch, self._arrow_schema.names, self._table_name))
         futures = []
         if rb.num_rows:
             for pid, part in self._split_partitions(rb):

@@ -1,0 +1,68 @@
+"""Regression tests for the defects found by the fault probe (issue 7): each one failed before its fix."""
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+
+import pyarrow as pa
+import pytest
+
+import fluss_fast as fluss
+
+from client_util import connect
+
+pytestmark = pytest.mark.timeout(120)
+
+AB = pa.schema([("a", pa.int32()), ("b", pa.int32())])
+
+
+async def make_table(conn, name, schema=AB, **kw):
+    path = fluss.TablePath("fluss", name)
+    await conn.get_admin().create_table(path, fluss.TableDescriptor(fluss.Schema(schema), **kw))
+    return path, await conn.get_table(path)
+
+
+async def read_table(t) -> pa.Table:
+    s = await t.new_scan().create_record_batch_log_scanner()
+    s.subscribe_buckets({b: fluss.EARLIEST_OFFSET for b in range(t._meta.num_buckets)})
+    return await s.to_arrow()
+
+
+# -- 1: Arrow columns matched by name --------------------------------------------------------------
+async def test_write_arrow_matches_columns_by_name(fluss_server, unique_name):
+    conn = await connect(fluss_server.bootstrap_servers)
+    path, t = await make_table(conn, unique_name(), bucket_count=1)
+    w = t.new_append().create_writer()
+    swapped = pa.record_batch([pa.array([1], pa.int32()), pa.array([2], pa.int32())], names=["b", "a"])
+    await w.write_arrow_batch(swapped).wait()
+    w.write_arrow(pa.Table.from_batches([swapped]))
+    await w.flush()
+    assert (await read_table(t)).to_pylist() == [{"a": 2, "b": 1}, {"a": 2, "b": 1}]
+    renamed = pa.record_batch([pa.array([1], pa.int32()), pa.array([2], pa.int32())], names=["a", "c"])
+    for call in (lambda: w.write_arrow_batch(renamed), lambda: w.write_arrow(pa.Table.from_batches([renamed]))):
+        with pytest.raises(fluss.FlussError) as ei:
+            call()
+        assert "'b'" in str(ei.value) and "'c'" in str(ei.value), ei.value
+    dup = pa.record_batch([pa.array([1], pa.int32()), pa.array([2], pa.int32())], names=["a", "a"])
+    with pytest.raises(fluss.FlussError, match="more than once"):
+        w.write_arrow_batch(dup)
+    await conn.close()
+
+
+# -- 2: one server per data dir --------------------------------------------------------------------
+def test_second_server_on_same_data_dir_fails_naming_dir_and_pid(start_server):
+    import subprocess
+    import sys
+    first = start_server(sasl=False)
+    t0 = time.monotonic()
+    out = subprocess.run([sys.executable, "-m", "fluss_fast", "server", "--data-dir", first.data_dir,
+                          "--listen", "127.0.0.1:0"], capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0
+    assert "READY" not in out.stdout
+    assert first.data_dir in out.stderr and f"pid {first.proc.pid}" in out.stderr, out.stderr
+    assert time.monotonic() - t0 < 30
+    # the lock dies with its holder, even on kill -9: the same dir serves again at once
+    first.kill()
+    first.start()
+    assert first.proc.poll() is None
