@@ -336,8 +336,8 @@ class TabletService:
             bad = self._unknown_schema(entry, info, records)
             if bad is not None:
                 out.error_code = Errors.SCHEMA_NOT_EXIST
-                out.error_message = (f"Batch with schema id {bad} for {blog.name}: the table has schema ids "
-                                     f"{sorted(entry.schemas)}")
+                out.error_message = (f"Invalid schema id: {bad}, latest schema id: {entry.schema_id} "
+                                     f"(batch for {blog.name}; the table has schema ids {sorted(entry.schemas)})")
                 continue
             try:
                 result = await blog.append(records, info)

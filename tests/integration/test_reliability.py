@@ -66,3 +66,31 @@ def test_second_server_on_same_data_dir_fails_naming_dir_and_pid(start_server):
     first.kill()
     first.start()
     assert first.proc.poll() is None
+
+
+# -- 11: a produce whose schema id the table never had ---------------------------------------------
+async def test_produce_with_foreign_schema_id_is_refused_like_java(fluss_server, unique_name):
+    from fluss_fast.codec.arrowlog import ArrowLogCodec
+    from fluss_fast.rpc import fluss_api_pb2 as pb
+    from fluss_fast.rpc.api import Api
+    from fluss_fast.rpc.errors import Errors
+    conn = await connect(fluss_server.bootstrap_servers)
+    _, a = await make_table(conn, unique_name(), schema=pa.schema([("s", pa.string())]), bucket_count=1)
+    _, b = await make_table(conn, unique_name(), bucket_count=1)
+    ctx = b._ctx
+    rows = pa.record_batch([pa.array(["from a"])], names=["s"])
+    # A's rows under an id B never had (2: what A's schema id is after one ALTER)
+    records = ArrowLogCodec(a._meta.schema).build(rows, schema_id=2)
+
+    async def go():
+        node = await ctx.metadata.leader_for(b._meta.table_id, None, 0)
+        req = pb.ProduceLogRequest(acks=-1, table_id=b._meta.table_id, timeout_ms=10000)
+        req.buckets_req.add(bucket_id=0, records=records)
+        return await ctx.tablet(node, Api.PRODUCE_LOG, req)
+
+    resp = await ctx.runtime.run(go())
+    r = resp.buckets_resp[0]
+    assert r.error_code == Errors.SCHEMA_NOT_EXIST
+    assert "Invalid schema id: 2, latest schema id: 1" in r.error_message
+    assert (await read_table(b)).num_rows == 0
+    await conn.close()
