@@ -47,13 +47,14 @@ def _client_version() -> str:
 
 
 class _Pending:
-    __slots__ = ("future", "api_key", "raw", "timer")
+    __slots__ = ("future", "api_key", "raw", "timer", "timeout")
 
-    def __init__(self, future, api_key, raw, timer):
+    def __init__(self, future, api_key, raw, timer, timeout=None):
         self.future = future
         self.api_key = api_key
         self.raw = raw
         self.timer = timer
+        self.timeout = timeout
 
 
 class _Protocol(asyncio.BufferedProtocol):
@@ -270,7 +271,7 @@ class Connection:
         if timeout is None:
             timeout = self.request_timeout
         timer = loop.call_later(timeout, self._on_timeout, rid) if timeout else None
-        self._pending[rid] = _Pending(fut, api_key, raw, timer)
+        self._pending[rid] = _Pending(fut, api_key, raw, timer, timeout)
         fut.add_done_callback(functools.partial(self._forget_cancelled, rid))
         transport = self._transport
         if isinstance(body, (list, tuple)):
@@ -375,12 +376,21 @@ class Connection:
         if pending is None or pending.future.done():
             return
         name = API_KEYS[pending.api_key].name if pending.api_key in API_KEYS else pending.api_key
+        ms = self.request_timeout_ms_for(pending)
         pending.future.set_exception(FlussError(
-            f"Request {name} to {self.address} timed out after {self.request_timeout_ms_for(pending)} ms",
-            REQUEST_TIME_OUT))
+            f"Request {name} to {self.address} timed out after {ms} ms", REQUEST_TIME_OUT))
+        # A peer that lets a request time out may be frozen or half-open: nothing more will come on
+        # this socket. Close it (the owner reopens on next use, as the Java NetworkClient does) and
+        # fail what else is in flight as a network error, which callers retry elsewhere or anew.
+        if not self._closing:
+            self._close_error = FlussError(
+                f"Connection to {self.address} closed: request {name} got no answer within {ms} ms",
+                NETWORK_EXCEPTION)
+            self.close()
 
     def request_timeout_ms_for(self, pending) -> int:
-        return int((self.request_timeout or 0) * 1000)
+        t = pending.timeout if pending.timeout is not None else self.request_timeout
+        return int(round((t or 0) * 1000))
 
     # -- failure and close -------------------------------------------------------------------------
     def _write_paused(self):

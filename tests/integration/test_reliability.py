@@ -94,3 +94,32 @@ async def test_produce_with_foreign_schema_id_is_refused_like_java(fluss_server,
     assert "Invalid schema id: 2, latest schema id: 1" in r.error_message
     assert (await read_table(b)).num_rows == 0
     await conn.close()
+
+
+# -- 3: a connection whose peer stopped answering is replaced ---------------------------------------
+def _proxy(upstream):
+    from fault.proxy import FaultProxy
+    return FaultProxy(upstream).start()
+
+
+async def test_timed_out_connection_is_replaced(fluss_server, unique_name):
+    proxy = _proxy(fluss_server.bootstrap_servers)
+    try:
+        conn = await connect(proxy.bootstrap_servers, {"request-timeout": "1000"})
+        admin = conn.get_admin()
+        path, t = await make_table(conn, unique_name(), bucket_count=1)
+        w = t.new_append().create_writer()
+        w.append({"a": 1, "b": 1})
+        await w.flush()
+        # every open socket goes silent for good (half-open); new sockets work
+        assert proxy.freeze() >= 2
+        with pytest.raises(fluss.FlussError) as ei:
+            await admin.list_databases()
+        assert ei.value.error_code == 25 and "1000 ms" in str(ei.value)
+        assert "fluss" in await admin.list_databases()          # coordinator: a new socket
+        w.append({"a": 2, "b": 2})
+        await w.flush()                                         # tablet: in-flight work re-sent
+        assert sorted(r["a"] for r in (await read_table(t)).to_pylist()) == [1, 2]
+        await conn.close()
+    finally:
+        proxy.close()

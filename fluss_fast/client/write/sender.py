@@ -10,7 +10,9 @@ and handed to the connection as a list of chunks, so a batch's bytes are never c
 way to the socket.
 
 Errors: retriable codes are retried with exponential backoff while ``writer.retries`` and the
-delivery window (``request-timeout``) allow; the invalid-metadata codes (1 network, 12 not
+delivery window allows (``DELIVERY_TIMEOUTS`` x ``request-timeout`` from a batch's first send: one
+request timeout to notice a silent peer, as much again to re-send on a fresh connection; a send is
+cut to what is left of the window, so ``flush()`` never waits longer); the invalid-metadata codes (1 network, 12 not
 leader, 21 unknown bucket, 44 leader not available) also refresh the table's metadata. With
 idempotence, 32 (duplicate) is success with the original offsets, and 31/33 follow the Java
 client's rules (see ``_settle``).
@@ -37,6 +39,8 @@ _INVALID_METADATA = frozenset((1, 12, 21, 44))
 _AMBIGUOUS = frozenset((1, 25, -1))
 _BACKOFF_BASE = 0.1
 _BACKOFF_MAX = 1.0
+DELIVERY_TIMEOUTS = 2
+_MIN_SEND_S = 0.05
 
 # Batches are encoded on the loop, one request after the other: pyarrow and zstandard compress
 # without the GIL (pyarrow on both cores), and encoding in drain order is what keeps successive
@@ -123,7 +127,9 @@ class Sender:
         self._max_inflight = max_inflight
         self._request_max = request_max_size
         self._timeout_ms = min(request_timeout_ms, (1 << 31) - 1)
-        self._delivery = request_timeout_ms / 1000.0
+        self._request_timeout = request_timeout_ms / 1000.0
+        self._delivery = DELIVERY_TIMEOUTS * self._request_timeout
+        self._gone: Optional[FlussError] = None  # the table was dropped: nothing can be written
         self._on_failure = on_failure
         self._partition_name = partition_name
         self._loop = None
@@ -193,6 +199,9 @@ class Sender:
                 return
             now = time.monotonic()
             next_wake = None
+            if pending and self._gone is not None:
+                self._fail_unsent(self._gone)
+                continue
             try:
                 if pending and idem.enabled and not idem.has_writer_id:
                     if not await self._init_writer():
@@ -268,12 +277,17 @@ class Sender:
         self._stall_error = error
 
     def _check_stall(self, now: float) -> None:
+        if self._gone is not None:
+            self._stall_since = None
+            self._fail_unsent(self._gone)
+            return
         if self._stall_since is not None and now - self._stall_since > self._delivery:
             err = self._stall_error or FlussError(f"table '{self._table_name}': cannot send")
+            waited = int((time.monotonic() - self._stall_since) * 1000)
             self._stall_since = None
             self._fail_unsent(FlussError(
-                f"{err.message} (gave up after {int(self._delivery * 1000)} ms, request-timeout)",
-                err.error_code))
+                f"{err.message} (gave up after {waited} ms; the limit is {DELIVERY_TIMEOUTS} x "
+                f"request-timeout = {int(self._delivery * 1000)} ms)", err.error_code))
 
     def _fail_unsent(self, error: FlussError) -> None:
         for b in self._acc.take_unsent():
@@ -317,6 +331,12 @@ class Sender:
                 if pid is not None:
                     await md.partition_by_id(self._table_id, pid, refresh=True)
         except FlussError as e:
+            if e.error_code == Errors.TABLE_NOT_EXIST:
+                # dropped under us: waiting out the window cannot help, say so at once
+                self._gone = FlussError(f"table '{self._table_name}' does not exist any more (dropped "
+                                        f"while this writer was open); its unsent records are lost",
+                                        Errors.TABLE_NOT_EXIST)
+                self._fail_unsent(self._gone)
             self._stall_error = FlussError(f"table '{self._table_name}': metadata refresh failed: "
                                            f"{e.message}", e.error_code)
         except Exception as e:  # keep retrying; the stall timer bounds how long
@@ -365,8 +385,11 @@ class Sender:
         body = encode_produce_log_request(self._acks, self._table_id, self._timeout_ms, parts)
         parts = None
         self.requests_sent += 1
+        # never wait past the delivery window of the oldest batch in the request
+        left = min(b.first_attempt for b in batches) + self._delivery - now
+        timeout = max(_MIN_SEND_S, min(self._request_timeout, left)) if self._request_timeout else None
         try:
-            raw = await self._ctx.tablet_raw(node, Api.PRODUCE_LOG, body)
+            raw = await self._ctx.tablet_raw(node, Api.PRODUCE_LOG, body, timeout)
             body = None
             try:
                 resp = pb.ProduceLogResponse.FromString(raw)
@@ -472,4 +495,8 @@ class Sender:
             # the sequence this batch used is lost; later batches of the bucket would only see
             # out-of-order errors, so start over with a new writer id
             idem.reset()
+        if codes.is_retriable(code) and b.first_attempt:
+            waited = int((time.monotonic() - b.first_attempt) * 1000)
+            text = (f"{text} (gave up after {waited} ms and {b.attempts} attempt(s); the limit is "
+                    f"{DELIVERY_TIMEOUTS} x request-timeout = {int(self._delivery * 1000)} ms)")
         self._fail(b, FlussError(f"{self._where(b)}: {text}", code))
