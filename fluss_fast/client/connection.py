@@ -130,8 +130,8 @@ class FlussConnection:
         called ``conn.close()`` without ``await``; that must close too.)
 
         As pyfluss's close does, it first delivers what the writers made on this connection still
-        hold (the records appended but not flushed); their failures reach the writes' handles and
-        ``flush()``, not this call. Then the sockets are closed."""
+        hold (the records appended but not flushed). Then the sockets are closed; if a writer could
+        not deliver everything, this raises a FlussError saying how many records were lost."""
         return _Closing(self._start_close())
 
     def _start_close(self):
@@ -149,7 +149,12 @@ class FlussConnection:
             if impl is not None:
                 closes.append(impl(w))
         if closes:
-            await asyncio.gather(*closes, return_exceptions=True)
+            results = await asyncio.gather(*closes, return_exceptions=True)
+            lost = [r for r in results if isinstance(r, FlussError)]
+            if lost:
+                # undelivered records must not vanish silently behind a normal return
+                more = f" (and {len(lost) - 1} more writer(s) failed)" if len(lost) > 1 else ""
+                raise FlussError(lost[0].message + more, lost[0].error_code)
 
     async def _close_impl(self) -> None:
         if not self._ctx.closed:

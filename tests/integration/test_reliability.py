@@ -123,3 +123,64 @@ async def test_timed_out_connection_is_replaced(fluss_server, unique_name):
         await conn.close()
     finally:
         proxy.close()
+
+
+# -- 6: every wait bounded by the configuration, and its message true --------------------------------
+async def test_flush_against_a_frozen_server_is_bounded_and_truthful(start_server, unique_name):
+    import re
+    import signal
+    srv = start_server(sasl=False)
+    conn = await connect(srv.bootstrap_servers, {"request-timeout": "1000"})
+    path, t = await make_table(conn, unique_name(), bucket_count=1)
+    w = t.new_append().create_writer()
+    w.append({"a": 0, "b": 0})
+    await w.flush()
+    srv.proc.send_signal(signal.SIGSTOP)
+    try:
+        w.append({"a": 1, "b": 1})
+        t0 = time.monotonic()
+        with pytest.raises(fluss.FlussError) as ei:
+            await w.flush()
+        took = time.monotonic() - t0
+    finally:
+        srv.proc.send_signal(signal.SIGCONT)
+    # the documented bound: 2 x request-timeout from the first send (plus scheduling slack)
+    assert took < 2.0 + 1.5, took
+    m = re.search(r"gave up after (\d+) ms", str(ei.value))
+    assert m, ei.value
+    assert abs(int(m.group(1)) / 1000 - took) < 0.5, (m.group(1), took)
+    await conn.close()
+
+
+# -- 7: close() reports what it could not deliver ---------------------------------------------------
+async def test_connection_close_raises_with_the_undelivered_count(start_server, unique_name):
+    srv = start_server(sasl=False)
+    conn = await connect(srv.bootstrap_servers, {"request-timeout": "1000"})
+    path, t = await make_table(conn, unique_name(), bucket_count=1)
+    w = t.new_append().create_writer()
+    w.append({"a": 0, "b": 0})
+    await w.flush()
+    srv.kill()
+    for i in range(7):
+        w.append({"a": i, "b": i})
+    with pytest.raises(fluss.FlussError) as ei:
+        await conn.close()
+    assert "could not deliver 7 record(s) in 1 batch(es)" in str(ei.value), ei.value
+    assert conn.closed
+
+
+# -- issue 13 item 4: a writer whose table was dropped fails fast and says so ------------------------
+async def test_writer_of_a_dropped_table_fails_fast(fluss_server, unique_name):
+    conn = await connect(fluss_server.bootstrap_servers, {"request-timeout": "30000"})
+    path, t = await make_table(conn, unique_name(), bucket_count=1)
+    w = t.new_append().create_writer()
+    w.append({"a": 0, "b": 0})
+    await w.flush()
+    await conn.get_admin().drop_table(path)
+    w.append({"a": 1, "b": 1})
+    t0 = time.monotonic()
+    with pytest.raises(fluss.FlussError) as ei:
+        await w.flush()
+    assert ei.value.error_code == 7 and "does not exist" in str(ei.value), ei.value
+    assert time.monotonic() - t0 < 15  # not the 60 s delivery window
+    await conn.close()

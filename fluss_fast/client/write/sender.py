@@ -293,7 +293,7 @@ class Sender:
         for b in self._acc.take_unsent():
             b.fail(error)
             self._acc.completed(b, sent=False)
-            self._on_failure(error)
+            self._on_failure(error, b.record_count)
 
     async def _init_writer(self) -> bool:
         path = self._meta.path
@@ -440,9 +440,10 @@ class Sender:
         self._acc.completed(b)
 
     def _fail(self, b, error: FlussError) -> None:
+        n = b.record_count
         b.fail(error)
         self._acc.completed(b)
-        self._on_failure(error)
+        self._on_failure(error, n)
 
     def _can_retry(self, b) -> bool:
         return b.attempts <= self._retries and time.monotonic() - b.first_attempt < self._delivery

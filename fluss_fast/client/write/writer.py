@@ -183,6 +183,8 @@ class AppendWriter:
         self._closed = False
         self._err_lock = threading.Lock()
         self._first_error: Optional[FlussError] = None
+        self._lost_batches = self._lost_records = 0  # failed since the last flush reported
+        self._lost = (0, 0)
         self._idem = IdempotenceManager(idem)
         table_name = self._table_name
         self._acc = RecordAccumulator(
@@ -217,14 +219,18 @@ class AppendWriter:
         return "AppendWriter()"
 
     # -- errors ---------------------------------------------------------------------------------
-    def _record_error(self, error: FlussError) -> None:
+    def _record_error(self, error: FlussError, records: int = 0) -> None:
         with self._err_lock:
             if self._first_error is None:
                 self._first_error = error
+            self._lost_batches += 1
+            self._lost_records += records
 
     def _take_error(self) -> Optional[FlussError]:
         with self._err_lock:
             e, self._first_error = self._first_error, None
+            self._lost = (self._lost_records, self._lost_batches)
+            self._lost_batches = self._lost_records = 0
             return e
 
     def _check_open(self) -> None:
@@ -517,6 +523,11 @@ class AppendWriter:
         self._acc.set_closing()
         try:
             await AppendWriter.flush.__runtime_impl__(self)
+        except FlussError as e:
+            # say what is lost, not only why: the caller may have dropped the handles
+            records, batches = self._lost
+            raise FlussError(f"table '{self._table_name}': close() could not deliver {records} record(s) "
+                             f"in {batches} batch(es); first error: {e.message}", e.error_code) from None
         finally:
             await self._sender.stop()
 
