@@ -5,6 +5,7 @@ Everything here runs on the runtime loop. Concurrent refreshes of the same thing
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
@@ -200,7 +201,7 @@ class Cluster:
     async def table(self, path: TablePath, refresh: bool = False) -> TableMeta:
         if not refresh:
             meta = self._tables.get(path)
-            if meta is not None:
+            if meta is not None and (meta.leaders or meta.is_partitioned):
                 return meta
         return await self.refresh_table(path)
 
@@ -348,10 +349,15 @@ class Cluster:
             if part is not None:
                 self._partitions.get(table_id, {}).pop(part.name, None)
             return
-        meta = self._by_id.pop(table_id, None)
-        if meta is not None:
+        meta = self._by_id.get(table_id)
+        if meta is not None and meta.leaders:
+            # Forget the leaders, not the table: a table someone holds must stay resolvable by id
+            # (its path is how the next lookup refreshes it), so a network error cannot turn into
+            # "unknown table". A copy, because writers and scanners hold the old object.
+            stale = dataclasses.replace(meta, leaders={})
+            self._by_id[table_id] = stale
             if self._tables.get(meta.path) is meta:
-                del self._tables[meta.path]
+                self._tables[meta.path] = stale
         for part in self._partitions.pop(table_id, {}).values():
             self._partition_by_id.pop((table_id, part.partition_id), None)
 

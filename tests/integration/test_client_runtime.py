@@ -143,14 +143,21 @@ async def test_request_timeout_when_server_stays_silent():
         with pytest.raises(FlussError) as info:
             await conn.request(Api.LIST_DATABASES, pb.ListDatabasesRequest())
         elapsed = time.monotonic() - t0
+        # a peer that let a request time out is suspect: the connection is closed, the owner reopens
+        assert conn.closed
         with pytest.raises(FlussError) as info2:
             await conn.request(Api.LIST_DATABASES, pb.ListDatabasesRequest(), timeout=0.05)
-        return info.value, elapsed, info2.value
+        conn2 = await Connection.open("127.0.0.1", peer.port, request_timeout_ms=300)
+        with pytest.raises(FlussError) as info3:
+            await conn2.request(Api.LIST_DATABASES, pb.ListDatabasesRequest(), timeout=0.05)
+        return info.value, elapsed, info2.value, info3.value
 
-    err, elapsed, err2 = await on_rt(body())
+    err, elapsed, err2, err3 = await on_rt(body())
     assert err.error_code == ErrorCode.REQUEST_TIME_OUT and "LIST_DATABASES" in err.message
     assert 0.25 < elapsed < 2.0
-    assert err2.error_code == ErrorCode.REQUEST_TIME_OUT
+    assert err2.error_code == ErrorCode.NETWORK_EXCEPTION and "no answer within 300 ms" in err2.message
+    # the message states the timeout that applied, not the connection's default
+    assert err3.error_code == ErrorCode.REQUEST_TIME_OUT and "50 ms" in err3.message
     await peer.close()
 
 

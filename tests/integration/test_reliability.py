@@ -184,3 +184,43 @@ async def test_writer_of_a_dropped_table_fails_fast(fluss_server, unique_name):
     assert ei.value.error_code == 7 and "does not exist" in str(ei.value), ei.value
     assert time.monotonic() - t0 < 15  # not the 60 s delivery window
     await conn.close()
+
+
+# -- 4/5: scanners ride out a dead and restarted server ----------------------------------------------
+async def test_scanners_ride_out_a_server_restart(start_server, unique_name):
+    srv = start_server(sasl=False)
+    conn = await connect(srv.bootstrap_servers, {"request-timeout": "2000", "connect-timeout": "2000"})
+    path, t = await make_table(conn, unique_name(), bucket_count=2)
+    w = t.new_append().create_writer()
+    for i in range(20):
+        w.append({"a": i, "b": i})
+    await w.flush()
+    poller = await t.new_scan().create_log_scanner()
+    poller.subscribe_buckets({0: fluss.EARLIEST_OFFSET, 1: fluss.EARLIEST_OFFSET})
+    seen = [r.row["a"] for r in await poller.poll(2000)]
+    while len(seen) < 20:
+        seen += [r.row["a"] for r in await poller.poll(500)]
+    reader = await t.new_scan().create_record_batch_log_scanner()
+    reader.subscribe_buckets({0: fluss.EARLIEST_OFFSET, 1: fluss.EARLIEST_OFFSET})
+    srv.kill()
+    # 5: poll() does not raise while the server is gone; it returns empty at its timeout
+    t0 = time.monotonic()
+    assert len(await poller.poll(1500)) == 0
+    assert time.monotonic() - t0 < 10
+    # 4: a dead server is a network error, and the table stays known
+    with pytest.raises(fluss.FlussError) as ei:
+        await reader.to_arrow()
+    assert ei.value.error_code == 1, ei.value
+    assert "Unknown table id" not in str(ei.value)
+    srv.start()
+    reader.subscribe_buckets({0: fluss.EARLIEST_OFFSET, 1: fluss.EARLIEST_OFFSET})
+    assert sorted((await reader.to_arrow()).column("a").to_pylist()) == list(range(20))
+    w2 = t.new_append().create_writer()
+    for i in range(20, 30):
+        w2.append({"a": i, "b": i})
+    await w2.flush()
+    deadline = time.monotonic() + 20
+    while len(seen) < 30 and time.monotonic() < deadline:
+        seen += [r.row["a"] for r in await poller.poll(500)]
+    assert sorted(seen) == list(range(30))
+    await conn.close()

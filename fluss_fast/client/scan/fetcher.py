@@ -65,6 +65,8 @@ _REFRESH_CODES = frozenset((12, 44, 24, 21, 23))
 _RETRY_CODES = frozenset((10, 11, 26, -1))
 
 _RETRY_BACKOFF_S = 0.05
+#: codes poll() retries quietly (besides every retriable one): leader moves and unknown buckets
+_TRANSIENT_CODES = frozenset((NETWORK_EXCEPTION, 25)) | _REFRESH_CODES
 _MAX_BACKOFF_S = 1.0
 #: consecutive transport failures of one node before the error reaches poll()
 _NODE_FAILURES_BEFORE_ERROR = 3
@@ -85,6 +87,13 @@ _DECODE_THREADS = max(1, min(2, os.cpu_count() or 1))
 
 
 # -- FetchLogResponse, walked by hand so that `records` stays a view of the response buffer ------
+def _is_transient(err: FlussError) -> bool:
+    # corrupt data is "retriable" for the Java client, but re-reading the same bytes cannot help
+    if err.error_code == CORRUPT_MESSAGE:
+        return False
+    return err.error_code in _TRANSIENT_CODES or bool(getattr(err, "is_retriable", False))
+
+
 def _varint(mv, pos: int) -> Tuple[int, int]:
     result = 0
     shift = 0
@@ -498,6 +507,9 @@ class LogFetcher:
         self._node_failures: Dict[int, int] = {}
         self._node_failed_at: Dict[int, float] = {}
         self._errors: collections.deque = collections.deque()
+        self._transient: Optional[FlussError] = None
+        self._transient_since: Optional[float] = None
+        self._transient_limit = max(1.0, (getattr(ctx, "request_timeout_ms", None) or 30000) / 1000.0)
         self._waiter: Optional[asyncio.Future] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._stops = None
@@ -550,13 +562,28 @@ class LogFetcher:
             if self._waiter is fut:
                 self._waiter = None
 
-    def _raise_pending_error(self) -> None:
+    def _raise_pending_error(self, bounded: bool = False) -> None:
         if self._errors:
             raise self._errors.popleft()
+        if bounded and self._transient is not None:
+            # a bounded read must end: once the trouble outlasts request-timeout, say what it is
+            if self._loop.time() - self._transient_since >= self._transient_limit:
+                err, self._transient, self._transient_since = self._transient, None, None
+                raise err
 
     def _fail(self, err: FlussError) -> None:
-        self._errors.append(err)
+        if _is_transient(err):
+            # network trouble and leader moves heal by themselves: poll() keeps retrying within
+            # its timeout (as pyfluss does) instead of raising what the caller cannot act on
+            self._transient = err
+            if self._transient_since is None:
+                self._transient_since = self._loop.time()
+        else:
+            self._errors.append(err)
         self._wake()
+
+    def _healthy(self) -> None:
+        self._transient = self._transient_since = None
 
     # -- sending -------------------------------------------------------------------------------
     def _spawn(self, coro):
@@ -681,6 +708,7 @@ class LogFetcher:
                     NETWORK_EXCEPTION), sent_at)
                 return
             self._node_failures.pop(node, None)
+            self._healthy()
             handed = True
             try:
                 self._handle_response(body, node, entries)
@@ -893,6 +921,8 @@ class LogFetcher:
                     await md.partition_by_id(spec.table_id, pid, refresh=True)
             missing = [tb for tb in buckets
                        if md.leader(spec.table_id, tb.partition_id, tb.bucket_id) is None]
+            if not missing:
+                self._healthy()
             self._back_off(missing)
         except FlussError as exc:
             self._fail(exc if exc.error_code != NETWORK_EXCEPTION else FlussError(
@@ -935,8 +965,12 @@ class LogFetcher:
         todo = list(buckets)
         out: Dict[TableBucket, int] = {}
         last_err: Optional[FlussError] = None
-        for attempt in range(attempts):
-            if not todo:
+        # a restarting server takes longer than a few quick attempts: keep going for request-timeout
+        give_up_at = asyncio.get_running_loop().time() + self._transient_limit
+        attempt = -1
+        while True:
+            attempt += 1
+            if not todo or (attempt >= attempts and asyncio.get_running_loop().time() >= give_up_at):
                 break
             if attempt:
                 await asyncio.sleep(min(_RETRY_BACKOFF_S * (2 ** attempt), _MAX_BACKOFF_S))
@@ -1090,7 +1124,7 @@ class LogFetcher:
     async def _poll_loop(self, loop, deadline, max_records, max_chunks, stops):
         exclude = None
         while True:
-            self._raise_pending_error()
+            self._raise_pending_error(stops is not None)
             out = self._drain(max_records, max_chunks, stops)
             if stops is not None:
                 exclude = {tb for tb, stop in stops.items() if self._position(tb) >= stop}
