@@ -49,6 +49,7 @@ from ..rpc import fluss_api_pb2 as pb
 from .auth import PLAINTEXT, PlainAuthenticator
 from .catalog import Catalog
 from .datadir_lock import DataDirLock
+from .utf8 import repair_strings
 
 log = logging.getLogger("fluss_fast.server")
 
@@ -231,7 +232,7 @@ class _Listener:
 class _Connection(asyncio.BufferedProtocol):
     __slots__ = ("_listener", "_server", "_dispatch", "_transport", "_buf", "_view", "_start", "_end",
                  "_big", "_big_view", "_big_fill", "_big_len", "_tasks", "_closed", "_authenticated", "_ctx",
-                 "_write_paused", "_read_paused", "last_active", "_loop", "_held")
+                 "_write_paused", "_read_paused", "last_active", "_loop", "_held", "__weakref__")
 
     def __init__(self, listener: _Listener):
         self._listener = listener
@@ -279,6 +280,11 @@ class _Connection(asyncio.BufferedProtocol):
         self._big = self._big_view = None
         if big is not None:
             self._server.frame_pool.handed_out(big)
+        # Break the cycles (context <-> connection, transport <-> protocol) so the receive buffer
+        # is freed now rather than whenever the cycle collector runs.
+        if self._ctx is not None:
+            self._ctx.connection = None
+        self._transport = None
 
     def eof_received(self):
         return False
@@ -445,6 +451,8 @@ class _Connection(asyncio.BufferedProtocol):
                 self._write_error(request_id, Errors.UNKNOWN_SERVER_ERROR,
                                   f"{name} request is missing required field(s): {missing}")
                 return
+            if not bytes(frame[8:]).isascii():
+                repair_strings(request)  # non-UTF-8 names arrive as bytes; decode as Java does
         size = len(frame)
         del frame
         task = self._loop.create_task(self._run(handler, version, request, request_id, name))
@@ -498,6 +506,12 @@ class _Connection(asyncio.BufferedProtocol):
             self._write_error(request_id, e.error_code, e.message)
         except asyncio.CancelledError:
             raise
+        except OSError as e:
+            # disk full, read-only or vanished files: an answer the client can act on, not a bug
+            where = f" ({e.filename})" if getattr(e, "filename", None) else ""
+            msg = f"{name} failed: storage error: {e.strerror or e}{where}"
+            log.warning("%s", msg)
+            self._write_error(request_id, Errors.STORAGE_EXCEPTION, msg)
         except EncodeError as e:
             log.error("%s handler built an incomplete response: %s", name, e)
             self._write_error(request_id, Errors.UNKNOWN_SERVER_ERROR,
@@ -523,6 +537,7 @@ class _Connection(asyncio.BufferedProtocol):
                               "AUTHENTICATE request is missing required field(s): "
                               + ", ".join(request.FindInitializationErrors()))
             return
+        repair_strings(request)
         mechanism = request.protocol
         authenticator = self._server.authenticator
         if not self._listener.sasl:
@@ -763,7 +778,11 @@ class FlussServer:
                     await _maybe_await(fn())
                     break
         if self.catalog is not None:
-            self.catalog.close()
+            try:
+                self.catalog.close()
+            except OSError as e:
+                # every acknowledged change was committed when it was made; only the last copy failed
+                log.error("could not write the catalog on shutdown: %s", e)
         if self._dir_lock is not None:
             self._dir_lock.release()
             self._dir_lock = None

@@ -224,3 +224,118 @@ async def test_scanners_ride_out_a_server_restart(start_server, unique_name):
         seen += [r.row["a"] for r in await poller.poll(500)]
     assert sorted(seen) == list(range(30))
     await conn.close()
+
+
+# -- 8: a closed server connection is freed at once, not by the cycle collector ----------------------
+def test_closed_server_connections_free_without_gc():
+    import gc
+    import weakref
+
+    from fluss_fast.server.app import LocalServer
+
+    from wire import WireClient
+
+    with LocalServer() as srv:
+        server = srv.server
+        gc.collect()
+        gc.disable()
+        try:
+            refs = []
+            for _ in range(20):
+                c = WireClient(srv.bootstrap_servers)  # handshake: the connection served a request
+                deadline = time.monotonic() + 5
+                while not server._connections and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                refs.extend(weakref.ref(p) for p in list(server._connections))
+                c.close()
+                deadline = time.monotonic() + 5
+                while server._connections and time.monotonic() < deadline:
+                    time.sleep(0.01)
+            time.sleep(0.2)
+            alive = [r for r in refs if r() is not None]
+            assert refs and not alive, f"{len(alive)} of {len(refs)} closed connections still alive"
+        finally:
+            gc.enable()
+
+
+# -- 9: names that are not UTF-8, and a full disk: error codes, no tracebacks ------------------------
+def _field(num, data):
+    return bytes([(num << 3) | 2, len(data)]) + data
+
+
+def test_non_utf8_names_get_name_errors(fluss_server):
+    from fluss_fast.rpc.api import Api
+    from fluss_fast.rpc.errors import Errors
+
+    from wire import WireClient, WireError
+
+    bad = b"\xff\xfedb"
+    path = _field(1, bad) + _field(2, b"t")
+    cases = [
+        (Api.CREATE_DATABASE, _field(1, bad) + bytes([0x10, 0]), Errors.INVALID_DATABASE_EXCEPTION),
+        (Api.CREATE_TABLE, _field(1, path) + _field(2, b"{}") + bytes([0x18, 0]), Errors.INVALID_DATABASE_EXCEPTION),
+        (Api.GET_TABLE_INFO, _field(1, path), Errors.TABLE_NOT_EXIST),
+        (Api.LIST_TABLES, _field(1, bad), Errors.DATABASE_NOT_EXIST),
+    ]
+    with WireClient(fluss_server.bootstrap_servers) as c:
+        for key, body, code in cases:
+            with pytest.raises(WireError) as ei:
+                c.call(key, body)
+            assert ei.value.code == code, (key, ei.value)
+            assert "\ufffd" in ei.value.message and "\\x" not in ei.value.message, ei.value.message
+        assert c.call(Api.LIST_DATABASES, b"").database_name  # still serving
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    import subprocess
+    d = tmp_path / "tiny"
+    d.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(d)], capture_output=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {r.stderr.decode().strip()}")
+    yield str(d)
+    subprocess.run(["umount", "-l", str(d)], capture_output=True)
+
+
+async def test_full_disk_answers_storage_errors_without_tracebacks(tiny_disk, tmp_path):
+    import subprocess
+    import sys
+    err_path = tmp_path / "server.err"
+    with open(err_path, "w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "fluss_fast", "server", "--data-dir", tiny_disk,
+                                 "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE, stderr=err, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("READY"), line
+        bootstrap = line.split("bootstrap.servers=")[1].split()[0]
+        conn = await connect(bootstrap, {"request-timeout": "2000"})
+        adm = conn.get_admin()
+        path = fluss.TablePath("fluss", "full")
+        await adm.create_table(path, fluss.TableDescriptor(fluss.Schema(pa.schema([("s", pa.string())])),
+                                                           log_format="INDEXED"))
+        t = await conn.get_table(path)
+        w = t.new_append().create_writer()
+        stored = 0
+        with pytest.raises(fluss.FlussError) as ei:
+            for _ in range(200):
+                w.write_arrow_batch(pa.record_batch([pa.array([os.urandom(50).hex()] * 1000)], names=["s"]))
+                await w.flush()
+                stored += 1000
+        assert ei.value.error_code == 10 and "No space left" in str(ei.value), ei.value
+        for call in (lambda: adm.create_database("more"),
+                     lambda: adm.create_table(fluss.TablePath("fluss", "t2"),
+                                              fluss.TableDescriptor(fluss.Schema(pa.schema([("a", pa.int32())]))))):
+            with pytest.raises(fluss.FlussError) as ei:
+                await call()
+            assert ei.value.error_code == 26 and "No space left" in str(ei.value), ei.value
+        # what was acknowledged before the disk filled is still readable
+        s = await t.new_scan().create_record_batch_log_scanner()
+        s.subscribe(0, fluss.EARLIEST_OFFSET)
+        assert (await s.to_arrow()).num_rows == stored
+        await conn.close()
+    finally:
+        proc.terminate()
+        proc.wait(15)
+    log = err_path.read_text()
+    assert "Traceback" not in log, log[-3000:]
