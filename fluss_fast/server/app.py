@@ -49,6 +49,7 @@ from ..rpc import fluss_api_pb2 as pb
 from .auth import PLAINTEXT, PlainAuthenticator
 from .catalog import Catalog
 from .datadir_lock import DataDirLock
+from .flush_policy import FlushPolicy
 from .utf8 import repair_strings
 
 log = logging.getLogger("fluss_fast.server")
@@ -602,7 +603,8 @@ class FlussServer:
 
     def __init__(self, data_dir: str, listen: str = "127.0.0.1:9123", sasl_listen: Optional[str] = None,
                  sasl_users: Optional[dict] = None, tablet_servers: int = 1,
-                 idle_timeout: float = DEFAULT_IDLE_TIMEOUT_S, auto_partition_interval: float = 5.0):
+                 idle_timeout: float = DEFAULT_IDLE_TIMEOUT_S, auto_partition_interval: float = 5.0,
+                 log_flush_interval_messages: Optional[int] = None):
         if tablet_servers < 1:
             raise ValueError(f"tablet_servers must be >= 1, got {tablet_servers}")
         self.data_dir = os.path.abspath(os.path.expanduser(data_dir))
@@ -623,6 +625,7 @@ class FlussServer:
         self._background: list = []
         self._started = False
         self._dir_lock = None
+        self.flush_policy = FlushPolicy(log_flush_interval_messages)
 
     # -- topology ------------------------------------------------------------------------------
     def leader_of(self, table_id: int, partition_id: Optional[int], bucket: int) -> int:

@@ -37,6 +37,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="close connections idle this long (default 600)")
     p.add_argument("--auto-partition-interval", type=float, default=5.0, metavar="SECONDS",
                    help="how often auto-partitioned tables are checked (default 5)")
+    p.add_argument("--log-flush-interval-messages", type=int, default=None, metavar="N",
+                   help="fsync a bucket's log once N records were appended since its last fsync, before "
+                        "acknowledging (the Java key log.flush.interval-messages); 1 = every acknowledged "
+                        "record survives power loss. Default: never (as Java), except on a clean stop; "
+                        "acknowledged records then survive kill -9 but not power loss")
     p.add_argument("--log-level", default=os.environ.get("FLUSS_FAST_LOG_LEVEL", "WARNING"),
                    help="DEBUG, INFO, WARNING (default), ERROR")
     return p
@@ -60,10 +65,13 @@ def main(argv=None) -> int:
         parser.error("--sasl-user/--sasl-users-file need --sasl-listen")
     if args.tablet_servers < 1:
         parser.error("--tablet-servers must be >= 1")
+    if args.log_flush_interval_messages is not None and args.log_flush_interval_messages < 1:
+        parser.error("--log-flush-interval-messages must be >= 1")
     try:
         server = FlussServer(args.data_dir or default_data_dir(), listen=args.listen, sasl_listen=args.sasl_listen,
                              sasl_users=users, tablet_servers=args.tablet_servers, idle_timeout=args.idle_timeout,
-                             auto_partition_interval=args.auto_partition_interval)
+                             auto_partition_interval=args.auto_partition_interval,
+                             log_flush_interval_messages=args.log_flush_interval_messages)
     except ValueError as e:
         parser.error(str(e))
     if args.sasl_listen and not users:

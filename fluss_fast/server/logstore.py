@@ -248,6 +248,8 @@ class BucketLog:
         # first offset of recent appends -> (segment, position, size of its first batch): tail
         # readers land exactly there, so most fetches need no index lookup or header scan.
         self._recent: Dict[int, Tuple[Segment, int, int]] = {}
+        self.flush_policy = None  # server.flush_policy.FlushPolicy, set by the LogManager
+        self.flushed_offset = 0  # everything below is known to be fsynced
         os.makedirs(directory, exist_ok=True)
         self._recover()
 
@@ -567,6 +569,8 @@ class BucketLog:
         if len(recent) > 256:
             del recent[next(iter(recent))]
         self._wake()
+        if self.flush_policy is not None:
+            await self.flush_policy.appended(self, seg, info.offset_count)
         return AppendResult(base, last, ts, False)
 
     def _remember_blob(self, buf, info, base: int, ts: int) -> None:
@@ -741,8 +745,9 @@ class LogManager:
     (env ``FLUSS_FAST_LOG_SEGMENT_BYTES`` overrides it, for tests that want rolls).
     """
 
-    def __init__(self, root_dir: str, segment_bytes: Optional[int] = None):
+    def __init__(self, root_dir: str, segment_bytes: Optional[int] = None, flush_policy=None):
         self.root = os.path.abspath(root_dir)
+        self.flush_policy = flush_policy
         self.segment_bytes = int(segment_bytes or _env_int("FLUSS_FAST_LOG_SEGMENT_BYTES", DEFAULT_SEGMENT_BYTES))
         if self.segment_bytes < 1:
             raise ValueError(f"segment_bytes must be positive, got {self.segment_bytes}")
@@ -813,6 +818,7 @@ class LogManager:
 
     def _open(self, path: str, table_id: int, partition_id: Optional[int], bucket: int, name: str) -> BucketLog:
         blog = BucketLog(path, table_id, partition_id, bucket, name, self.segment_bytes)
+        blog.flush_policy = self.flush_policy
         self.logs[(table_id, partition_id, bucket)] = blog
         return blog
 
@@ -875,5 +881,7 @@ class LogManager:
 
     def close(self) -> None:
         for blog in self.logs.values():
+            if self.flush_policy is not None:
+                self.flush_policy.sync_now(blog)  # a clean stop leaves nothing in the page cache only
             blog.close()
         self.logs.clear()

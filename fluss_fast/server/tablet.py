@@ -252,7 +252,8 @@ class TabletService:
         if log_manager is None:
             log_manager = getattr(server, "logs", None)
         if log_manager is None:
-            log_manager = LogManager(os.path.join(server.data_dir, "log"))
+            log_manager = LogManager(os.path.join(server.data_dir, "log"),
+                                     flush_policy=getattr(server, "flush_policy", None))
         self.logs = log_manager
         server.logs = log_manager
         self._codecs: dict = {}
