@@ -12,7 +12,7 @@ from ..errors import FlussError
 from ..metadata import TablePath
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import API_KEYS, Api, COORDINATOR, TABLET_SERVER
-from ..rpc.connection import NETWORK_EXCEPTION, Connection
+from ..rpc.connection import NETWORK_EXCEPTION, REQUEST_TIME_OUT, Connection
 from .cluster import Cluster
 from .runtime import Runtime, get_runtime
 
@@ -182,7 +182,11 @@ class ClientContext:
             try:
                 return await conn.request(api_key, req, timeout)
             except FlussError as exc:
-                if exc.error_code != NETWORK_EXCEPTION or attempt >= attempts or self._closed:
+                # after a timeout the connection was replaced (it may be a frozen peer): one more
+                # try on a fresh one, no more, so a read waits at most twice request-timeout
+                again = exc.error_code == NETWORK_EXCEPTION or (exc.error_code == REQUEST_TIME_OUT
+                                                                 and attempt == 0)
+                if not again or attempt >= attempts or self._closed:
                     raise
             await asyncio.sleep(_RETRY_BACKOFF_S[attempt])
 

@@ -71,6 +71,8 @@ class _Route:
         self.proxy.links_opened += 1
         try:
             await link.run()
+        except asyncio.CancelledError:
+            pass  # the proxy is closing; asyncio's stream callback would log a cancelled task
         finally:
             self.links.discard(link)
 

@@ -5,6 +5,7 @@ below the high watermark; like the Rust client we keep the last ``limit`` rows o
 """
 from __future__ import annotations
 
+import asyncio
 from typing import List, Optional
 
 import pyarrow as pa
@@ -14,7 +15,7 @@ from ...metadata import TableBucket
 from ...rpc import fluss_api_pb2 as pb
 from ...rpc.api import Api
 from ..runtime import on_runtime
-from .fetcher import CLIENT_ERROR, CORRUPT_MESSAGE, ScanSpec
+from .fetcher import CLIENT_ERROR, CORRUPT_MESSAGE, ScanSpec, _is_transient as _transient
 from .records import RecordBatch
 
 __all__ = ["BatchScanner"]
@@ -37,6 +38,22 @@ class BatchScanner:
         return self._bucket
 
     async def _scan(self) -> RecordBatch:
+        # Like a bounded log read: network trouble and leader moves are retried until they have
+        # lasted request-timeout (a restarting server comes back within it), then raised.
+        loop = asyncio.get_running_loop()
+        give_up_at = loop.time() + (getattr(self._ctx, "request_timeout_ms", None) or 30000) / 1000.0
+        pause = 0.1
+        while True:
+            try:
+                return await self._scan_once()
+            except FlussError as exc:
+                if not _transient(exc) or loop.time() + pause >= give_up_at or self._ctx.closed:
+                    raise
+            self._ctx.metadata.invalidate(self._spec.table_id, self._bucket.partition_id)
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 1.0)
+
+    async def _scan_once(self) -> RecordBatch:
         spec = self._spec
         tb = self._bucket
         md = self._ctx.metadata
