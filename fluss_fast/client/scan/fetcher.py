@@ -98,7 +98,10 @@ def _varint(mv, pos: int) -> Tuple[int, int]:
     result = 0
     shift = 0
     while True:
-        b = mv[pos]
+        try:
+            b = mv[pos]
+        except IndexError:
+            raise ValueError("truncated varint") from None  # the fuzzer's find: a clean decode error
         pos += 1
         result |= (b & 0x7F) << shift
         if b < 0x80:
