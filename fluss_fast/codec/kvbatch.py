@@ -19,8 +19,7 @@ from .errors import CorruptBatchError
 from .rows import decode_varint, encode_varint
 
 __all__ = ["KV_HEADER_SIZE", "KV_MAGIC", "KvBatchHeader", "build_kv_batch", "parse_kv_header",
-           "iter_kv_records", "kv_records", "encode_value", "decode_value", "build_value_batch",
-           "iter_value_records"]
+           "iter_kv_records", "kv_records", "encode_value", "decode_value"]
 
 KV_HEADER_SIZE = 28
 KV_MAGIC = 0
@@ -134,42 +133,3 @@ def decode_value(buf) -> Tuple[int, bytes]:
     if len(data) < 2:
         raise ValueError(f"value of {len(data)} bytes has no schema id")
     return _I16.unpack_from(data, 0)[0], data[2:]
-
-
-# -- value record batches: the ``records`` of LIMIT_SCAN / SCAN_KV answers for primary-key tables ---------
-# int32 Length (= total - 4) | int8 Magic (0) | int32 RecordCount, then per record
-# int32 length | int16 schema id | row: each record is a stored value (see encode_value) behind its length.
-VALUE_HEADER_SIZE = 9
-_VHEAD = struct.Struct("<ibi")
-
-
-def build_value_batch(values: Sequence[bytes]) -> bytes:
-    """A value record batch of stored values (each already ``schema id + row``)."""
-    parts = []
-    for v in values:
-        parts.append(_I32.pack(len(v)))
-        parts.append(bytes(v))
-    body = b"".join(parts)
-    return _VHEAD.pack(len(body) + VALUE_HEADER_SIZE - 4, 0, len(values)) + body
-
-
-def iter_value_records(buf, pos: int = 0) -> Iterator[Tuple[int, bytes]]:
-    """``(schema_id, row_bytes)`` of every record of the value record batch at ``pos``."""
-    data = bytes(memoryview(buf)[pos:])
-    if len(data) < VALUE_HEADER_SIZE:
-        raise CorruptBatchError(f"value batch at byte {pos}: truncated header", position=pos)
-    length, magic, count = _VHEAD.unpack_from(data, 0)
-    end = length + 4
-    if magic != 0 or end > len(data) or count < 0:
-        raise CorruptBatchError(f"value batch at byte {pos}: bad header (length {length}, magic {magic}, "
-                                f"count {count})", position=pos)
-    p = VALUE_HEADER_SIZE
-    for i in range(count):
-        if p + 4 > end:
-            raise CorruptBatchError(f"value batch at byte {pos}: record {i} is truncated", position=pos)
-        n = _I32.unpack_from(data, p)[0]
-        p += 4
-        if n < 2 or p + n > end:
-            raise CorruptBatchError(f"value batch at byte {pos}: record {i} has bad length {n}", position=pos)
-        yield _I16.unpack_from(data, p)[0], data[p + 2:p + n]
-        p += n

@@ -10,7 +10,8 @@ import time
 import uuid
 from typing import Dict, Optional
 
-from ..codec.kvbatch import build_value_batch
+from ..codec.kvbatch import decode_value
+from ..codec.valuebatch import build_value_batch
 from ..errors import FlussError
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
@@ -155,7 +156,7 @@ class KvService:
         resp.is_log_table = False
         values = bkv.values(req.limit)
         if values:
-            resp.records = build_value_batch(values)
+            resp.records = build_value_batch([decode_value(v) for v in values])
         return resp
 
     # -- SCAN_KV ---------------------------------------------------------------------------------
@@ -245,5 +246,5 @@ class KvService:
             used += len(v) + 4
             sc.pos += 1
         if out:
-            resp.records = build_value_batch(out)
+            resp.records = build_value_batch([decode_value(v) for v in out])
         resp.has_more_results = sc.pos < len(vals)
