@@ -267,8 +267,9 @@ class Merger:
                                  Errors.UNKNOWN_SERVER_ERROR)
             tset = set(target)
             if not table.pk_set <= tset:
-                raise FlussError(f"The target write columns {[names[c] for c in target]} must contain the primary "
-                                 f"key columns {[names[c] for c in table.pk]}.", Errors.INVALID_TARGET_COLUMN)
+                raise FlussError(f"The target write columns {_java_list(names[c] for c in target)} must contain the "
+                                 f"primary key columns {_java_list(names[c] for c in table.pk)}.",
+                                 Errors.INVALID_TARGET_COLUMN)
             for i, c in enumerate(table.schema.columns):
                 if i not in table.pk_set and not c.type.nullable:
                     raise FlussError(f"Partial Update requires all columns except primary key to be nullable, but "
@@ -324,6 +325,10 @@ class Merger:
         else:
             return None
         return [None if (i in self.target and i not in pk) else v for i, v in enumerate(old)]
+
+
+def _java_list(items) -> str:
+    return "[" + ", ".join(str(i) for i in items) + "]"
 
 
 def _version_key(v):
