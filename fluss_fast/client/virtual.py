@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import FlussError
-from ..metadata import EARLIEST_OFFSET, LATEST_OFFSET, TablePath
+from ..metadata import EARLIEST_OFFSET, TablePath
 from .runtime import on_runtime
 from .scan.records import Chunk, RowSource, ScanRecords
 from .scan.scanner import _BOUNDED_POLL_S, _MAX_BATCHES_PER_POLL, BATCH, LogScanner
@@ -186,16 +186,17 @@ class VirtualScanner(LogScanner):
 
         admin = FlussAdmin(self._ctx)
         for part in parts:
-            if mode == "timestamp":
-                spec = OffsetSpec.timestamp(int(timestamp))
+            if mode != "earliest":
+                # resolved now: "latest" means what comes after this call, not after the first poll
+                spec = (OffsetSpec.timestamp(int(timestamp)) if mode == "timestamp"
+                        else OffsetSpec.latest())
                 if part is None:
                     offs = await FlussAdmin.list_offsets.__runtime_impl__(admin, meta.path, buckets, spec)
                 else:
                     offs = await FlussAdmin.list_partition_offsets.__runtime_impl__(
                         admin, meta.path, part[0], buckets, spec)
             else:
-                start = EARLIEST_OFFSET if mode == "earliest" else LATEST_OFFSET
-                offs = {b: start for b in buckets}
+                offs = {b: EARLIEST_OFFSET for b in buckets}
             if part is None:
                 self.subscribe_buckets(offs)
             else:
