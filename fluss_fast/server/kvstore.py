@@ -23,7 +23,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from ..codec import logbatch
 from ..codec.errors import CorruptBatchError
 from ..codec.keys import key_columns
-from ..codec.kvbatch import decode_value, encode_value, iter_kv_records, parse_kv_header
+from ..codec.kvbatch import encode_value, iter_kv_records, parse_kv_header
 from ..codec.rows import (COMPACTED, INDEXED, CompactedKeyEncoder, CompactedRowDecoder, CompactedRowEncoder,
                           IndexedRowDecoder, IndexedRowEncoder)
 from ..errors import FlussError
@@ -37,6 +37,7 @@ INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 1, 2, 3, 4
 
 _APPLIED_FILE = "applied-offset"
 _APPLIED_EVERY = 512  # changes between two writes of the applied offset
+THREAD_BUILD_ROWS = 512  # changelogs at least this long are built on a worker thread
 
 
 def _raw_options():
@@ -167,8 +168,8 @@ class TableKv:
 
     def decode(self, value) -> list:
         """Latest-schema values of a stored value (older rows padded with trailing nulls)."""
-        sid, row = decode_value(value)
-        values = self.decoder(sid).decode(row)
+        # schema id (int16 LE) then the row, read in place
+        values = self.decoder(int.from_bytes(value[:2], "little", signed=True)).decode(value, 2)
         if len(values) < self.ncols:
             values = values + [None] * (self.ncols - len(values))
         return values
@@ -184,15 +185,17 @@ class TableKv:
             return logbatch.build_batch(b"", schema_id=sid, record_count=0, append_only=False,
                                         writer_id=writer_id, batch_sequence=batch_sequence)
         if self.log_format == "ARROW":
+            from ..codec.columns import RowBatchBuilder
+
             if self._changelog is None:
                 from ..codec.arrowlog import ArrowLogCodec
 
-                desc_codec = ArrowLogCodec(self.schema, self._compression[0], self._compression[1],
-                                           table_name=self.path)
-                self._changelog = desc_codec
-            from ..codec.indexedlog import to_arrow
-
-            batch = to_arrow(rows, self._changelog_arrow_schema())
+                self._changelog = ArrowLogCodec(self.schema, self._compression[0], self._compression[1],
+                                                table_name=self.path)
+            # a builder per call: changelogs of several buckets may be built on threads at once
+            builder = RowBatchBuilder(self.schema, self.path)
+            builder.extend(rows)
+            batch = builder.build()
             return self._changelog.build(batch, schema_id=sid, writer_id=writer_id,
                                          batch_sequence=batch_sequence, change_types=bytes(change_types))
         from ..codec.indexedlog import build_row_log_batch
@@ -200,12 +203,6 @@ class TableKv:
         return build_row_log_batch(rows, self.schema.types, fmt=self.log_format, schema_id=sid,
                                    change_types=bytes(change_types), writer_id=writer_id,
                                    batch_sequence=batch_sequence)
-
-    def _changelog_arrow_schema(self):
-        s = getattr(self, "_arrow_schema", None)
-        if s is None:
-            s = self._arrow_schema = self.schema.to_arrow()
-        return s
 
     def changelog_rows(self, buf, header) -> List[Tuple[int, list]]:
         """``[(change_type, values)]`` of one changelog batch read back from the log (for replay)."""
@@ -513,10 +510,20 @@ async def put_batch(table: TableKv, merger: Merger, bkv: BucketKv, records) -> i
         cts = bytearray()
         full = table.image != "WAL"
 
+        stored_now: Dict[bytes, Optional[bytes]] = {}
+        if not merger.blind:
+            wanted = list({bytes(key): None for key, _ in kvs})
+            stored_now = dict(zip(wanted, bkv.multi_get(wanted)))
+
         def current(key):
             if key in decoded:
                 return decoded[key]
-            raw = buffer[key] if key in buffer else bkv.get(key)
+            if key in buffer:
+                raw = buffer[key]
+            elif key in stored_now:
+                raw = stored_now[key]
+            else:
+                raw = bkv.get(key)
             v = None if raw is None else table.decode(raw)
             decoded[key] = v
             return v
@@ -578,8 +585,12 @@ async def put_batch(table: TableKv, merger: Merger, bkv: BucketKv, records) -> i
             buffer[key] = stored
             decoded[key] = merged
         try:
-            batch = table.build_changelog(rows, cts, h.writer_id, h.batch_sequence)
-        except (TypeError, ValueError) as e:
+            if len(rows) >= THREAD_BUILD_ROWS:
+                # compression dominates: let it run beside the event loop (zstd and Arrow drop the GIL)
+                batch = await asyncio.to_thread(table.build_changelog, rows, cts, h.writer_id, h.batch_sequence)
+            else:
+                batch = table.build_changelog(rows, cts, h.writer_id, h.batch_sequence)
+        except (TypeError, ValueError, FlussError) as e:
             raise FlussError(f"Cannot build the changelog of {bkv.blog.name}: {e}", Errors.CORRUPT_MESSAGE) from None
         info = logbatch.validate_records(batch)
         dup = bkv.blog.check_writer(info)
