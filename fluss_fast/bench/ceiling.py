@@ -334,6 +334,7 @@ register(Scenario("ceiling_fetch", "raw FetchLog to the high watermark, headers 
 KV_BATCH_BYTES = 512 * 1024   # KV batch bytes per bucket per request (the clients' default batch size)
 LOOKUP_KEYS = 20_000
 LOOKUP_IN_FLIGHT = 64
+LOOKUP_BATCH_KEYS = 64   # keys per request when batched (what a client batching 64 concurrent lookups sends)
 
 
 def _pk_route_codecs(rt: TableRoute):
@@ -435,8 +436,9 @@ async def run_put_kv(client: Optional[Client], env: Env, shared: dict) -> Outcom
     return Outcome(seconds, rows, env.table.nbytes, wire_bytes=wire, cpu=sw.cpu)
 
 
-async def prepare_lookup(env: Env) -> dict:
-    """A PK table filled with raw PUT_KV (no client needed), and one LOOKUP request body per key."""
+async def prepare_lookup(env: Env, keys_per_request: int = 1) -> dict:
+    """A PK table filled with raw PUT_KV (no client needed), and LOOKUP request bodies of
+    ``keys_per_request`` keys of one bucket each."""
     from ..codec.keys import bucket_of
 
     shared = await prepare_put_kv(env)
@@ -453,28 +455,36 @@ async def prepare_lookup(env: Env) -> dict:
     import random
 
     sample = random.Random(11).sample(env.dicts, min(LOOKUP_KEYS, len(env.dicts)))
-    by_leader: Dict[int, List[bytes]] = {}
+    per_bucket: Dict[int, List[bytes]] = {}
     for row in sample:
         values = [row.get(c) for c in names]
-        bucket = bucket_of(bk_enc.encode_row(values), n)
-        req = pb.LookupRequest(table_id=rt.table_id, buckets_req=[
-            pb.PbLookupReqForBucket(bucket_id=bucket, keys=[pk_enc.encode_row(values)])])
-        by_leader.setdefault(rt.leaders[bucket], []).append(req.SerializeToString())
+        per_bucket.setdefault(bucket_of(bk_enc.encode_row(values), n), []).append(pk_enc.encode_row(values))
+    by_leader: Dict[int, List[Tuple[bytes, int]]] = {}
+    for bucket, keys in sorted(per_bucket.items()):
+        for lo in range(0, len(keys), keys_per_request):
+            chunk = keys[lo:lo + keys_per_request]
+            req = pb.LookupRequest(table_id=rt.table_id, buckets_req=[
+                pb.PbLookupReqForBucket(bucket_id=bucket, keys=chunk)])
+            by_leader.setdefault(rt.leaders[bucket], []).append((req.SerializeToString(), len(chunk)))
     return {"name": shared["name"], "route": rt, "lookups": by_leader}
 
 
-async def _lookup_at(conn: RawConnection, bodies: List[bytes]) -> int:
+async def prepare_lookup_batch(env: Env) -> dict:
+    return await prepare_lookup(env, LOOKUP_BATCH_KEYS)
+
+
+async def _lookup_at(conn: RawConnection, bodies: List[Tuple[bytes, int]]) -> int:
     pending = set()
     found = 0
     it = iter(bodies)
     done = False
     while True:
         while not done and len(pending) < LOOKUP_IN_FLIGHT:
-            body = next(it, None)
-            if body is None:
+            item = next(it, None)
+            if item is None:
                 done = True
                 break
-            pending.add(await conn.send(Api.LOOKUP, body))
+            pending.add(await conn.send(Api.LOOKUP, item[0]))
         if not pending:
             break
         rid, body = await conn.receive()
@@ -499,7 +509,7 @@ async def run_lookup(client: Optional[Client], env: Env, shared: dict) -> Outcom
     finally:
         for c in conns.values():
             c.close()
-    asked = sum(len(b) for b in shared["lookups"].values())
+    asked = sum(k for bodies in shared["lookups"].values() for _, k in bodies)
     if sum(found) != asked:
         raise Mismatch(f"ceiling lookup: {sum(found)} of {asked} keys found")
     row_bytes = env.table.nbytes // max(1, env.table.num_rows)
@@ -514,3 +524,5 @@ register(Scenario("ceiling_put_kv", "raw pipelined PutKv of pre-encoded KV batch
                   run_put_kv, prepare_put_kv, cleanup_pk, raw=True))
 register(Scenario("ceiling_lookup", "raw single-key Lookup requests, 64 in flight (no client)",
                   run_lookup, prepare_lookup, cleanup_pk, raw=True))
+register(Scenario("ceiling_lookup_batch", "raw Lookup requests of 64 keys of one bucket, 64 in flight (no client)",
+                  run_lookup, prepare_lookup_batch, cleanup_pk, raw=True))

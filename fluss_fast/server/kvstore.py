@@ -24,7 +24,7 @@ from ..codec import logbatch
 from ..codec.errors import CorruptBatchError
 from ..codec.keys import key_columns
 from ..codec.kvbatch import encode_value, iter_kv_records, parse_kv_header
-from ..codec.rows import (COMPACTED, INDEXED, CompactedKeyEncoder, CompactedRowDecoder, CompactedRowEncoder,
+from ..codec.rows import (INDEXED, CompactedKeyEncoder, CompactedRowDecoder, CompactedRowEncoder,
                           IndexedRowDecoder, IndexedRowEncoder)
 from ..errors import FlussError
 from ..rpc.errors import Errors

@@ -429,3 +429,22 @@ def test_kill9_restart_keeps_state_changelog_and_writer_ids(start_server, unique
     assert state[1] == [1, "changed", None] and state[2] is None and state[3] == [3, "later", None]
     assert state[9] == [9, "v9", 9]
     kv.close()
+
+
+# -- the server's own ceiling ---------------------------------------------------------------------------
+def test_pk_ceiling_scenarios_run(tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "bench.json"
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+    proc = subprocess.run(
+        [sys.executable, "-m", "fluss_fast", "bench", "--scenarios", "ceiling_put_kv,ceiling_lookup,ceiling_lookup_batch",
+         "--rows", "3000", "--repeat", "1", "--clients", "fluss_fast", "--json", str(out), "--no-progress"],
+        capture_output=True, text=True, timeout=170, cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    results = {r["scenario"]: r for r in json.loads(out.read_text())["results"]}
+    for name in ("ceiling_put_kv", "ceiling_lookup", "ceiling_lookup_batch"):
+        assert results[name]["status"] == "ok", results[name]
+        assert results[name]["samples"][0]["rows"] == 3000
