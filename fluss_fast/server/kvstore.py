@@ -38,6 +38,7 @@ INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 1, 2, 3, 4
 _APPLIED_FILE = "applied-offset"
 _APPLIED_EVERY = 512  # changes between two writes of the applied offset
 THREAD_BUILD_ROWS = 512  # changelogs at least this long are built on a worker thread
+AUTO_INC_CACHE = 100_000  # table.auto-increment.cache-size: ids a bucket takes from its table's counter at once
 
 
 def _raw_options():
@@ -142,6 +143,13 @@ class TableKv:
         self.version_col = None
         if self.engine == "VERSIONED":
             self.version_col = self.schema.index_of(props["table.merge-engine.versioned.ver-column"])
+        self.auto_inc = None
+        self.auto_inc_max = 0
+        self.auto_inc_cache = int(props.get("table.auto-increment.cache-size") or AUTO_INC_CACHE)
+        if self.schema.auto_increment_columns:
+            self.auto_inc = self.schema.index_of(self.schema.auto_increment_columns[0])
+            col = self.schema.columns[self.auto_inc]
+            self.auto_inc_max = (1 << 31) - 1 if col.type.root == "INTEGER" else (1 << 63) - 1
         self.aggs = None
         if self.engine == "AGGREGATION":
             self.aggs = [None if i in self.pk_set else _aggregator(c) for i, c in enumerate(self.schema.columns)]
@@ -271,16 +279,19 @@ class Merger:
                 if i not in table.pk_set and not c.type.nullable:
                     raise FlussError(f"Partial Update requires all columns except primary key to be nullable, but "
                                      f"column {c.name} is NOT NULL.", Errors.INVALID_TARGET_COLUMN)
-            for name in table.schema.auto_increment_columns:
-                if table.schema.index_of(name) in tset:
-                    raise FlussError(f"Auto-increment column {name} can not be specified as a target column.",
-                                     Errors.INVALID_TARGET_COLUMN)
+            if table.auto_inc is not None and table.auto_inc in tset:
+                raise FlussError(f"Auto-increment column [{names[table.auto_inc]}] at index {table.auto_inc} must not "
+                                 f"be included in target columns.", Errors.INVALID_TARGET_COLUMN)
             if len(tset) < n:
                 self.target = tset
+        elif table.auto_inc is not None:
+            raise FlussError(f"The table contains an auto-increment column [{table.names[table.auto_inc]}], but update "
+                             f"target columns are not explicitly specified. Please specify the update target columns "
+                             f"and exclude the auto-increment column from them.", Errors.INVALID_TARGET_COLUMN)
         self.delete_behavior = "ALLOW" if self.overwrite else table.delete_behavior
         # WAL image + plain last-row merge of whole rows: no need to read the old row at all
         self.blind = (table.image == "WAL" and engine is None and self.target is None
-                      and not table.schema.auto_increment_columns)
+                      and table.auto_inc is None)
 
     def merge(self, old: Optional[list], new: list):
         """The merged row, or _UNCHANGED. ``new`` is in the latest schema's width."""
@@ -350,6 +361,43 @@ class BucketKv:
         self._since_mark = 0
         self.closed = False
         self.scanners = 0
+        self._auto_seg: Optional[list] = None
+
+    # -- auto-increment ids -----------------------------------------------------------------------
+    def next_auto_id(self, table: "TableKv") -> int:
+        """The next id of the table's auto-increment column: from this bucket's cached range, which is
+        taken from a per-table counter (persisted before use, so a restart never reuses an id)."""
+        seg = self._auto_seg
+        if seg is None or seg[0] > seg[1]:
+            seg = self._auto_seg = self._take_auto_range(table)
+        nxt = seg[0]
+        if nxt > table.auto_inc_max:
+            raise FlussError(f'Reached maximum value of sequence "<{table.names[table.auto_inc]}>" '
+                             f"({table.auto_inc_max}).", Errors.UNKNOWN_SERVER_ERROR)
+        seg[0] = nxt + 1
+        return nxt
+
+    def _take_auto_range(self, table: "TableKv") -> list:
+        tdir = os.path.dirname(self.blog.dir)
+        if self.blog.partition_id is not None:
+            tdir = os.path.dirname(tdir)
+        path = os.path.join(tdir, f"auto-increment-{table.schema.columns[table.auto_inc].id}")
+        try:
+            with open(path, "rb") as f:
+                start = int(f.read().decode().strip() or 0)
+        except FileNotFoundError:
+            start = 0
+        except (OSError, ValueError) as e:
+            raise FlussError(f"Failed to fetch auto-increment values of {table.path}: {e}",
+                             Errors.UNKNOWN_SERVER_ERROR) from None
+        size = max(1, table.auto_inc_cache)
+        tmp = path + ".tmp"
+        with open(tmp, "wb") as f:
+            f.write(str(start + size).encode())
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        return [start + 1, start + size]
 
     # -- the applied-offset mark ---------------------------------------------------------------
     def _read_applied(self) -> int:
@@ -572,6 +620,9 @@ async def put_batch(table: TableKv, merger: Merger, bkv: BucketKv, records) -> i
             merged = merger.merge(old, new)
             if merged is _UNCHANGED:
                 continue
+            if old is None and table.auto_inc is not None:
+                merged = list(merged)
+                merged[table.auto_inc] = bkv.next_auto_id(table)
             stored = encode_value(h.schema_id, value) if merged is new else table.encode(merged)
             if old is None:
                 rows.append(merged)

@@ -36,8 +36,10 @@ COLS = [_col("id", "INTEGER", 0, nullable=False), _col("name", "STRING", 1), _co
 SCHEMA = SchemaInfo.from_json({"columns": COLS, "primary_key": ["id"]})
 
 
-def _descriptor(cols, pk, partition_keys=(), bucket_count=1, properties=None, bucket_keys=()):
+def _descriptor(cols, pk, partition_keys=(), bucket_count=1, properties=None, bucket_keys=(), auto_increment=None):
     schema = {"version": 1, "columns": cols, "highest_field_id": len(cols) - 1, "primary_key": list(pk)}
+    if auto_increment:
+        schema["auto_increment_column"] = [auto_increment]
     return json.dumps({"version": 1, "schema": schema, "partition_key": list(partition_keys),
                        "bucket_key": list(bucket_keys), "bucket_count": bucket_count,
                        "properties": dict(properties or {}), "custom_properties": {}}).encode()
@@ -269,6 +271,31 @@ def test_aggregation_sums_and_keeps_max(kv, db):
     kv.put(tid, [(k(1), enc.encode([1, 5, 7])), (k(1), enc.encode([1, 3, 2])), (k(1), enc.encode([1, None, 9]))])
     assert looked_up(kv.lookup(tid, [k(1)]), CompactedRowDecoder(SchemaInfo.from_json({"columns": cols}).types)) == [
         [1, 8, 9]]
+
+
+def test_auto_increment_column(start_server, unique_name):
+    srv = start_server(sasl=False)
+    kv = Kv(srv)
+    db = unique_name("kvauto")
+    kv.create_db(db)
+    cols = [_col("id", "INTEGER", 0, nullable=False), _col("name", "STRING", 1), _col("seq", "BIGINT", 2)]
+    tid = kv.create_table(db, "auto", cols=cols, auto_increment="seq",
+                          properties={"table.auto-increment.cache-size": "10"})
+    r = kv.put(tid, [up(1, "a")])
+    assert r.error_code == Errors.INVALID_TARGET_COLUMN and "auto-increment column [seq]" in r.error_message
+    r = kv.put(tid, [up(1, "a", 99)], target=[0, 1, 2])
+    assert r.error_code == Errors.INVALID_TARGET_COLUMN and "index 2 must not be included" in r.error_message
+    kv.put(tid, [up(1, "a"), up(2, "b"), up(1, "a2")], target=[0, 1])
+    assert looked_up(kv.lookup(tid, [k(1), k(2)])) == [[1, "a2", 1], [2, "b", 2]]
+    assert changes(kv.changelog(tid))[:2] == [(I, [1, "a", 1]), (I, [2, "b", 2])]
+    kv.close()
+    srv.kill()
+    srv.start()
+    kv = Kv(srv)
+    # a restarted bucket takes a fresh range: ids are never reused
+    kv.put(tid, [up(3, "c")], target=[0, 1])
+    assert looked_up(kv.lookup(tid, [k(3), k(1)])) == [[3, "c", 11], [1, "a2", 1]]
+    kv.close()
 
 
 # -- formats -----------------------------------------------------------------------------------------
