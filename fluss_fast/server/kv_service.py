@@ -31,14 +31,28 @@ def _bucket_name(table_id: int, partition_id: Optional[int], bucket: int) -> str
 
 
 class _Scanner:
-    __slots__ = ("key", "values", "pos", "seq", "touched")
+    """A cursor over a RocksDB snapshot of one bucket (later writes do not show)."""
 
-    def __init__(self, key, values):
+    __slots__ = ("key", "snapshot", "it", "left", "seq", "touched")
+
+    def __init__(self, key, bkv, limit: Optional[int]):
         self.key = key
-        self.values = values
-        self.pos = 0
+        self.snapshot = bkv.db.snapshot()
+        self.it = self.snapshot.iter()
+        self.it.seek_to_first()
+        self.left = limit
         self.seq = 0
         self.touched = time.monotonic()
+
+    def more(self) -> bool:
+        return self.it.valid() and (self.left is None or self.left > 0)
+
+    def take(self) -> bytes:
+        v = self.it.value()
+        self.it.next()
+        if self.left is not None:
+            self.left -= 1
+        return v
 
 
 class KvService:
@@ -46,7 +60,7 @@ class KvService:
         self.server = server
         self.tablet = tablet
         self.kv = KvManager(tablet.logs)
-        tablet.logs.drop_hooks.append(self.kv.drop)
+        tablet.logs.drop_hooks.append(self._dropped)
         self._scanners: Dict[bytes, _Scanner] = {}
 
     def handlers(self) -> dict:
@@ -60,6 +74,12 @@ class KvService:
     def close(self) -> None:
         self._scanners.clear()
         self.kv.close()
+
+    def _dropped(self, table_id: int, partition_id: Optional[int]) -> None:
+        for sid, sc in list(self._scanners.items()):
+            if sc is not None and sc.key[0] == table_id and (partition_id is None or sc.key[1] == partition_id):
+                del self._scanners[sid]
+        self.kv.drop(table_id, partition_id)
 
     # -- resolution ------------------------------------------------------------------------------
     async def _bucket(self, ctx, entry, table_id, pid, bucket):
@@ -199,9 +219,8 @@ class KvService:
         if len(live) >= MAX_SCANNERS_PER_SERVER or sum(1 for s in live if s.key == key) >= MAX_SCANNERS_PER_BUCKET:
             raise FlussError(f"Too many open scanners for {_bucket_name(*key)}", Errors.TOO_MANY_SCANNERS)
         limit = b.limit if b.HasField("limit") and b.limit > 0 else None
-        values = bkv.values(limit)
         resp.log_offset = bkv.blog.high_watermark
-        sc = _Scanner(key, values)
+        sc = _Scanner(key, bkv, limit)
         self._fill(sc, size, resp)
         if resp.has_more_results:
             sid = uuid.uuid4().hex.encode()
@@ -237,14 +256,15 @@ class KvService:
     def _fill(sc: _Scanner, size: int, resp) -> None:
         out = []
         used = 0
-        vals = sc.values
-        while sc.pos < len(vals):
-            v = vals[sc.pos]
-            if out and used + len(v) + 4 > size:
-                break
-            out.append(v)
-            used += len(v) + 4
-            sc.pos += 1
+        try:
+            while sc.more():
+                n = len(sc.it.value()) + 4
+                if out and used + n > size:
+                    break
+                out.append(sc.take())
+                used += n
+        except Exception as e:  # noqa: BLE001 - the store went away under the scanner (bucket dropped)
+            raise FlussError(f"Scan of {_bucket_name(*sc.key)} failed: {e}", Errors.UNKNOWN_SERVER_ERROR) from None
         if out:
             resp.records = build_value_batch([decode_value(v) for v in out])
-        resp.has_more_results = sc.pos < len(vals)
+        resp.has_more_results = sc.more()

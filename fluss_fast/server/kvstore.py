@@ -362,6 +362,7 @@ class BucketKv:
         self.closed = False
         self.scanners = 0
         self._auto_seg: Optional[list] = None
+        self.stale = False  # the store missed a write: reopen it (which replays the log)
 
     # -- auto-increment ids -----------------------------------------------------------------------
     def next_auto_id(self, table: "TableKv") -> int:
@@ -650,7 +651,12 @@ async def put_batch(table: TableKv, merger: Merger, bkv: BucketKv, records) -> i
         result = await bkv.blog.append(bytearray(batch), info)
         if result.duplicate:
             return result.last_offset + 1
-        bkv.write(buffer)
+        try:
+            bkv.write(buffer)
+        except Exception as e:
+            # the changelog has the batch, the store does not: reopening replays the log into it
+            bkv.stale = True
+            raise FlussError(f"Failed to write the KV state of {bkv.blog.name}: {e}", Errors.KV_STORAGE_EXCEPTION) from e
         bkv.advance(result.last_offset + 1, len(buffer))
         return result.last_offset + 1
 
@@ -674,7 +680,7 @@ class KvManager:
     async def bucket(self, entry, blog) -> BucketKv:
         key = (blog.table_id, blog.partition_id, blog.bucket)
         bkv = self.buckets.get(key)
-        if bkv is not None and bkv.blog is blog and not bkv.closed:
+        if bkv is not None and bkv.blog is blog and not bkv.closed and not bkv.stale:
             return bkv
         if bkv is not None:
             bkv.close()
