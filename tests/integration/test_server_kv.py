@@ -475,3 +475,56 @@ def test_pk_ceiling_scenarios_run(tmp_path):
     for name in ("ceiling_put_kv", "ceiling_lookup", "ceiling_lookup_batch"):
         assert results[name]["status"] == "ok", results[name]
         assert results[name]["samples"][0]["rows"] == 3000
+
+
+# -- a random workload against a model --------------------------------------------------------------------
+@pytest.mark.parametrize("seed,image", [(1, "FULL"), (2, "FULL"), (3, "WAL")])
+def test_random_workload_matches_a_model(kv, db, seed, image):
+    """Random upserts, deletes and partial updates in random batches over 3 buckets: lookups equal a dict
+    model, and replaying the changelog (+I/+U put, -D delete) rebuilds the same state."""
+    import random
+
+    rnd = random.Random(seed)
+    tid = kv.create_table(db, f"rnd{seed}", bucket_count=3, properties={"table.changelog.image": image})
+    model = {}
+    expected_changes = {b: 0 for b in range(3)}
+    for _ in range(40):
+        bucket = rnd.randrange(3)
+        keys = [i for i in range(60) if bucket_for_key(k(i), 3) == bucket]
+        partial = rnd.random() < 0.3
+        batch = []
+        for _ in range(rnd.randint(1, 12)):
+            i = rnd.choice(keys)
+            if rnd.random() < 0.25:
+                batch.append(dl(i))
+                if i in model:
+                    if partial and model[i][1] is not None:
+                        model[i] = [i, model[i][1], None]
+                        expected_changes[bucket] += 2 if image == "FULL" else 1
+                    else:
+                        del model[i]
+                        expected_changes[bucket] += 1
+            else:
+                score = rnd.randrange(1000)
+                name = None if partial else rnd.choice(["a", "b", None])
+                batch.append(up(i, name, score))
+                old = model.get(i)
+                if partial:
+                    model[i] = [i, old[1] if old else None, score]
+                else:
+                    model[i] = [i, name, score]
+                expected_changes[bucket] += 1 if old is None or image == "WAL" else 2
+        r = kv.put(tid, batch, bucket=bucket, target=[0, 2] if partial else None)
+        assert not r.error_code, r.error_message
+    for b in range(3):
+        keys = [i for i in range(60) if bucket_for_key(k(i), 3) == b]
+        assert looked_up(kv.lookup(tid, [k(i) for i in keys], bucket=b)) == [model.get(i) for i in keys]
+        replay = {}
+        log = changes(kv.changelog(tid, bucket=b))
+        assert len(log) == expected_changes[b]
+        for ct, row in log:
+            if ct in (I, UA):
+                replay[row[0]] = row
+            elif ct == D:
+                del replay[row[0]]
+        assert replay == {i: model[i] for i in keys if i in model}
