@@ -10,7 +10,8 @@ import time
 import uuid
 from typing import Dict, Optional
 
-from ..codec.kvbatch import decode_value
+from ..codec.kvbatch import build_kv_batch, decode_value
+from ..codec.rows import CompactedRowDecoder
 from ..codec.valuebatch import build_value_batch
 from ..errors import FlussError
 from ..rpc import fluss_api_pb2 as pb
@@ -28,6 +29,20 @@ def _bucket_name(table_id: int, partition_id: Optional[int], bucket: int) -> str
     if partition_id is None:
         return f"TableBucket{{tableId={table_id}, bucket={bucket}}}"
     return f"TableBucket{{tableId={table_id}, partitionId={partition_id}, bucket={bucket}}}"
+
+
+def _partition_value(text: str, dtype):
+    """A partition column's typed value from its partition-name text."""
+    root = dtype.root
+    if root in ("TINYINT", "SMALLINT", "INTEGER", "BIGINT"):
+        return int(text)
+    if root == "BOOLEAN":
+        return text.lower() == "true"
+    if root == "DATE":
+        import datetime
+
+        return datetime.date.fromisoformat(text)
+    return text
 
 
 class _Scanner:
@@ -136,11 +151,53 @@ class KvService:
                 out.error_code = e.error_code
                 out.error_message = e.message
                 continue
-            for value in bkv.multi_get([bytes(k) for k in breq.keys]):
+            keys = [bytes(k) for k in breq.keys]
+            values = bkv.multi_get(keys)
+            if req.insert_if_not_exists and any(v is None for v in values):
+                try:
+                    values = await self._insert_missing(entry, bkv, pid, keys, values)
+                except FlussError as e:
+                    out.error_code = e.error_code
+                    out.error_message = e.message
+                    continue
+            for value in values:
                 v = out.values.add()
                 if value is not None:
                     v.values = value
         return resp
+
+    async def _insert_missing(self, entry, bkv, pid, keys, values):
+        """Lookup with insert_if_not_exists: missing keys are written as a partial update of the primary
+        key columns (other columns null, auto-increment filled), then looked up again."""
+        table = self.kv.table(entry)
+        merger = Merger(table, table.pk, 0)  # Java's partial-update rules apply (error 35)
+        decoder = CompactedRowDecoder([table.schema.columns[i].type for i in table.physical_key])
+        bitset = b"\x00" * ((len(table.physical_key) + 7) // 8)
+        part = entry.partitions.get(pid) if pid is not None else None
+        encoder = table._encoder
+        records = []
+        for key, value in zip(keys, values):
+            if value is not None:
+                continue
+            row = [None] * table.ncols
+            try:
+                for i, v in zip(table.physical_key, decoder.decode(bitset + key)):
+                    row[i] = v
+            except ValueError as e:
+                raise FlussError(f"Cannot decode lookup key {key.hex()} of {entry.path}: {e}",
+                                 Errors.CORRUPT_MESSAGE) from None
+            if part is not None:
+                for name, text in part.spec.items():
+                    i = table.schema.index_of(name)
+                    row[i] = _partition_value(text, table.schema.columns[i].type)
+            try:
+                records.append((key, encoder.encode(row)))
+            except (TypeError, ValueError) as e:
+                raise FlussError(f"Cannot insert missing key {key.hex()} into {entry.path}: {e}",
+                                 Errors.INVALID_TARGET_COLUMN) from None
+        batch = build_kv_batch(records, schema_id=table.latest_schema_id)
+        await put_batch(table, merger, bkv, batch)
+        return bkv.multi_get(keys)
 
     async def prefix_lookup(self, ctx, version, req):
         entry = self.tablet._table(req.table_id)

@@ -298,6 +298,17 @@ def test_auto_increment_column(start_server, unique_name):
     kv.close()
 
 
+def test_lookup_insert_if_not_exists(kv, db):
+    tid = kv.create_table(db, "ins")
+    kv.put(tid, [up(1, "a", 1)])
+    req = pb.LookupRequest(table_id=tid, insert_if_not_exists=True, acks=-1, timeout_ms=30000)
+    req.buckets_req.add(bucket_id=0).keys.extend([k(1), k(2)])
+    resp = kv.tablet.call(Api.LOOKUP, req).buckets_resp[0]
+    assert looked_up(resp) == [[1, "a", 1], [2, None, None]]
+    assert changes(kv.changelog(tid)) == [(I, [1, "a", 1]), (I, [2, None, None])]
+    assert looked_up(kv.lookup(tid, [k(2)])) == [[2, None, None]]
+
+
 # -- formats -----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("log_format", ["ARROW", "COMPACTED", "INDEXED"])
 def test_indexed_kv_format(kv, db, log_format):
