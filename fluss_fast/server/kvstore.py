@@ -530,6 +530,17 @@ class BucketKv:
 
 
 # -- applying one KV batch -----------------------------------------------------------------------
+class _WriterProbe:
+    """What ``BucketLog.check_writer`` reads of a records summary, for one batch not built yet."""
+
+    __slots__ = ("writer_id", "first_sequence", "last_sequence", "batch_count")
+
+    def __init__(self, writer_id: int, sequence: int) -> None:
+        self.writer_id = writer_id
+        self.first_sequence = self.last_sequence = sequence
+        self.batch_count = 1
+
+
 async def put_batch(table: TableKv, merger: Merger, bkv: BucketKv, records) -> int:
     """Merge one KV batch into a bucket, append its changelog and apply it. Returns the log end
     offset after the append. Raises FlussError for anything the request did wrong."""
@@ -553,6 +564,12 @@ async def put_batch(table: TableKv, merger: Merger, bkv: BucketKv, records) -> i
     async with bkv.lock:
         if bkv.closed:
             raise FlussError(f"{bkv.blog.name} was dropped", Errors.UNKNOWN_TABLE_OR_BUCKET_EXCEPTION)
+        if h.writer_id >= 0:
+            # a retried batch is answered before any work (and before any error its records would
+            # raise now); a sequence gap fails here too
+            dup = bkv.blog.check_writer(_WriterProbe(h.writer_id, h.batch_sequence))
+            if dup is not None:
+                return dup.last_offset + 1
         buffer: Dict[bytes, Optional[bytes]] = {}
         decoded: Dict[bytes, Optional[list]] = {}
         rows: List[list] = []
