@@ -177,7 +177,9 @@ class TableKv:
     def decode(self, value) -> list:
         """Latest-schema values of a stored value (older rows padded with trailing nulls)."""
         # schema id (int16 LE) then the row, read in place
-        values = self.decoder(int.from_bytes(value[:2], "little", signed=True)).decode(value, 2)
+        sid = value[0] | (value[1] << 8)
+        d = self._decoders.get(sid) or self.decoder(int.from_bytes(value[:2], "little", signed=True))
+        values = d.decode(value, 2)
         if len(values) < self.ncols:
             values = values + [None] * (self.ncols - len(values))
         return values
