@@ -105,7 +105,8 @@ class KvService:
         if not entry.has_primary_key:
             raise FlussError(f"the primary key table not exists for {_bucket_name(table_id, pid, bucket)}",
                              Errors.NON_PRIMARY_KEY_TABLE_EXCEPTION)
-        return await self.kv.bucket(entry, blog)
+        bkv = self.kv.cached(blog)
+        return bkv if bkv is not None else await self.kv.bucket(entry, blog)
 
     # -- PUT_KV ----------------------------------------------------------------------------------
     async def put_kv(self, ctx, version, req):
@@ -151,7 +152,7 @@ class KvService:
                 out.error_code = e.error_code
                 out.error_message = e.message
                 continue
-            keys = [bytes(k) for k in breq.keys]
+            keys = list(breq.keys)
             values = bkv.multi_get(keys)
             if req.insert_if_not_exists and any(v is None for v in values):
                 try:

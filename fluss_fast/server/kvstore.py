@@ -696,6 +696,13 @@ class KvManager:
             t = self._tables[entry.table_id] = table_kv(entry)
         return t
 
+    def cached(self, blog) -> Optional[BucketKv]:
+        """The open, current store of a bucket, or None (then ``bucket`` opens it)."""
+        bkv = self.buckets.get((blog.table_id, blog.partition_id, blog.bucket))
+        if bkv is not None and bkv.blog is blog and not bkv.closed and not bkv.stale:
+            return bkv
+        return None
+
     async def bucket(self, entry, blog) -> BucketKv:
         key = (blog.table_id, blog.partition_id, blog.bucket)
         bkv = self.buckets.get(key)
