@@ -328,3 +328,201 @@ register(Scenario("ceiling_produce", "raw pipelined ProduceLog of pre-encoded ba
                   run_produce, prepare_produce, cleanup_produce, raw=True))
 register(Scenario("ceiling_fetch", "raw FetchLog to the high watermark, headers only (no client)",
                   run_fetch, prepare_filled, cleanup_filled, raw=True))
+
+
+# -- primary-key tables ---------------------------------------------------------------------------------
+KV_BATCH_BYTES = 512 * 1024   # KV batch bytes per bucket per request (the clients' default batch size)
+LOOKUP_KEYS = 20_000
+LOOKUP_IN_FLIGHT = 64
+LOOKUP_BATCH_KEYS = 64   # keys per request when batched (what a client batching 64 concurrent lookups sends)
+
+
+def _pk_route_codecs(rt: TableRoute):
+    from ..codec.keys import RowKeyEncoder, key_columns
+    from ..codec.rows import CompactedRowEncoder, IndexedRowEncoder
+
+    desc = rt.descriptor
+    schema = desc.schema
+    keys = key_columns(desc)
+    row_cls = IndexedRowEncoder if desc.kv_format == "INDEXED" else CompactedRowEncoder
+    return (row_cls(schema.types, schema.names), RowKeyEncoder(schema, keys.physical_key),
+            RowKeyEncoder(schema, keys.bucket_key))
+
+
+def encode_put_kv(rows: List[dict], rt: TableRoute) -> Dict[int, List[Tuple[bytes, int]]]:
+    """leader -> [(PutKvRequest body, record count)]: every row once, KV batches per bucket."""
+    from ..codec.keys import bucket_of
+    from ..codec.kvbatch import build_kv_batch
+
+    row_enc, pk_enc, bk_enc = _pk_route_codecs(rt)
+    names = rt.descriptor.schema.names
+    n = len(rt.leaders)
+    per_bucket: Dict[int, List[Tuple[bytes, bytes]]] = {b: [] for b in rt.leaders}
+    for row in rows:
+        values = [row.get(c) for c in names]
+        per_bucket[bucket_of(bk_enc.encode_row(values), n)].append((pk_enc.encode_row(values),
+                                                                    row_enc.encode(values)))
+    out: Dict[int, List[Tuple[bytes, int]]] = {}
+    for bucket, recs in per_bucket.items():
+        batch: List[Tuple[bytes, bytes]] = []
+        size = 0
+        for rec in recs + [None]:
+            if rec is not None:
+                batch.append(rec)
+                size += len(rec[0]) + len(rec[1]) + 6
+            if batch and (rec is None or size >= KV_BATCH_BYTES):
+                req = pb.PutKvRequest(acks=-1, table_id=rt.table_id, timeout_ms=30000, buckets_req=[
+                    pb.PbPutKvReqForBucket(bucket_id=bucket, records=build_kv_batch(batch, schema_id=rt.schema_id))])
+                out.setdefault(rt.leaders[bucket], []).append((req.SerializeToString(), len(batch)))
+                batch, size = [], 0
+    return out
+
+
+async def _put_kv_to(conn: RawConnection, reqs: List[Tuple[bytes, int]]) -> int:
+    pending: Dict[int, int] = {}
+    acked = 0
+    it = iter(reqs)
+    done = False
+    while True:
+        while not done and len(pending) < IN_FLIGHT:
+            item = next(it, None)
+            if item is None:
+                done = True
+                break
+            pending[await conn.send(Api.PUT_KV, item[0])] = item[1]
+        if not pending:
+            break
+        rid, body = await conn.receive()
+        count = pending.pop(rid)
+        for b in pb.PutKvResponse.FromString(body).buckets_resp:
+            if b.error_code:
+                raise FlussError(f"{conn.where}: put to bucket {b.bucket_id} failed: "
+                                 f"{b.error_message or default_message(b.error_code)}", b.error_code)
+        acked += count
+    return acked
+
+
+async def _create_raw_pk(env: Env, tag: str) -> Tuple[str, TableRoute]:
+    from .scenarios import _pk_schema
+
+    name = table_name(tag)
+    await create_table(env.verifier, name, _pk_schema(env.spec), env.buckets, primary_keys=[env.spec.id_column])
+    return name, await route(env.bootstrap, name)
+
+
+async def prepare_put_kv(env: Env) -> dict:
+    if len(set(env.table.column(env.spec.id_column).to_pylist())) != env.rows:
+        raise FlussError(f"data set {env.dataset}: {env.spec.id_column} is not unique")
+    name, rt = await _create_raw_pk(env, "ceiling_put_kv")
+    return {"name": name, "route": rt, "requests": encode_put_kv(env.dicts, rt)}
+
+
+async def run_put_kv(client: Optional[Client], env: Env, shared: dict) -> Outcome:
+    rt: TableRoute = shared["route"]
+    conns: Dict[int, RawConnection] = {}
+    try:
+        for node in shared["requests"]:
+            conns[node] = await RawConnection.open(*rt.nodes[node])
+        sw = env.stopwatch()
+        counts = await _gather_all((_put_kv_to(conns[node], reqs) for node, reqs in shared["requests"].items()))
+        seconds = sw.stop()
+    finally:
+        for c in conns.values():
+            c.close()
+    rows = sum(counts)
+    if rows != env.rows:
+        raise Mismatch(f"ceiling put_kv: {rows} records acknowledged, expected {env.rows}")
+    wire = sum(c.bytes_out for c in conns.values())
+    return Outcome(seconds, rows, env.table.nbytes, wire_bytes=wire, cpu=sw.cpu)
+
+
+async def prepare_lookup(env: Env, keys_per_request: int = 1) -> dict:
+    """A PK table filled with raw PUT_KV (no client needed), and LOOKUP request bodies of
+    ``keys_per_request`` keys of one bucket each."""
+    from ..codec.keys import bucket_of
+
+    shared = await prepare_put_kv(env)
+    rt: TableRoute = shared["route"]
+    conns = {node: await RawConnection.open(*rt.nodes[node]) for node in shared["requests"]}
+    try:
+        await _gather_all((_put_kv_to(conns[node], reqs) for node, reqs in shared["requests"].items()))
+    finally:
+        for c in conns.values():
+            c.close()
+    _, pk_enc, bk_enc = _pk_route_codecs(rt)
+    names = rt.descriptor.schema.names
+    n = len(rt.leaders)
+    import random
+
+    sample = random.Random(11).sample(env.dicts, min(LOOKUP_KEYS, len(env.dicts)))
+    per_bucket: Dict[int, List[bytes]] = {}
+    for row in sample:
+        values = [row.get(c) for c in names]
+        per_bucket.setdefault(bucket_of(bk_enc.encode_row(values), n), []).append(pk_enc.encode_row(values))
+    by_leader: Dict[int, List[Tuple[bytes, int]]] = {}
+    for bucket, keys in sorted(per_bucket.items()):
+        for lo in range(0, len(keys), keys_per_request):
+            chunk = keys[lo:lo + keys_per_request]
+            req = pb.LookupRequest(table_id=rt.table_id, buckets_req=[
+                pb.PbLookupReqForBucket(bucket_id=bucket, keys=chunk)])
+            by_leader.setdefault(rt.leaders[bucket], []).append((req.SerializeToString(), len(chunk)))
+    return {"name": shared["name"], "route": rt, "lookups": by_leader}
+
+
+async def prepare_lookup_batch(env: Env) -> dict:
+    return await prepare_lookup(env, LOOKUP_BATCH_KEYS)
+
+
+async def _lookup_at(conn: RawConnection, bodies: List[Tuple[bytes, int]]) -> int:
+    pending = set()
+    found = 0
+    it = iter(bodies)
+    done = False
+    while True:
+        while not done and len(pending) < LOOKUP_IN_FLIGHT:
+            item = next(it, None)
+            if item is None:
+                done = True
+                break
+            pending.add(await conn.send(Api.LOOKUP, item[0]))
+        if not pending:
+            break
+        rid, body = await conn.receive()
+        pending.discard(rid)
+        for b in pb.LookupResponse.FromString(body).buckets_resp:
+            if b.error_code:
+                raise FlussError(f"{conn.where}: lookup in bucket {b.bucket_id} failed: "
+                                 f"{b.error_message or default_message(b.error_code)}", b.error_code)
+            found += sum(1 for v in b.values if v.HasField("values"))
+    return found
+
+
+async def run_lookup(client: Optional[Client], env: Env, shared: dict) -> Outcome:
+    rt: TableRoute = shared["route"]
+    conns: Dict[int, RawConnection] = {}
+    try:
+        for node in shared["lookups"]:
+            conns[node] = await RawConnection.open(*rt.nodes[node])
+        sw = env.stopwatch()
+        found = await _gather_all((_lookup_at(conns[node], bodies) for node, bodies in shared["lookups"].items()))
+        seconds = sw.stop()
+    finally:
+        for c in conns.values():
+            c.close()
+    asked = sum(k for bodies in shared["lookups"].values() for _, k in bodies)
+    if sum(found) != asked:
+        raise Mismatch(f"ceiling lookup: {sum(found)} of {asked} keys found")
+    row_bytes = env.table.nbytes // max(1, env.table.num_rows)
+    return Outcome(seconds, asked, row_bytes * asked, cpu=sw.cpu)
+
+
+async def cleanup_pk(env: Env, shared: dict) -> None:
+    await drop_table(env.verifier, shared["name"])
+
+
+register(Scenario("ceiling_put_kv", "raw pipelined PutKv of pre-encoded KV batches (first repetition inserts, later ones update)",
+                  run_put_kv, prepare_put_kv, cleanup_pk, raw=True))
+register(Scenario("ceiling_lookup", "raw single-key Lookup requests, 64 in flight (no client)",
+                  run_lookup, prepare_lookup, cleanup_pk, raw=True))
+register(Scenario("ceiling_lookup_batch", "raw Lookup requests of 64 keys of one bucket, 64 in flight (no client)",
+                  run_lookup, prepare_lookup_batch, cleanup_pk, raw=True))

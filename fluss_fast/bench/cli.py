@@ -29,7 +29,8 @@ from .util import human_rate, server_for
 
 from . import ceiling as _ceiling  # noqa: F401 - importing registers the ceiling scenarios
 
-DEFAULT_SCENARIOS = sc.LOG_SCENARIOS + sc.PK_SCENARIOS + ["ceiling_produce", "ceiling_fetch"]
+DEFAULT_SCENARIOS = sc.LOG_SCENARIOS + sc.PK_SCENARIOS + ["ceiling_produce", "ceiling_fetch", "ceiling_put_kv",
+                                                          "ceiling_lookup", "ceiling_lookup_batch"]
 CLIENT_MODULES = {"fluss_fast": "fluss_fast", "pyfluss": "fluss"}
 QUICK_ROWS = 20_000
 QUICK_REPEAT = 2

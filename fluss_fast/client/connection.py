@@ -120,9 +120,15 @@ class FlussConnection:
             raise TypeError(f"argument 'table_path': '{type(table_path).__name__}' object is not an instance of "
                             f"'TablePath'")
         self._ctx._check_open()
-        meta = await self._ctx.metadata.table(table_path, refresh=True)
         from .table import FlussTable
+        from .virtual import VirtualTable, split_virtual
 
+        virtual = split_virtual(table_path)
+        if virtual is not None:  # "orders$changelog" / "users$binlog": views made in the client
+            base_path, kind = virtual
+            meta = await self._ctx.metadata.table(base_path, refresh=True)
+            return VirtualTable(FlussTable(self._ctx, meta), kind, table_path)
+        meta = await self._ctx.metadata.table(table_path, refresh=True)
         return FlussTable(self._ctx, meta)
 
     def close(self) -> "_Closing":

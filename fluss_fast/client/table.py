@@ -263,5 +263,12 @@ class _TableScan(TableScan):
     # older guide name of create_record_batch_log_scanner
     create_batch_scanner = create_record_batch_log_scanner
 
+    @on_runtime
+    async def create_snapshot_scanner(self):
+        """fluss_fast extra: the current rows of a primary-key table (``client/snapshot.py``)."""
+        from .snapshot import SnapshotScanner
+
+        return SnapshotScanner(self._table, self._resolve_projection())
+
 
 _TableScan.__name__ = _TableScan.__qualname__ = "TableScan"

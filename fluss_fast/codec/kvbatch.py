@@ -101,11 +101,15 @@ def iter_kv_records(buf, pos: int = 0, *, verify_crc: bool = False
         if n < 1 or rec_end > end:
             raise CorruptBatchError(f"KV batch at byte {pos}: record {i} has bad length {n}",
                                     position=pos)
-        try:
-            klen, kp = decode_varint(data, p)
-        except (ValueError, IndexError):
-            raise CorruptBatchError(f"KV batch at byte {pos}: record {i} has a bad key length",
-                                    position=pos) from None
+        klen = data[p] if p < rec_end else 0x80
+        if klen < 0x80:  # keys are short: a one-byte length is the rule
+            kp = p + 1
+        else:
+            try:
+                klen, kp = decode_varint(data, p)
+            except (ValueError, IndexError):
+                raise CorruptBatchError(f"KV batch at byte {pos}: record {i} has a bad key length",
+                                        position=pos) from None
         if klen < 0 or kp + klen > rec_end:
             raise CorruptBatchError(f"KV batch at byte {pos}: record {i} key of {klen} bytes "
                                     f"overruns the record", position=pos)

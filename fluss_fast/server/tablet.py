@@ -10,7 +10,7 @@ Error codes chosen where Java gives no rule:
 * a batch whose schema id is not a schema of the table -> per-bucket 9 SCHEMA_NOT_EXIST;
 * a duplicate idempotent batch -> success carrying the offsets it got the first time (what the Java
   leader does; pyfluss would also accept 32, the Java client would not);
-* LIMIT_SCAN on a primary-key table -> top-level -1 until the KV store exists.
+* LIMIT_SCAN on a primary-key table is answered from the KV store (``kv_service``).
 """
 from __future__ import annotations
 
@@ -260,6 +260,9 @@ class TabletService:
         catalog = getattr(server, "catalog", None)
         if catalog is not None:
             self.logs.purge(self._is_live)
+        from .kv_service import KvService
+
+        self.kv = server.kv = KvService(server, self)
 
     def _is_live(self, table_id: int, partition_id: Optional[int]) -> bool:
         entry = self.server.catalog.table_by_id(table_id)
@@ -275,9 +278,11 @@ class TabletService:
             Api.LIMIT_SCAN: self.limit_scan,
             Api.INIT_WRITER: self.init_writer,
             Api.GET_FILESYSTEM_SECURITY_TOKEN: self.get_filesystem_security_token,
+            **self.kv.handlers(),
         }
 
     def close(self) -> None:
+        self.kv.close()
         self.logs.close()
 
     # -- resolution ------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ Examples that are valid pyfluss 1.0.0 code also run with the real pyfluss on the
 both clients must produce the same output. (Several are not valid for pyfluss 1.0.0: its scanner
 reads must be awaited and ``get_admin()`` is not awaitable, yet the guides write
 ``scanner.to_arrow()`` and ``await conn.get_admin()``; fluss_fast accepts both spellings.)
-Primary-key examples must fail with fluss_fast's clear "not supported yet" FlussError.
+Primary-key examples run as written.
 """
 from __future__ import annotations
 
@@ -361,7 +361,7 @@ except fluss.FlussError as e:
     print(f"Fluss error: {e.message}")
 '''
 
-# 002 -- Primary Key Tables (not supported yet by fluss_fast: must fail clearly)
+# 002 -- Primary Key Tables
 OLD_PK_CREATE = '''
 schema = fluss.Schema(
     pa.schema([
@@ -807,21 +807,20 @@ async def test_older_guide_partitioned_examples(fluss_server):
         await drop(ff, fluss_server, ("fluss", "partitioned_events"))
 
 
-async def test_older_guide_primary_key_examples_fail_clearly(fluss_server):
+async def test_older_guide_primary_key_examples(fluss_server):
     ff = fluss_fast
     await drop(ff, fluss_server, ("fluss", "users"))
     ns = await namespace(ff, fluss_server)
     ns["pa"] = pa
     try:
-        await run(OLD_PK_CREATE, ns)  # creating the table is fine
+        await run(OLD_PK_CREATE, ns)
         assert (await ns["admin"].get_table_info(ns["table_path"])).get_primary_keys() == ["id"]
-        for src in (OLD_PK_UPSERT, OLD_PK_LOOKUP, OLD_PK_PARTIAL):
-            with pytest.raises(ff.FlussError) as info:
-                await run(src, ns)
-            err = info.value
-            assert err.error_code == ff.ErrorCode.CLIENT_ERROR
-            assert "primary-key tables are not supported yet" in err.message
-            assert "'fluss.users'" in err.message
+        await run(OLD_PK_UPSERT, ns)
+        p = await run(OLD_PK_LOOKUP, ns)
+        assert p.lines == ["Found: name=Alice, age=25"]
+        await run(OLD_PK_PARTIAL, ns)
+        p = await run(OLD_PK_LOOKUP, ns)
+        assert p.lines == ["Found: name=Alice, age=27"]
         assert ns["table"].has_primary_key()
     finally:
         await ns["conn"].close()

@@ -13,6 +13,7 @@ TWINS = {
                "paimon_bucket", "murmur3_32", "iceberg_bucket"],
     "columns": ["RowBatchBuilder"],
     "appendslot": ["HotSlot"],
+    "kvcolumns": ["encode_kv_columns"],
     "rows": ["CompactedRowEncoder", "CompactedRowDecoder", "IndexedRowEncoder", "IndexedRowDecoder",
              "CompactedKeyEncoder"],
 }

@@ -68,10 +68,15 @@ class BatchScanner:
         if resp.HasField("error_code") and resp.error_code:
             msg = resp.error_message or f"error code {resp.error_code}"
             raise FlussError(f"Limit scan of {spec.where(tb)} failed: {msg}", resp.error_code)
-        if resp.HasField("is_log_table") and not resp.is_log_table:
-            raise FlussError(f"Limit scan of {spec.where(tb)}: primary-key table snapshots are "
-                             f"not supported by this client yet", CLIENT_ERROR)
         raw = resp.records if resp.HasField("records") else b""
+        if resp.HasField("is_log_table") and not resp.is_log_table:
+            # a primary-key bucket answers with its current rows (a value batch), not its log
+            from ..kvread import ValueRows
+            rb = ValueRows(self._table._meta).batch_of(raw)
+            if rb.num_rows > self._limit:
+                rb = rb.slice(0, self._limit)
+            out = spec.output_of_full(rb)
+            return RecordBatch(out, tb, 0, out.num_rows - 1)
         mv = memoryview(raw)
         try:
             decoded = spec.decode_full_batches(tb, mv)

@@ -78,8 +78,9 @@ class RecordAccumulator:
     def __init__(self, *, table_name: str, memory_size: int, wait_timeout_ms: int, batch_size: int,
                  dynamic: bool, dynamic_min: int, linger_ms: int, assigner, new_builder: Callable,
                  wake: Callable[[], None], runtime_thread: Callable[[], Optional[int]],
-                 runtime=None):
+                 runtime=None, kind=KIND_LOG):
         self.table_name = table_name
+        self.kind = kind
         self._lock = threading.Lock()
         self._space = threading.Condition(self._lock)
         self.limit = memory_size
@@ -227,7 +228,7 @@ class RecordAccumulator:
         self._used += nbytes
 
     def _open_batch(self, st: BucketState) -> WriteBatch:
-        b = WriteBatch(KIND_LOG, st, st.partition_id, st.bucket)
+        b = WriteBatch(self.kind, st, st.partition_id, st.bucket)
         b.target = self.estimator.target(st.partition_id)
         # one handle per batch, shared by all its rows: they share the outcome anyway
         b.handle = WriteResultHandle(b.future, self._runtime)

@@ -90,6 +90,13 @@ class WriteBatch:
         batch as ``build_batch`` would make it. Cached: retries reuse it unless resequenced."""
         key = (self.writer_id, self.sequence)
         if self.header is None or self.header_key != key:
+            if self.kind == KIND_KV:
+                from .kvrecords import kv_batch_header
+                self.header = kv_batch_header(self.payload, schema_id=schema_id,
+                                              record_count=self.record_count,
+                                              writer_id=self.writer_id, batch_sequence=self.sequence)
+                self.header_key = key
+                return self.header
             self.header = log_batch_header(self.payload, schema_id=schema_id,
                                            record_count=self.record_count,
                                            writer_id=self.writer_id, batch_sequence=self.sequence)

@@ -114,8 +114,11 @@ def encode_produce_log_request(acks: int, table_id: int, timeout_ms: int, bucket
 class Sender:
     def __init__(self, *, ctx, meta, accumulator, idempotence, encode: Callable, table_name: str,
                  acks: int, retries: int, max_inflight: int, request_max_size: int,
-                 request_timeout_ms: int, on_failure: Callable, partition_name: Callable):
+                 request_timeout_ms: int, on_failure: Callable, partition_name: Callable,
+                 kv_target_columns=None):
         self._ctx = ctx
+        # KV writers (kind KV batches) send PutKv; ``kv_target_columns`` ([] = full rows) says so
+        self._kv_target = kv_target_columns
         self._meta = meta
         self._table_id = meta.table_id
         self._acc = accumulator
@@ -382,17 +385,23 @@ class Sender:
         if not batches:
             self.wake()
             return
-        body = encode_produce_log_request(self._acks, self._table_id, self._timeout_ms, parts)
+        kv = self._kv_target is not None
+        if kv:
+            from .kvrecords import encode_put_kv_request
+            body = encode_put_kv_request(self._acks, self._table_id, self._timeout_ms,
+                                         self._kv_target, parts)
+        else:
+            body = encode_produce_log_request(self._acks, self._table_id, self._timeout_ms, parts)
         parts = None
         self.requests_sent += 1
         # never wait past the delivery window of the oldest batch in the request
         left = min(b.first_attempt for b in batches) + self._delivery - now
         timeout = max(_MIN_SEND_S, min(self._request_timeout, left)) if self._request_timeout else None
         try:
-            raw = await self._ctx.tablet_raw(node, Api.PRODUCE_LOG, body, timeout)
+            raw = await self._ctx.tablet_raw(node, Api.PUT_KV if kv else Api.PRODUCE_LOG, body, timeout)
             body = None
             try:
-                resp = pb.ProduceLogResponse.FromString(raw)
+                resp = (pb.PutKvResponse if kv else pb.ProduceLogResponse).FromString(raw)
             except Exception as e:  # noqa: BLE001 - what the server did is unknown: retry
                 raise FlussError(f"unreadable ProduceLog response: {e}", Errors.NETWORK_EXCEPTION) from None
         except FlussError as e:
@@ -421,7 +430,7 @@ class Sender:
                 self._settle(b, -1, "the server's response has no entry for this bucket", None)
             else:
                 code = r.error_code if r.HasField("error_code") else 0
-                base = r.base_offset if r.HasField("base_offset") else -1
+                base = r.base_offset if not kv and r.HasField("base_offset") else -1
                 self._settle(b, code, r.error_message if r.HasField("error_message") else None, base)
         self.wake()
 

@@ -1,0 +1,437 @@
+"""UpsertWriter: upserts and deletes of a primary-key table (pyfluss's ``UpsertWriter``).
+
+Each ``upsert`` / ``delete`` is checked and encoded whole on the caller's thread (the row in the
+table's kv format, the primary key, the bucket from the bucket key, the partition), then queued
+as one finished KV record in the same accumulator and sender the AppendWriter uses, in KV
+batches (PutKv). Idempotence, retries, the memory budget and flush are theirs.
+
+The bulk Arrow methods (``upsert_arrow`` ...) build the records column by column
+(``codec.kvcolumns``) and never make a Python object per row.
+"""
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+from typing import List, Optional
+
+import pyarrow as pa
+
+from ... import datatypes as T
+from ...codec import murmur
+from ...codec.keys import KeyEncoder, key_columns
+from ...codec.rows import CompactedRowEncoder, IndexedRowEncoder
+from ...errors import FlussError
+from ..runtime import on_runtime
+from .accumulator import RecordAccumulator
+from .assigners import make_no_key_assigner
+from .batch import KIND_KV, WriteResultHandle
+from .idempotence import MAX_INFLIGHT_FOR_IDEMPOTENCE, IdempotenceManager
+from .kvrecords import KvRecordBuilder, kv_record
+from .sender import Sender
+from .writer import PARTITION_NOT_EXISTS, _done_future, parse_acks, partition_value_text
+
+CLIENT_ERROR = -2
+_MISSING = object()
+_NULL_FIELD = re.compile(r"field '([^']*)' is null but its type")
+
+
+def illegal_argument(message: str) -> FlussError:
+    """pyfluss's wording for the core client's IllegalArgument errors."""
+    return FlussError(f"Fluss hitting illegal argument error {message}.", CLIENT_ERROR)
+
+
+def check_target_columns(meta, target: List[int]) -> None:
+    """The Java/Rust clients' partial-update rules: every primary-key column is targeted, every
+    other column is nullable."""
+    schema = meta.schema
+    names = schema.names
+    pk = list(schema.primary_key)
+    pk_pos = {schema.index_of(c) for c in pk}
+    chosen = set(target)
+    for c in pk:
+        if schema.index_of(c) not in chosen:
+            raise illegal_argument(f"The target write columns {', '.join(names[i] for i in target)} "
+                                   f"must contain the primary key columns {', '.join(pk)}")
+    for i, col in enumerate(schema.columns):
+        if i not in pk_pos and not col.type.nullable:
+            raise illegal_argument(f"Partial Update requires all columns except primary key to be "
+                                   f"nullable, but column {col.name} is NOT NULL.")
+
+
+class RowShaper:
+    """Turns a user's dict / list / tuple into values at schema positions, with pyfluss's checks
+    and messages. ``positions``: the columns the input carries (all, a partial update's target,
+    the primary key, a prefix); ``sparse``: full-width output with the rest None, else one
+    value per position."""
+
+    __slots__ = ("names", "positions", "sparse", "width", "_nullable", "_pos_names", "_name_set",
+                 "_types")
+
+    def __init__(self, schema, positions, sparse: bool):
+        self.names = schema.names
+        self.positions = list(positions)
+        self.sparse = sparse
+        self.width = len(self.names)
+        self._types = [schema.columns[i].type for i in self.positions]
+        self._nullable = [t.nullable for t in self._types]
+        self._pos_names = [self.names[i] for i in self.positions]
+        self._name_set = frozenset(self._pos_names)
+
+    def values(self, row) -> list:
+        kind = type(row)
+        if kind is dict or isinstance(row, dict):
+            names = self._pos_names
+            if len(row) > len(names) or not self._name_set.issuperset(row):
+                for k in row:
+                    if not isinstance(k, str):
+                        raise FlussError(f"Dict keys must be strings; got {type(k).__name__}")
+                    if k not in self._name_set:
+                        raise FlussError(f"Unknown field '{k}'. Expected: {', '.join(names)}")
+            vals = [row.get(n, _MISSING) for n in names]
+            if _MISSING in vals:
+                for i, v in enumerate(vals):
+                    if v is _MISSING:
+                        if not self._nullable[i]:
+                            raise FlussError(f"Missing value for non-nullable field '{names[i]}'")
+                        vals[i] = None
+        elif kind is list or kind is tuple or isinstance(row, (list, tuple)):
+            if len(row) != len(self.positions):
+                raise FlussError(f"Expected {len(self.positions)} elements, got {len(row)}")
+            vals = list(row)
+        else:
+            raise FlussError(f"Row must be a dict, list, or tuple; got {type(row).__name__}")
+        if not self.sparse:
+            return vals
+        if len(vals) == self.width and self.positions == list(range(self.width)):
+            return vals
+        out = [None] * self.width
+        for p, v in zip(self.positions, vals):
+            out[p] = v
+        return out
+
+    def encode_error(self, exc: Exception, column: Optional[str], schema) -> FlussError:
+        """A codec error as pyfluss words it (``Field 'x': ...``)."""
+        text = str(exc)
+        if column is None:
+            m = re.match(r"(?:key )?field '([^']*)'", text)
+            column = m.group(1) if m else None
+        if column is not None and column in self.names:
+            dt = schema.columns[schema.index_of(column)].type
+            m = _NULL_FIELD.search(text)
+            if m and m.group(1) == column and not dt.nullable:
+                return FlussError(f"Missing value for non-nullable field '{column}'")
+            if m and dt.root == T.ROW:
+                return FlussError(f"Field '{column}': Missing value for non-nullable row field "
+                                  f"'{m.group(1)}'")
+            if dt.root == T.ARRAY and isinstance(exc, TypeError) and "expected a list" in text:
+                return FlussError(f"Field '{column}': Expected sequence for Array column, got {text}")
+            return FlussError(f"Field '{column}': {text}")
+        return FlussError(text)
+
+
+class KvLayout:
+    """A primary-key table's keys: encoders of the primary key, bucket key and value rows, and
+    the partition name of a row."""
+
+    def __init__(self, meta):
+        self.meta = meta
+        desc = meta.descriptor
+        schema = meta.schema
+        self.schema = schema
+        self.table_name = str(meta.path)
+        kc = key_columns(desc)
+        self.pk_pos = kc.primary_key
+        self.phys_pos = kc.physical_key
+        self.bucket_pos = kc.bucket_key
+        self.part_pos = kc.partition_keys
+        self.partition_keys = list(desc.partition_keys)
+        cols = schema.columns
+        self.key_encoder = KeyEncoder([cols[i].type for i in self.phys_pos],
+                                      [cols[i].name for i in self.phys_pos])
+        self.bucket_same = self.bucket_pos == self.phys_pos
+        self.bucket_encoder = self.key_encoder if self.bucket_same else KeyEncoder(
+            [cols[i].type for i in self.bucket_pos], [cols[i].name for i in self.bucket_pos])
+        # bucket-key bytes are a prefix of the key bytes when the bucket key leads the key
+        n = len(self.bucket_pos)
+        self.bucket_is_prefix = self.phys_pos[:n] == self.bucket_pos
+        self.kv_format = desc.kv_format
+        types = schema.types
+        names = schema.names
+        self.row_encoder = (IndexedRowEncoder if self.kv_format == "INDEXED"
+                            else CompactedRowEncoder)(types, names)
+        self.num_buckets = meta.num_buckets
+        self.schema_id = meta.schema_id
+
+    def partition_name(self, values_at_part_pos) -> str:
+        parts = []
+        for key, i, v in zip(self.partition_keys, self.part_pos, values_at_part_pos):
+            dtype = self.schema.columns[i].type
+            if v is None:
+                raise FlussError(f"table '{self.table_name}': partition column '{key}' must not be null")
+            try:
+                parts.append(partition_value_text(v, dtype))
+            except (TypeError, ValueError, AttributeError) as e:
+                raise FlussError(f"Field '{key}': table '{self.table_name}', partition column "
+                                 f"({dtype}): bad value {v!r}: {e}") from None
+        return "$".join(parts)
+
+    def bucket_of(self, key: bytes, full_values=None, bucket_values=None) -> int:
+        if self.bucket_same:
+            bkey = key
+        elif bucket_values is not None:
+            bkey = self.bucket_encoder.encode(bucket_values)
+        else:
+            bkey = self.bucket_encoder.encode([full_values[i] for i in self.bucket_pos])
+        return murmur.bucket_for_key(bkey, self.num_buckets)
+
+
+class UpsertWriter:
+    """Upserts and deletes rows of a primary-key table; optionally a partial update."""
+
+    def __init__(self, table, target_columns: Optional[List[int]] = None):
+        ctx = table._ctx
+        meta = table._meta
+        self._ctx = ctx
+        self._runtime = ctx.runtime
+        self._meta = meta
+        self._table_name = str(meta.path)
+        if not meta.schema.primary_key:
+            raise FlussError(f"Upsert is only supported for primary key tables; table "
+                             f"'{self._table_name}' is a log table: use new_append()", CLIENT_ERROR)
+        cfg = ctx.config
+        self._layout = lay = KvLayout(meta)
+        schema = meta.schema
+        n = len(schema.columns)
+        if target_columns is not None:
+            target_columns = sorted(set(target_columns))
+            check_target_columns(meta, target_columns)
+            if target_columns == list(range(n)):
+                target_columns = None
+        self._target = target_columns
+        self._row_shaper = RowShaper(schema, range(n) if target_columns is None else target_columns,
+                                     sparse=True)
+        self._pk_shaper = RowShaper(schema, lay.pk_pos, sparse=True)
+        acks = parse_acks(cfg.writer_acks)
+        retries = cfg.writer_retries
+        max_inflight = cfg.writer_max_inflight_requests_per_bucket
+        idem = bool(cfg.writer_enable_idempotence)
+        if idem:
+            if acks != -1:
+                raise FlussError(f"Idempotent writes require acks='all' (-1), but got acks="
+                                 f"'{cfg.writer_acks}'; set writer.enable-idempotence=false to use it")
+            if retries <= 0:
+                raise FlussError(f"Idempotent writes require retries > 0, but got retries={retries}")
+            if max_inflight > MAX_INFLIGHT_FOR_IDEMPOTENCE:
+                raise FlussError(f"Idempotent writes require max-inflight-requests-per-bucket <= "
+                                 f"{MAX_INFLIGHT_FOR_IDEMPOTENCE}, but got {max_inflight}")
+        if max_inflight < 1:
+            raise FlussError(f"writer.max-inflight-requests-per-bucket must be >= 1, got {max_inflight}")
+        self._pids = {}
+        self._pnames = {}
+        self._closed = False
+        self._err_lock = threading.Lock()
+        self._first_error: Optional[FlussError] = None
+        self._idem = IdempotenceManager(idem)
+        self._acc = RecordAccumulator(
+            table_name=self._table_name,
+            memory_size=cfg.writer_buffer_memory_size,
+            wait_timeout_ms=cfg.writer_buffer_wait_timeout_ms,
+            batch_size=cfg.writer_batch_size,
+            dynamic=cfg.writer_dynamic_batch_size_enabled,
+            dynamic_min=cfg.writer_dynamic_batch_size_min,
+            linger_ms=cfg.writer_batch_timeout_ms,
+            assigner=make_no_key_assigner("sticky"),  # never asked: every record has its bucket
+            new_builder=KvRecordBuilder,
+            wake=self._wake,
+            runtime_thread=lambda: self._runtime._thread_id,
+            runtime=self._runtime,
+            kind=KIND_KV,
+        )
+        self._sender = Sender(
+            ctx=ctx, meta=meta, accumulator=self._acc, idempotence=self._idem, encode=self._encode,
+            table_name=self._table_name, acks=acks, retries=retries, max_inflight=max_inflight,
+            request_max_size=cfg.writer_request_max_size,
+            request_timeout_ms=ctx.request_timeout_ms if hasattr(ctx, "request_timeout_ms") else 30000,
+            on_failure=self._record_error, partition_name=self._pnames.get,
+            kv_target_columns=list(target_columns or []))
+        self._sender.start(self._runtime)
+        tracked = getattr(ctx, "writers", None)
+        if tracked is not None:
+            tracked.add(self)  # the connection's close() drains it
+        self._bulk = None
+
+    def _wake(self):
+        self._sender.wake()
+
+    def __repr__(self) -> str:
+        return "UpsertWriter()"
+
+    # -- errors ---------------------------------------------------------------------------------
+    def _record_error(self, error: FlussError) -> None:
+        with self._err_lock:
+            if self._first_error is None:
+                self._first_error = error
+
+    def _take_error(self) -> Optional[FlussError]:
+        with self._err_lock:
+            e, self._first_error = self._first_error, None
+            return e
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise FlussError(f"table '{self._table_name}': the writer is closed")
+        if self._ctx.closed:
+            raise FlussError(f"table '{self._table_name}': the FlussConnection has been closed")
+
+    # -- partitions -----------------------------------------------------------------------------
+    def _partition_id(self, name: str) -> int:
+        pid = self._pids.get(name)
+        if pid is not None:
+            return pid
+        md = self._ctx.metadata
+        try:
+            pid, _ = self._runtime.call(md.partition_by_name(self._meta.path, name))
+        except FlussError as e:
+            if e.error_code == PARTITION_NOT_EXISTS:
+                raise FlussError(f"table '{self._table_name}': partition '{name}' does not exist; "
+                                 f"create it first (admin.create_partition)", PARTITION_NOT_EXISTS) from None
+            raise
+        self._pids[name] = pid
+        self._pnames[pid] = name
+        return pid
+
+    def _place(self, values, key: bytes):
+        lay = self._layout
+        pid = None
+        if lay.part_pos:
+            pid = self._partition_id(lay.partition_name([values[i] for i in lay.part_pos]))
+        try:
+            bucket = lay.bucket_of(key, values)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise self._row_shaper.encode_error(e, None, lay.schema) from None
+        return pid, bucket
+
+    def _key(self, values) -> bytes:
+        lay = self._layout
+        try:
+            return lay.key_encoder.encode([values[i] for i in lay.phys_pos])
+        except (TypeError, ValueError, OverflowError) as e:
+            raise self._row_shaper.encode_error(e, None, lay.schema) from None
+
+    # -- rows -----------------------------------------------------------------------------------
+    def upsert(self, row) -> WriteResultHandle:
+        """Insert or replace the row with this primary key (dict by column name, or list/tuple
+        in schema order; for a partial update, the target columns only)."""
+        if self._closed or self._ctx._closed:
+            self._check_open()
+        values = self._row_shaper.values(row)
+        key = self._key(values)
+        lay = self._layout
+        try:
+            value = lay.row_encoder.encode(values)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise self._row_shaper.encode_error(e, None, lay.schema) from None
+        pid, bucket = self._place(values, key)
+        return self._acc.append_slotted(kv_record(key, value), pid, bucket, lay.num_buckets)
+
+    def delete(self, pk) -> WriteResultHandle:
+        """Delete the row with this primary key (dict by key column, or list/tuple in
+        primary-key order)."""
+        if self._closed or self._ctx._closed:
+            self._check_open()
+        values = self._pk_shaper.values(pk)
+        key = self._key(values)
+        pid, bucket = self._place(values, key)
+        return self._acc.append_slotted(kv_record(key, None), pid, bucket, self._layout.num_buckets)
+
+    # -- bulk Arrow -----------------------------------------------------------------------------
+    def _bulk_writer(self):
+        if self._bulk is None:
+            from .upsert_bulk import BulkKv
+            self._bulk = BulkKv(self)
+        return self._bulk
+
+    def upsert_arrow_batch(self, batch: pa.RecordBatch) -> WriteResultHandle:
+        """Upsert every row of a RecordBatch (columns matched by name)."""
+        self._check_open()
+        return self._bulk_writer().write(batch, delete=False)
+
+    def upsert_arrow(self, table: pa.Table) -> WriteResultHandle:
+        """Upsert every row of a pyarrow Table (columns matched by name)."""
+        self._check_open()
+        return self._bulk_writer().write(table, delete=False)
+
+    def upsert_pandas(self, df) -> WriteResultHandle:
+        self._check_open()
+        return self._bulk_writer().write_pandas(df, delete=False)
+
+    def delete_arrow_batch(self, batch: pa.RecordBatch) -> WriteResultHandle:
+        """Delete the rows whose primary keys are in a RecordBatch (key columns by name)."""
+        self._check_open()
+        return self._bulk_writer().write(batch, delete=True)
+
+    def delete_arrow(self, table: pa.Table) -> WriteResultHandle:
+        self._check_open()
+        return self._bulk_writer().write(table, delete=True)
+
+    def delete_pandas(self, df) -> WriteResultHandle:
+        self._check_open()
+        return self._bulk_writer().write_pandas(df, delete=True)
+
+    # -- encoding (runtime thread) --------------------------------------------------------------
+    def _encode(self, b) -> None:
+        builder = b.builder
+        parts = list(b.chunks or ())
+        if builder is not None and len(builder):
+            parts.append(builder.build())
+            b.builder = None
+        count = sum(c.num_rows for c in parts)
+        b.payload = parts[0].data if len(parts) == 1 else b"".join([c.data for c in parts])
+        b.record_count = count
+        b.chunks = None
+
+    # -- flush / close --------------------------------------------------------------------------
+    @on_runtime
+    async def flush(self) -> None:
+        """Wait until every upsert and delete made before this call is acknowledged; raise the
+        first error of any batch that failed since the previous flush."""
+        batches = self._acc.begin_flush()
+        self._sender.wake()
+        try:
+            if batches:
+                await asyncio.gather(*[asyncio.wrap_future(b.future) for b in batches],
+                                     return_exceptions=True)
+        finally:
+            self._acc.end_flush()
+        err = self._take_error()
+        if err is not None:
+            raise err
+
+    @on_runtime
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._acc.set_closing()
+        try:
+            await UpsertWriter.flush.__runtime_impl__(self)
+        finally:
+            await self._sender.stop()
+
+    async def __aenter__(self) -> "UpsertWriter":
+        return self
+
+    async def __aexit__(self, exc_type=None, exc_value=None, traceback=None) -> bool:
+        if exc_type is None:
+            await self.flush()
+        else:
+            try:
+                await self.flush()
+            except FlussError:
+                pass
+        return False
+
+
+def done_handle(runtime) -> WriteResultHandle:
+    return WriteResultHandle(_done_future(), runtime)

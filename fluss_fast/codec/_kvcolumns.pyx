@@ -1,0 +1,268 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""Compiled twin of :mod:`fluss_fast.codec.kvcolumns` (see there for the column specs)."""
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdlib cimport calloc, malloc, realloc, free
+from libc.string cimport memcpy
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+
+import numpy as np
+
+from fluss_fast.codec.kvcolumns import KeyNullError
+
+cdef extern from "fluss_murmur.h":
+    int32_t ffm_bucket(const unsigned char *p, Py_ssize_t n, int32_t nb) nogil
+
+cdef enum:
+    K_NULL = 0
+    K_BOOL = 1
+    K_I8 = 2
+    K_I16 = 3
+    K_VAR32 = 4
+    K_VAR64 = 5
+    K_F32 = 6
+    K_F64 = 7
+    K_BYTES = 8
+    K_TS = 9
+
+cdef struct Col:
+    int kind
+    const uint8_t *valid
+    const uint8_t *a
+    const uint8_t *b
+
+
+cdef struct Buf:
+    unsigned char *p
+    Py_ssize_t n
+    Py_ssize_t cap
+
+
+cdef int _reserve(Buf *buf, Py_ssize_t extra) except -1:
+    cdef Py_ssize_t want = buf.n + extra
+    cdef Py_ssize_t cap
+    cdef unsigned char *p
+    if want <= buf.cap:
+        return 0
+    cap = buf.cap * 2 if buf.cap else 4096
+    while cap < want:
+        cap *= 2
+    p = <unsigned char *>realloc(buf.p, cap)
+    if p == NULL:
+        raise MemoryError()
+    buf.p = p
+    buf.cap = cap
+    return 0
+
+
+cdef inline Py_ssize_t _put_varint(unsigned char *p, uint64_t u) noexcept nogil:
+    cdef Py_ssize_t i = 0
+    while u > 0x7F:
+        p[i] = <unsigned char>((u & 0x7F) | 0x80)
+        u >>= 7
+        i += 1
+    p[i] = <unsigned char>u
+    return i + 1
+
+
+cdef inline Py_ssize_t _bound(Col *c, Py_ssize_t r) noexcept nogil:
+    """Most bytes field ``r`` of ``c`` can take."""
+    cdef const int64_t *off
+    if c.kind == K_BYTES:
+        off = <const int64_t *>c.a
+        return 5 + (off[r + 1] - off[r])
+    return 16
+
+
+cdef inline Py_ssize_t _field(unsigned char *p, Col *c, Py_ssize_t r) noexcept nogil:
+    cdef int k = c.kind
+    cdef const int64_t *off
+    cdef Py_ssize_t s, e
+    cdef float f
+    cdef double d
+    cdef Py_ssize_t w
+    if k == K_BOOL:
+        p[0] = 1 if c.a[r] else 0
+        return 1
+    if k == K_I8:
+        p[0] = <unsigned char>(<const int8_t *>c.a)[r]
+        return 1
+    if k == K_I16:
+        memcpy(p, c.a + 2 * r, 2)
+        return 2
+    if k == K_VAR32:
+        return _put_varint(p, <uint32_t>(<const int32_t *>c.a)[r])
+    if k == K_VAR64:
+        return _put_varint(p, <uint64_t>(<const int64_t *>c.a)[r])
+    if k == K_F32:
+        f = (<const float *>c.a)[r]
+        if f != f:
+            p[0] = 0; p[1] = 0; p[2] = 0xC0; p[3] = 0x7F
+        else:
+            memcpy(p, &f, 4)
+        return 4
+    if k == K_F64:
+        d = (<const double *>c.a)[r]
+        if d != d:
+            p[0] = 0; p[1] = 0; p[2] = 0; p[3] = 0; p[4] = 0; p[5] = 0; p[6] = 0xF8; p[7] = 0x7F
+        else:
+            memcpy(p, &d, 8)
+        return 8
+    if k == K_BYTES:
+        off = <const int64_t *>c.a
+        s = off[r]
+        e = off[r + 1]
+        w = _put_varint(p, <uint64_t>(e - s))
+        memcpy(p + w, c.b + s, e - s)
+        return w + (e - s)
+    # K_TS
+    w = _put_varint(p, <uint64_t>(<const int64_t *>c.a)[r])
+    return w + _put_varint(p + w, <uint32_t>(<const int32_t *>c.b)[r])
+
+
+cdef inline bint _null(Col *c, Py_ssize_t r) noexcept nogil:
+    return c.kind == K_NULL or (c.valid != NULL and not c.valid[r])
+
+
+cdef const uint8_t *_ptr(object arr, list keep) except? NULL:
+    if arr is None:
+        return NULL
+    a = np.ascontiguousarray(arr)
+    keep.append(a)
+    cdef const uint8_t[::1] view = a.reshape(-1).view(np.uint8)
+    if view.shape[0] == 0:
+        return <const uint8_t *>""
+    return &view[0]
+
+
+def encode_kv_columns(specs, key_cols, bucket_cols, value_cols, Py_ssize_t nrows, int num_buckets):
+    if num_buckets <= 0:
+        raise ValueError(f"num_buckets must be positive, got {num_buckets}")
+    cdef Py_ssize_t ncols = len(specs)
+    cdef list keep = []
+    cdef Col *cols = <Col *>malloc(sizeof(Col) * (ncols if ncols else 1))
+    cdef int *kc = NULL
+    cdef int *bc = NULL
+    cdef int *vc = NULL
+    cdef Py_ssize_t nk = len(key_cols), nbk = 0 if bucket_cols is None else len(bucket_cols)
+    cdef Py_ssize_t nv = -1 if value_cols is None else len(value_cols)
+    cdef Py_ssize_t nbits, r, i, klen, bound, start, w, nb
+    cdef int32_t bucket
+    cdef Buf out, key, bkey
+    cdef int32_t *rec_bucket = NULL
+    cdef Py_ssize_t *rec_start = NULL
+    cdef unsigned char *row
+    cdef int32_t rec_len
+    cdef int64_t *bsize = NULL
+    cdef int64_t *bcount = NULL
+    cdef unsigned char **bptr = NULL
+    out.p = NULL; out.n = 0; out.cap = 0
+    key.p = NULL; key.n = 0; key.cap = 0
+    bkey.p = NULL; bkey.n = 0; bkey.cap = 0
+    try:
+        if cols == NULL:
+            raise MemoryError()
+        for i, spec in enumerate(specs):
+            cols[i].kind = spec[0]
+            cols[i].valid = _ptr(spec[1], keep)
+            cols[i].a = _ptr(spec[2], keep) if len(spec) > 2 else NULL
+            cols[i].b = _ptr(spec[3], keep) if len(spec) > 3 else NULL
+        kc = <int *>malloc(sizeof(int) * (nk + 1))
+        bc = <int *>malloc(sizeof(int) * (nbk + 1))
+        vc = <int *>malloc(sizeof(int) * (nv + 1 if nv > 0 else 1))
+        rec_bucket = <int32_t *>malloc(sizeof(int32_t) * (nrows + 1))
+        rec_start = <Py_ssize_t *>malloc(sizeof(Py_ssize_t) * (nrows + 1))
+        if kc == NULL or bc == NULL or vc == NULL or rec_bucket == NULL or rec_start == NULL:
+            raise MemoryError()
+        for i in range(nk):
+            kc[i] = key_cols[i]
+        for i in range(nbk):
+            bc[i] = bucket_cols[i]
+        for i in range(nv if nv > 0 else 0):
+            vc[i] = value_cols[i]
+        nbits = (nv + 7) >> 3 if nv > 0 else 0
+        for r in range(nrows):
+            # the key, into its scratch buffer
+            bound = 0
+            for i in range(nk):
+                if _null(&cols[kc[i]], r):
+                    raise KeyNullError(kc[i], r)
+                bound += _bound(&cols[kc[i]], r)
+            key.n = 0
+            _reserve(&key, bound)
+            for i in range(nk):
+                key.n += _field(key.p + key.n, &cols[kc[i]], r)
+            if nbk:
+                bound = 0
+                for i in range(nbk):
+                    if _null(&cols[bc[i]], r):
+                        raise KeyNullError(bc[i], r)
+                    bound += _bound(&cols[bc[i]], r)
+                bkey.n = 0
+                _reserve(&bkey, bound)
+                for i in range(nbk):
+                    bkey.n += _field(bkey.p + bkey.n, &cols[bc[i]], r)
+                bucket = ffm_bucket(bkey.p, bkey.n, num_buckets)
+            else:
+                bucket = ffm_bucket(key.p, key.n, num_buckets)
+            # the record: int32 length | varint key length | key | value row
+            bound = 4 + 5 + key.n + nbits
+            for i in range(nv if nv > 0 else 0):
+                bound += _bound(&cols[vc[i]], r)
+            _reserve(&out, bound)
+            start = out.n
+            w = start + 4
+            w += _put_varint(out.p + w, <uint64_t>key.n)
+            memcpy(out.p + w, key.p, key.n)
+            w += key.n
+            if nv >= 0:
+                row = out.p + w
+                for i in range(nbits):
+                    row[i] = 0
+                w += nbits
+                for i in range(nv):
+                    if _null(&cols[vc[i]], r):
+                        row[i >> 3] |= <unsigned char>(1 << (i & 7))
+                    else:
+                        w += _field(out.p + w, &cols[vc[i]], r)
+            rec_len = <int32_t>(w - start - 4)
+            memcpy(out.p + start, &rec_len, 4)
+            out.n = w
+            rec_bucket[r] = bucket
+            rec_start[r] = start
+        rec_start[nrows] = out.n
+        # records grouped by bucket, each group in row order
+        bsize = <int64_t *>calloc(num_buckets, sizeof(int64_t))
+        bcount = <int64_t *>calloc(num_buckets, sizeof(int64_t))
+        bptr = <unsigned char **>calloc(num_buckets, sizeof(unsigned char *))
+        if bsize == NULL or bcount == NULL or bptr == NULL:
+            raise MemoryError()
+        for r in range(nrows):
+            bsize[rec_bucket[r]] += rec_start[r + 1] - rec_start[r]
+            bcount[rec_bucket[r]] += 1
+        result = {}
+        for nb in range(num_buckets):
+            if bcount[nb]:
+                data = PyBytes_FromStringAndSize(NULL, bsize[nb])
+                bptr[nb] = <unsigned char *>PyBytes_AS_STRING(data)
+                result[nb] = (data, bcount[nb])
+                bsize[nb] = 0  # from here on: bytes filled
+        for r in range(nrows):
+            nb = rec_bucket[r]
+            w = rec_start[r + 1] - rec_start[r]
+            memcpy(bptr[nb] + bsize[nb], out.p + rec_start[r], w)
+            bsize[nb] += w
+        return result
+    finally:
+        free(bsize)
+        free(bcount)
+        free(bptr)
+        free(cols)
+        free(kc)
+        free(bc)
+        free(vc)
+        free(rec_bucket)
+        free(rec_start)
+        free(out.p)
+        free(key.p)
+        free(bkey.p)
+

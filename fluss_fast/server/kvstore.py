@@ -1,0 +1,743 @@
+"""Primary-key table state of the embedded server: one RocksDB (``rocksdict``) per bucket, the merge
+engines, and changelog generation (DATA.md §5, §7, §8).
+
+Write order and recovery: a PUT_KV batch is merged against the current state into a private
+pre-write buffer, turned into ONE changelog batch that is appended to the bucket's log, and only
+then written to RocksDB. So the log is never behind the KV store. Every changelog record that
+carries a row (+I, +U, -D) holds the whole row image, which makes replaying a stretch of the log
+idempotent; the store remembers (in ``applied-offset`` next to it, written now and then, not
+atomically with RocksDB) an offset up to which it certainly holds the log, and on opening replays
+the log from there to its end. A store that claims more than the log holds (the log lost a torn
+tail) is rebuilt from the whole log.
+
+Values are stored as Java stores them: int16 LE schema id, then the row in the table's kv format.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from ..codec import logbatch
+from ..codec.errors import CorruptBatchError
+from ..codec.keys import key_columns
+from ..codec.kvbatch import encode_value, iter_kv_records, parse_kv_header
+from ..codec.rows import (INDEXED, CompactedKeyEncoder, CompactedRowDecoder, CompactedRowEncoder,
+                          IndexedRowDecoder, IndexedRowEncoder)
+from ..errors import FlussError
+from ..rpc.errors import Errors
+from .logstore import read_segment
+
+log = logging.getLogger("fluss_fast.server.kvstore")
+
+# change types of changelog records (DATA.md §2.5)
+INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 1, 2, 3, 4
+
+_APPLIED_FILE = "applied-offset"
+_APPLIED_EVERY = 512  # changes between two writes of the applied offset
+THREAD_BUILD_ROWS = 512  # changelogs at least this long are built on a worker thread
+AUTO_INC_CACHE = 100_000  # table.auto-increment.cache-size: ids a bucket takes from its table's counter at once
+
+
+def _raw_options():
+    import rocksdict
+
+    opts = rocksdict.Options(raw_mode=True)
+    opts.create_if_missing(True)
+    return opts
+
+
+# -- aggregation merge engine -----------------------------------------------------------------------
+def _agg_name(column) -> str:
+    fn = column.agg_function
+    if fn is None:
+        return "last_value_ignore_nulls"
+    if isinstance(fn, dict):
+        name = fn.get("name") or fn.get("type") or fn.get("function") or ""
+    else:
+        name = str(fn)
+    return str(name).strip().lower()
+
+
+def _agg_delimiter(column) -> str:
+    fn = column.agg_function
+    if isinstance(fn, dict):
+        params = fn.get("params") or fn.get("parameters") or {}
+        if isinstance(params, dict) and "delimiter" in params:
+            return str(params["delimiter"])
+    return ","
+
+
+def _aggregator(column):
+    """fn(acc, value) -> new acc for one aggregation column (both may be None)."""
+    name = _agg_name(column)
+
+    def ignoring_nulls(f):
+        def g(acc, v):
+            if v is None:
+                return acc
+            if acc is None:
+                return v
+            return f(acc, v)
+        return g
+
+    if name == "sum":
+        return ignoring_nulls(lambda a, v: a + v)
+    if name == "product":
+        return ignoring_nulls(lambda a, v: a * v)
+    if name == "max":
+        return ignoring_nulls(lambda a, v: v if v > a else a)
+    if name == "min":
+        return ignoring_nulls(lambda a, v: v if v < a else a)
+    if name == "last_value":
+        return lambda a, v: v
+    if name == "last_value_ignore_nulls":
+        return lambda a, v: a if v is None else v
+    if name == "first_value":
+        return lambda a, v: a
+    if name == "first_value_ignore_nulls":
+        return lambda a, v: v if a is None else a
+    if name in ("listagg", "string_agg"):
+        sep = _agg_delimiter(column)
+        return ignoring_nulls(lambda a, v: f"{a}{sep}{v}")
+    if name == "bool_and":
+        return ignoring_nulls(lambda a, v: bool(a and v))
+    if name == "bool_or":
+        return ignoring_nulls(lambda a, v: bool(a or v))
+    raise FlussError(f"Aggregation function '{name}' of column '{column.name}' is not supported by this server",
+                     Errors.INVALID_CONFIG_EXCEPTION)
+
+
+class _UNCHANGED:
+    """Marker: the merge keeps the old row, nothing goes to the changelog."""
+
+
+# -- per table ------------------------------------------------------------------------------------
+class TableKv:
+    """What a bucket needs to know about its table: formats, keys, merge engine, codecs.
+    Rebuilt when the table's latest schema changes."""
+
+    def __init__(self, entry) -> None:
+        desc = entry.descriptor
+        props = desc.properties
+        self.path = entry.path
+        self.table_id = entry.table_id
+        self.kv_format = desc.kv_format
+        self.log_format = desc.log_format
+        self.latest_schema_id = entry.schema_id
+        self.schemas = entry.schemas
+        self.schema = entry.schema
+        self.ncols = len(self.schema.columns)
+        self.names = self.schema.names
+        keys = key_columns(desc)
+        self.pk = keys.primary_key
+        self.pk_set = frozenset(self.pk)
+        self.physical_key = keys.physical_key
+        self.bucket_key = keys.bucket_key
+        self.engine = (props.get("table.merge-engine") or "").strip().upper() or None
+        default_delete = "ALLOW" if self.engine is None else "IGNORE"
+        self.delete_behavior = (props.get("table.delete.behavior") or default_delete).strip().upper()
+        self.image = (props.get("table.changelog.image") or "FULL").strip().upper()
+        self.version_col = None
+        if self.engine == "VERSIONED":
+            self.version_col = self.schema.index_of(props["table.merge-engine.versioned.ver-column"])
+        self.auto_inc = None
+        self.auto_inc_max = 0
+        self.auto_inc_cache = int(props.get("table.auto-increment.cache-size") or AUTO_INC_CACHE)
+        if self.schema.auto_increment_columns:
+            self.auto_inc = self.schema.index_of(self.schema.auto_increment_columns[0])
+            col = self.schema.columns[self.auto_inc]
+            self.auto_inc_max = (1 << 31) - 1 if col.type.root == "INTEGER" else (1 << 63) - 1
+        self.aggs = None
+        if self.engine == "AGGREGATION":
+            self.aggs = [None if i in self.pk_set else _aggregator(c) for i, c in enumerate(self.schema.columns)]
+        self._decoders: Dict[int, object] = {}
+        self._encoder = self._row_encoder(self.schema)
+        self.key_encoder = CompactedKeyEncoder([self.schema.columns[i].type for i in self.physical_key],
+                                               [self.names[i] for i in self.physical_key])
+        self._changelog = None
+
+    def _row_encoder(self, schema):
+        cls = IndexedRowEncoder if self.kv_format == INDEXED else CompactedRowEncoder
+        return cls(schema.types, schema.names)
+
+    def decoder(self, schema_id: int):
+        d = self._decoders.get(schema_id)
+        if d is None:
+            schema = self.schemas.get(schema_id)
+            if schema is None:
+                raise FlussError(f"Invalid schema id: {schema_id}, latest schema id: {self.latest_schema_id}",
+                                 Errors.SCHEMA_NOT_EXIST)
+            cls = IndexedRowDecoder if self.kv_format == INDEXED else CompactedRowDecoder
+            d = self._decoders[schema_id] = cls(schema.types, schema.names)
+        return d
+
+    def decode(self, value) -> list:
+        """Latest-schema values of a stored value (older rows padded with trailing nulls)."""
+        # schema id (int16 LE) then the row, read in place
+        sid = value[0] | (value[1] << 8)
+        d = self._decoders.get(sid) or self.decoder(int.from_bytes(value[:2], "little", signed=True))
+        values = d.decode(value, 2)
+        if len(values) < self.ncols:
+            values = values + [None] * (self.ncols - len(values))
+        return values
+
+    def encode(self, values) -> bytes:
+        return encode_value(self.latest_schema_id, self._encoder.encode(values))
+
+    # -- changelog batches ---------------------------------------------------------------------
+    def build_changelog(self, rows: List[list], change_types: bytearray, writer_id: int,
+                        batch_sequence: int) -> bytes:
+        sid = self.latest_schema_id
+        if not rows:
+            return logbatch.build_batch(b"", schema_id=sid, record_count=0, append_only=False,
+                                        writer_id=writer_id, batch_sequence=batch_sequence)
+        if self.log_format == "ARROW":
+            from ..codec.columns import RowBatchBuilder
+
+            if self._changelog is None:
+                from ..codec.arrowlog import ArrowLogCodec
+
+                self._changelog = ArrowLogCodec(self.schema, self._compression[0], self._compression[1],
+                                                table_name=self.path)
+            # a builder per call: changelogs of several buckets may be built on threads at once
+            builder = RowBatchBuilder(self.schema, self.path)
+            builder.extend(rows)
+            batch = builder.build()
+            return self._changelog.build(batch, schema_id=sid, writer_id=writer_id,
+                                         batch_sequence=batch_sequence, change_types=bytes(change_types))
+        from ..codec.indexedlog import build_row_log_batch
+
+        return build_row_log_batch(rows, self.schema.types, fmt=self.log_format, schema_id=sid,
+                                   change_types=bytes(change_types), writer_id=writer_id,
+                                   batch_sequence=batch_sequence)
+
+    def changelog_rows(self, buf, header) -> List[Tuple[int, list]]:
+        """``[(change_type, values)]`` of one changelog batch read back from the log (for replay)."""
+        if header.record_count == 0:
+            return []
+        schema = self.schemas.get(header.schema_id)
+        if schema is None:
+            raise CorruptBatchError(f"changelog batch with unknown schema id {header.schema_id}")
+        if self.log_format == "ARROW":
+            from ..codec.arrowlog import ArrowLogCodec
+
+            codec = ArrowLogCodec(schema, self._compression[0], self._compression[1], table_name=self.path)
+            rb, cts = codec.decode(buf, header)
+            names = rb.schema.names
+            cols = [rb.column(i).to_pylist() for i in range(len(names))]
+            rows = [list(r) for r in zip(*cols)] if cols else []
+            cts = cts or bytes([INSERT]) * len(rows)
+            return list(zip(cts, rows))
+        from ..codec.indexedlog import decode_row_log_batch
+
+        return decode_row_log_batch(buf, header, schema.types, self.log_format)
+
+    @property
+    def _compression(self):
+        return getattr(self, "_comp", None) or ("ZSTD", 3)
+
+
+def table_kv(entry) -> TableKv:
+    t = TableKv(entry)
+    desc = entry.descriptor
+    t._comp = (desc.compression, desc.compression_level)
+    return t
+
+
+# -- merging ------------------------------------------------------------------------------------
+class Merger:
+    """One request's merge rule: the table's engine (or OVERWRITE) configured for its target
+    columns. Errors follow the Java server's texts and codes."""
+
+    def __init__(self, table: TableKv, target_columns: Optional[Sequence[int]], agg_mode: int) -> None:
+        self.t = table
+        self.overwrite = agg_mode == 1
+        engine = None if self.overwrite else table.engine
+        self.engine = engine
+        self.target = None
+        if target_columns:
+            target = sorted(set(int(c) for c in target_columns))
+            n = table.ncols
+            names = table.names
+            bad = [c for c in target if not 0 <= c < n]
+            if bad:
+                raise FlussError(f"The target write columns {list(target_columns)} are out of range of table "
+                                 f"{table.path} with {n} columns.", Errors.INVALID_TARGET_COLUMN)
+            if engine == "FIRST_ROW":
+                raise FlussError("Partial update is not supported for the first_row merge engine.",
+                                 Errors.UNKNOWN_SERVER_ERROR)
+            if engine == "VERSIONED":
+                raise FlussError("Partial update is not supported for the versioned merge engine.",
+                                 Errors.UNKNOWN_SERVER_ERROR)
+            tset = set(target)
+            if not table.pk_set <= tset:
+                raise FlussError(f"The target write columns {_java_list(names[c] for c in target)} must contain the "
+                                 f"primary key columns {_java_list(names[c] for c in table.pk)}.",
+                                 Errors.INVALID_TARGET_COLUMN)
+            for i, c in enumerate(table.schema.columns):
+                if i not in table.pk_set and not c.type.nullable:
+                    raise FlussError(f"Partial Update requires all columns except primary key to be nullable, but "
+                                     f"column {c.name} is NOT NULL.", Errors.INVALID_TARGET_COLUMN)
+            if table.auto_inc is not None and table.auto_inc in tset:
+                raise FlussError(f"Auto-increment column [{names[table.auto_inc]}] at index {table.auto_inc} must not "
+                                 f"be included in target columns.", Errors.INVALID_TARGET_COLUMN)
+            if len(tset) < n:
+                self.target = tset
+        elif table.auto_inc is not None:
+            raise FlussError(f"The table contains an auto-increment column [{table.names[table.auto_inc]}], but update "
+                             f"target columns are not explicitly specified. Please specify the update target columns "
+                             f"and exclude the auto-increment column from them.", Errors.INVALID_TARGET_COLUMN)
+        self.delete_behavior = "ALLOW" if self.overwrite else table.delete_behavior
+        # WAL image + plain last-row merge of whole rows: no need to read the old row at all
+        self.blind = (table.image == "WAL" and engine is None and self.target is None
+                      and table.auto_inc is None)
+
+    def merge(self, old: Optional[list], new: list):
+        """The merged row, or _UNCHANGED. ``new`` is in the latest schema's width."""
+        if self.target is not None:
+            if old is None:
+                return [v if i in self.target else None for i, v in enumerate(new)]
+            if self.target == self.t.pk_set:
+                return _UNCHANGED
+            if self.engine == "AGGREGATION":
+                return [old[i] if i not in self.target else
+                        (v if agg is None else agg(old[i], v)) for i, (v, agg) in enumerate(zip(new, self.t.aggs))]
+            return [v if i in self.target else old[i] for i, v in enumerate(new)]
+        if old is None:
+            return new
+        engine = self.engine
+        if engine is None:
+            return new
+        if engine == "FIRST_ROW":
+            return _UNCHANGED
+        if engine == "VERSIONED":
+            col = self.t.version_col
+            ov, nv = old[col], new[col]
+            if nv is None and ov is not None:
+                return _UNCHANGED
+            if ov is not None and nv is not None and _version_key(nv) < _version_key(ov):
+                return _UNCHANGED
+            return new
+        # aggregation
+        return [v if agg is None else agg(o, v) for o, v, agg in zip(old, new, self.t.aggs)]
+
+    def delete(self, old: list):
+        """None (delete the row) or the row that remains (partial delete)."""
+        if self.target is None:
+            return None
+        pk = self.t.pk_set
+        for i, v in enumerate(old):
+            if i not in self.target and v is not None:
+                break
+        else:
+            return None
+        return [None if (i in self.target and i not in pk) else v for i, v in enumerate(old)]
+
+
+def _java_list(items) -> str:
+    return "[" + ", ".join(str(i) for i in items) + "]"
+
+
+def _version_key(v):
+    if hasattr(v, "timestamp") and getattr(v, "tzinfo", None) is None and hasattr(v, "replace"):
+        return v.replace(tzinfo=None)
+    return v
+
+
+# -- per bucket -----------------------------------------------------------------------------------
+class BucketKv:
+    """The RocksDB state of one bucket, next to the bucket's log directory."""
+
+    def __init__(self, blog, directory: str) -> None:
+        import rocksdict
+
+        self.blog = blog
+        self.dir = directory
+        os.makedirs(directory, exist_ok=True)
+        self.db = rocksdict.Rdict(os.path.join(directory, "db"), _raw_options())
+        self.lock = asyncio.Lock()
+        self.applied = self._read_applied()
+        self._since_mark = 0
+        self.closed = False
+        self.scanners = 0
+        self._auto_seg: Optional[list] = None
+        self.stale = False  # the store missed a write: reopen it (which replays the log)
+
+    # -- auto-increment ids -----------------------------------------------------------------------
+    def next_auto_id(self, table: "TableKv") -> int:
+        """The next id of the table's auto-increment column: from this bucket's cached range, which is
+        taken from a per-table counter (persisted before use, so a restart never reuses an id)."""
+        seg = self._auto_seg
+        if seg is None or seg[0] > seg[1]:
+            seg = self._auto_seg = self._take_auto_range(table)
+        nxt = seg[0]
+        if nxt > table.auto_inc_max:
+            raise FlussError(f'Reached maximum value of sequence "<{table.names[table.auto_inc]}>" '
+                             f"({table.auto_inc_max}).", Errors.UNKNOWN_SERVER_ERROR)
+        seg[0] = nxt + 1
+        return nxt
+
+    def _take_auto_range(self, table: "TableKv") -> list:
+        tdir = os.path.dirname(self.blog.dir)
+        if self.blog.partition_id is not None:
+            tdir = os.path.dirname(tdir)
+        path = os.path.join(tdir, f"auto-increment-{table.schema.columns[table.auto_inc].id}")
+        try:
+            with open(path, "rb") as f:
+                start = int(f.read().decode().strip() or 0)
+        except FileNotFoundError:
+            start = 0
+        except (OSError, ValueError) as e:
+            raise FlussError(f"Failed to fetch auto-increment values of {table.path}: {e}",
+                             Errors.UNKNOWN_SERVER_ERROR) from None
+        size = max(1, table.auto_inc_cache)
+        tmp = path + ".tmp"
+        with open(tmp, "wb") as f:
+            f.write(str(start + size).encode())
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        return [start + 1, start + size]
+
+    # -- the applied-offset mark ---------------------------------------------------------------
+    def _read_applied(self) -> int:
+        try:
+            with open(os.path.join(self.dir, _APPLIED_FILE), "rb") as f:
+                return int(f.read().decode().strip() or 0)
+        except (OSError, ValueError):
+            return 0
+
+    def _mark(self, offset: int) -> None:
+        path = os.path.join(self.dir, _APPLIED_FILE)
+        tmp = path + ".tmp"
+        try:
+            with open(tmp, "wb") as f:
+                f.write(str(offset).encode())
+            os.replace(tmp, path)
+        except OSError as e:  # only costs a longer replay next time
+            log.warning("cannot record the applied offset of %s: %s", self.blog.name, e)
+
+    # -- recovery --------------------------------------------------------------------------------
+    async def catch_up(self, table: TableKv) -> None:
+        """Bring the store up to the log's end (after a crash or a restart)."""
+        hw = self.blog.high_watermark
+        start = self.applied
+        if start > hw:
+            log.warning("%s: KV state claims offset %d beyond the log end %d; rebuilding it from the log",
+                        self.blog.name, start, hw)
+            self._clear()
+            start = self.blog.log_start_offset
+        if start >= hw:
+            return
+        replayed = 0
+        pieces = self.blog.whole_batches(start)
+        for seg, pos, n in pieces:
+            data = await read_segment(seg, pos, n)
+            for h in logbatch.iter_batches(data):
+                if h.next_offset <= start:
+                    continue
+                writes = {}
+                for ct, values in table.changelog_rows(data, h):
+                    schema = table.schemas[h.schema_id]
+                    width = len(schema.columns)
+                    if ct == UPDATE_BEFORE:
+                        continue
+                    key = table.key_encoder.encode([values[i] for i in table.physical_key])
+                    if ct == DELETE:
+                        writes[key] = None
+                    else:
+                        enc = (IndexedRowEncoder if table.kv_format == INDEXED else CompactedRowEncoder)(
+                            schema.types, schema.names)
+                        writes[key] = encode_value(h.schema_id, enc.encode(values[:width]))
+                    replayed += 1
+                self.write(writes)
+        self.applied = hw
+        self._mark(hw)
+        if replayed:
+            log.info("%s: replayed %d changelog records into the KV state", self.blog.name, replayed)
+
+    def _clear(self) -> None:
+        import rocksdict
+
+        path = os.path.join(self.dir, "db")
+        self.db.close()
+        rocksdict.Rdict.destroy(path, _raw_options())
+        shutil.rmtree(path, ignore_errors=True)
+        self.db = rocksdict.Rdict(path, _raw_options())
+
+    # -- access ----------------------------------------------------------------------------------
+    def get(self, key: bytes) -> Optional[bytes]:
+        return self.db.get(key)
+
+    def multi_get(self, keys: List[bytes]) -> List[Optional[bytes]]:
+        if not keys:
+            return []
+        return self.db.get(keys)
+
+    def prefix(self, prefix: bytes) -> List[bytes]:
+        out = []
+        it = self.db.iter()
+        it.seek(prefix)
+        n = len(prefix)
+        while it.valid():
+            k = it.key()
+            if k[:n] != prefix:
+                break
+            out.append(it.value())
+            it.next()
+        return out
+
+    def values(self, limit: Optional[int] = None) -> List[bytes]:
+        out = []
+        it = self.db.iter()
+        it.seek_to_first()
+        while it.valid() and (limit is None or len(out) < limit):
+            out.append(it.value())
+            it.next()
+        return out
+
+    def write(self, changes: Dict[bytes, Optional[bytes]]) -> None:
+        if not changes:
+            return
+        import rocksdict
+
+        wb = rocksdict.WriteBatch(raw_mode=True)
+        for k, v in changes.items():
+            if v is None:
+                wb.delete(k)
+            else:
+                wb.put(k, v)
+        self.db.write(wb)
+
+    def advance(self, next_offset: int, changes: int) -> None:
+        self.applied = next_offset
+        self._since_mark += changes + 1
+        if self._since_mark >= _APPLIED_EVERY:
+            self._since_mark = 0
+            self._mark(next_offset)
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self.db.close()
+        except Exception:  # noqa: BLE001 - closing a store that is going away anyway
+            log.exception("closing the KV store of %s failed", self.blog.name)
+        if os.path.isdir(self.dir) and not self.blog.closed:
+            self._mark(self.applied)
+
+
+# -- applying one KV batch -----------------------------------------------------------------------
+class _WriterProbe:
+    """What ``BucketLog.check_writer`` reads of a records summary, for one batch not built yet."""
+
+    __slots__ = ("writer_id", "first_sequence", "last_sequence", "batch_count")
+
+    def __init__(self, writer_id: int, sequence: int) -> None:
+        self.writer_id = writer_id
+        self.first_sequence = self.last_sequence = sequence
+        self.batch_count = 1
+
+
+async def put_batch(table: TableKv, merger: Merger, bkv: BucketKv, records) -> int:
+    """Merge one KV batch into a bucket, append its changelog and apply it. Returns the log end
+    offset after the append. Raises FlussError for anything the request did wrong."""
+    try:
+        h = parse_kv_header(records)
+    except CorruptBatchError as e:
+        raise FlussError(f"Corrupt KV batch for {bkv.blog.name}: {e}", Errors.CORRUPT_MESSAGE) from None
+    if h.total_size != len(records):
+        raise FlussError(f"Corrupt KV batch for {bkv.blog.name}: {len(records) - h.total_size} bytes after "
+                         f"the batch", Errors.CORRUPT_MESSAGE)
+    if not 0 <= h.schema_id <= table.latest_schema_id or h.schema_id not in table.schemas:
+        raise FlussError(f"Invalid schema id: {h.schema_id}, latest schema id: {table.latest_schema_id}",
+                         Errors.SCHEMA_NOT_EXIST)
+    try:
+        kvs = list(iter_kv_records(records, verify_crc=True))
+    except CorruptBatchError as e:
+        raise FlussError(f"Corrupt KV batch for {bkv.blog.name}: {e}", Errors.CORRUPT_MESSAGE) from None
+    decoder = table.decoder(h.schema_id)
+    width = len(table.schemas[h.schema_id].columns)
+    pad = [None] * (table.ncols - width)
+    async with bkv.lock:
+        if bkv.closed:
+            raise FlussError(f"{bkv.blog.name} was dropped", Errors.UNKNOWN_TABLE_OR_BUCKET_EXCEPTION)
+        if h.writer_id >= 0:
+            # a retried batch is answered before any work (and before any error its records would
+            # raise now); a sequence gap fails here too
+            dup = bkv.blog.check_writer(_WriterProbe(h.writer_id, h.batch_sequence))
+            if dup is not None:
+                return dup.last_offset + 1
+        buffer: Dict[bytes, Optional[bytes]] = {}
+        decoded: Dict[bytes, Optional[list]] = {}
+        rows: List[list] = []
+        cts = bytearray()
+        full = table.image != "WAL"
+
+        stored_now: Dict[bytes, Optional[bytes]] = {}
+        if not merger.blind:
+            wanted = list({bytes(key): None for key, _ in kvs})
+            stored_now = dict(zip(wanted, bkv.multi_get(wanted)))
+
+        def current(key):
+            if key in decoded:
+                return decoded[key]
+            if key in buffer:
+                raw = buffer[key]
+            elif key in stored_now:
+                raw = stored_now[key]
+            else:
+                raw = bkv.get(key)
+            v = None if raw is None else table.decode(raw)
+            decoded[key] = v
+            return v
+
+        for key, value in kvs:
+            key = bytes(key)
+            if value is None:
+                behavior = merger.delete_behavior
+                if behavior == "IGNORE":
+                    continue
+                if behavior == "DISABLE":
+                    raise FlussError("Delete operations are disabled for this table. The table.delete.behavior is "
+                                     "set to 'disable'.", Errors.DELETION_DISABLED_EXCEPTION)
+                old = current(key)
+                if old is None:
+                    continue
+                remaining = merger.delete(old)
+                if remaining is None:
+                    rows.append(old)
+                    cts.append(DELETE)
+                    buffer[key] = None
+                    decoded[key] = None
+                else:
+                    if full:
+                        rows.append(old)
+                        cts.append(UPDATE_BEFORE)
+                    rows.append(remaining)
+                    cts.append(UPDATE_AFTER)
+                    buffer[key] = table.encode(remaining)
+                    decoded[key] = remaining
+                continue
+            try:
+                new = decoder.decode(value)
+            except ValueError as e:
+                raise FlussError(f"Corrupt row for key {key.hex()} of {bkv.blog.name}: {e}",
+                                 Errors.CORRUPT_MESSAGE) from None
+            if pad:
+                new = new + pad
+            if merger.blind:
+                rows.append(new)
+                cts.append(UPDATE_AFTER)
+                buffer[key] = encode_value(h.schema_id, value)
+                decoded[key] = new
+                continue
+            old = current(key)
+            merged = merger.merge(old, new)
+            if merged is _UNCHANGED:
+                continue
+            if old is None and table.auto_inc is not None:
+                merged = list(merged)
+                merged[table.auto_inc] = bkv.next_auto_id(table)
+            stored = encode_value(h.schema_id, value) if merged is new else table.encode(merged)
+            if old is None:
+                rows.append(merged)
+                cts.append(INSERT)
+            else:
+                if full:
+                    rows.append(old)
+                    cts.append(UPDATE_BEFORE)
+                rows.append(merged)
+                cts.append(UPDATE_AFTER)
+            buffer[key] = stored
+            decoded[key] = merged
+        try:
+            if len(rows) >= THREAD_BUILD_ROWS:
+                # compression dominates: let it run beside the event loop (zstd and Arrow drop the GIL)
+                batch = await asyncio.to_thread(table.build_changelog, rows, cts, h.writer_id, h.batch_sequence)
+            else:
+                batch = table.build_changelog(rows, cts, h.writer_id, h.batch_sequence)
+        except (TypeError, ValueError, FlussError) as e:
+            raise FlussError(f"Cannot build the changelog of {bkv.blog.name}: {e}", Errors.CORRUPT_MESSAGE) from None
+        info = logbatch.validate_records(batch)
+        dup = bkv.blog.check_writer(info)
+        if dup is not None:
+            return dup.last_offset + 1
+        result = await bkv.blog.append(bytearray(batch), info)
+        if result.duplicate:
+            return result.last_offset + 1
+        try:
+            bkv.write(buffer)
+        except Exception as e:
+            # the changelog has the batch, the store does not: reopening replays the log into it
+            bkv.stale = True
+            raise FlussError(f"Failed to write the KV state of {bkv.blog.name}: {e}", Errors.KV_STORAGE_EXCEPTION) from e
+        bkv.advance(result.last_offset + 1, len(buffer))
+        return result.last_offset + 1
+
+
+# -- every bucket -------------------------------------------------------------------------------
+class KvManager:
+    """The KV stores of every bucket of every primary-key table (opened lazily)."""
+
+    def __init__(self, logs) -> None:
+        self.logs = logs
+        self.buckets: Dict[Tuple[int, Optional[int], int], BucketKv] = {}
+        self._tables: Dict[int, TableKv] = {}
+        self._opening: Dict[Tuple[int, Optional[int], int], asyncio.Future] = {}
+
+    def table(self, entry) -> TableKv:
+        t = self._tables.get(entry.table_id)
+        if t is None or t.latest_schema_id != entry.schema_id or t.schemas is not entry.schemas:
+            t = self._tables[entry.table_id] = table_kv(entry)
+        return t
+
+    def cached(self, blog) -> Optional[BucketKv]:
+        """The open, current store of a bucket, or None (then ``bucket`` opens it)."""
+        bkv = self.buckets.get((blog.table_id, blog.partition_id, blog.bucket))
+        if bkv is not None and bkv.blog is blog and not bkv.closed and not bkv.stale:
+            return bkv
+        return None
+
+    async def bucket(self, entry, blog) -> BucketKv:
+        key = (blog.table_id, blog.partition_id, blog.bucket)
+        bkv = self.buckets.get(key)
+        if bkv is not None and bkv.blog is blog and not bkv.closed and not bkv.stale:
+            return bkv
+        if bkv is not None:
+            bkv.close()
+            self.buckets.pop(key, None)
+        pending = self._opening.get(key)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        fut = asyncio.get_running_loop().create_future()
+        self._opening[key] = fut
+        try:
+            directory = os.path.join(os.path.dirname(blog.dir), f"kv-{blog.bucket}")
+            bkv = BucketKv(blog, directory)
+            async with bkv.lock:
+                await bkv.catch_up(self.table(entry))
+            self.buckets[key] = bkv
+            fut.set_result(bkv)
+            return bkv
+        except BaseException as e:
+            fut.set_exception(e)
+            fut.exception()  # retrieved: later waiters get it too
+            raise
+        finally:
+            self._opening.pop(key, None)
+
+    def drop(self, table_id: int, partition_id: Optional[int] = None) -> None:
+        for key in [k for k in self.buckets if k[0] == table_id and (partition_id is None or k[1] == partition_id)]:
+            self.buckets.pop(key).close()
+        if partition_id is None:
+            self._tables.pop(table_id, None)
+
+    def close(self) -> None:
+        for bkv in self.buckets.values():
+            bkv.close()
+        self.buckets.clear()

@@ -1,0 +1,131 @@
+"""Run the official Python client's own test suite (apache/fluss ``fluss-rust/bindings/python``: ``test/``
+and, through ``test_examples.py``, ``example/``) against ``fluss-fast server``.
+
+    git -C /path/to/apache-fluss archive HEAD fluss-rust/bindings/python | tar -x -C /tmp/official
+    python tests/compat/run_official_suite.py --suite /tmp/official/fluss-rust/bindings/python
+    python tests/compat/run_official_suite.py --suite ... --client fluss_fast
+
+The suite is not part of this repository. Its conftest takes an existing cluster from
+FLUSS_BOOTSTRAP_SERVERS / FLUSS_SASL_BOOTSTRAP_SERVERS; this script starts one embedded server (plaintext
+and SASL listeners, the users the suite logs in with), points those variables at it, and runs pytest.
+``--client fluss`` (default) uses the installed pyfluss; ``--client fluss_fast`` puts a ``fluss`` module
+that IS ``fluss_fast`` first on the path, so every ``import fluss`` of the suite gets the drop-in.
+
+One test is deselected for fluss_fast: ``test_rejects_non_arrow_log_format`` checks that pyfluss refuses
+to read INDEXED logs into Arrow; fluss_fast reads them (a deliberate extension).
+
+Exit status: pytest's. Extra arguments after ``--`` go to pytest.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+# what the suite's SASL tests log in with (test_sasl_auth.py)
+SUITE_USERS = {"admin": "admin-secret", "alice": "alice-secret"}
+READY_TIMEOUT_S = 60
+FLUSS_FAST_ONLY_SKIPS = ["test_batch_scanner.py::test_rejects_non_arrow_log_format"]
+
+_SHIM = '''"""``import fluss`` gives fluss_fast (written by run_official_suite.py)."""
+import sys
+
+import fluss_fast
+
+sys.modules[__name__] = fluss_fast
+'''
+
+
+def _repo_root() -> str:
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _find_test_dir(suite: str) -> str:
+    for cand in (os.path.join(suite, "test"), os.path.join(suite, "fluss-rust", "bindings", "python", "test"),
+                 suite):
+        if os.path.isfile(os.path.join(cand, "conftest.py")):
+            return os.path.abspath(cand)
+    raise SystemExit(f"no conftest.py of the official suite under {suite!r} (give the bindings/python directory)")
+
+
+def start_server(data_dir: str, tablet_servers: int):
+    cmd = [sys.executable, "-m", "fluss_fast", "server", "--data-dir", data_dir, "--listen", "127.0.0.1:0",
+           "--sasl-listen", "127.0.0.1:0", "--tablet-servers", str(tablet_servers)]
+    for user, pw in SUITE_USERS.items():
+        cmd += ["--sasl-user", f"{user}={pw}"]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (_repo_root(), env.get("PYTHONPATH")) if p)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], 0.2)
+        if ready:
+            line = proc.stdout.readline()
+            if line.startswith("READY"):
+                fields = dict(part.split("=", 1) for part in line.split()[1:])
+                return proc, fields["bootstrap.servers"], fields["sasl.bootstrap.servers"]
+        if proc.poll() is not None:
+            raise SystemExit(f"fluss-fast server exited with {proc.returncode} before READY")
+    proc.kill()
+    raise SystemExit("fluss-fast server did not print READY in time")
+
+
+def stop_server(proc) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--suite", required=True, help="checkout of fluss-rust/bindings/python (or its test/ dir)")
+    ap.add_argument("--client", choices=("fluss", "fluss_fast"), default="fluss",
+                    help="fluss = the installed pyfluss; fluss_fast = `import fluss` aliased to fluss_fast")
+    ap.add_argument("--tablet-servers", type=int, default=1)
+    ap.add_argument("--timeout", type=int, default=1800, help="seconds for the whole pytest run")
+    ap.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
+    args = ap.parse_args(argv)
+
+    test_dir = _find_test_dir(args.suite)
+    work = tempfile.mkdtemp(prefix="fluss-official-")
+    proc, plain, sasl = start_server(os.path.join(work, "data"), args.tablet_servers)
+    try:
+        env = dict(os.environ)
+        env["FLUSS_BOOTSTRAP_SERVERS"] = plain
+        env["FLUSS_SASL_BOOTSTRAP_SERVERS"] = sasl
+        paths = [env.get("PYTHONPATH")]
+        cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfE"]
+        if args.client == "fluss_fast":
+            shim = os.path.join(work, "shim")
+            os.makedirs(shim)
+            with open(os.path.join(shim, "fluss.py"), "w") as f:
+                f.write(_SHIM)
+            paths = [shim, _repo_root()] + paths
+            for nodeid in FLUSS_FAST_ONLY_SKIPS:
+                # node ids are relative to the rootdir pytest picks (bindings/python when its
+                # pyproject.toml is there, else the test directory): name both
+                cmd += ["--deselect", nodeid, "--deselect", "test/" + nodeid]
+        env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+        cmd += args.pytest_args
+        print(f"[official suite] client={args.client} server={plain} sasl={sasl} tests={test_dir}", flush=True)
+        try:
+            return subprocess.run(cmd, cwd=test_dir, env=env, timeout=args.timeout).returncode
+        except subprocess.TimeoutExpired:
+            print(f"[official suite] pytest did not finish in {args.timeout} s", flush=True)
+            return 124
+    finally:
+        stop_server(proc)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
