@@ -77,6 +77,8 @@ def s3_filesystem(access_key=None, secret_key=None, session_token=None, region=N
     if path_style is not None:
         kw["force_virtual_addressing"] = not path_style
     # A dead endpoint must fail within the timeout, not be retried for minutes.
+    # small objects (every test segment) go up in one PUT instead of a multipart upload
+    kw["allow_delayed_open"] = True
     kw["retry_strategy"] = pafs.AwsStandardS3RetryStrategy(max_attempts=2)
     return pafs.S3FileSystem(**kw)
 
