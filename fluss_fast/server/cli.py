@@ -40,7 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a server setting with the Java server's key and units, e.g. "
                         "-c log.segment.file-size=1mb -c remote.log.task-interval-duration=1s (repeatable)")
     p.add_argument("--config", action="append", default=[], metavar="FILE",
-                   help="file of KEY=VALUE (or KEY: VALUE) settings, one a line; -c wins (repeatable)")
+                   help="file of KEY=VALUE (or KEY: VALUE) settings, one a line; -c wins (repeatable; "
+                        "files named in $FLUSS_FAST_SERVER_CONFIG are read first)")
     p.add_argument("--remote-dir", default=None, metavar="PATH|URL",
                    help="tier closed log segments here: a local path, file://..., or s3://bucket/path "
                         "(endpoint and credentials via -c s3.endpoint=... s3.access-key=... s3.secret-key=...); "
@@ -71,7 +72,8 @@ def main(argv=None) -> int:
     from .settings import Settings
 
     try:
-        settings = Settings.from_args(args.settings, args.config)
+        env_files = [f for f in os.environ.get("FLUSS_FAST_SERVER_CONFIG", "").split(os.pathsep) if f]
+        settings = Settings.from_args(args.settings, env_files + args.config)
         location = args.remote_dir or settings.raw("remote.data.dir")
         if location:
             from .remote_fs import open_store
