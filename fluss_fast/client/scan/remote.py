@@ -32,6 +32,8 @@ import time
 import weakref
 from typing import Dict, Optional
 
+import pyarrow.fs as pafs
+
 from ...codec import logbatch
 from ...errors import FlussError
 from ...rpc import fluss_api_pb2 as pb
@@ -220,58 +222,31 @@ class _Cursor:
             seg = self.segments[k]
             url = self.url(k)
             fs, path = self.reader.filesystem(url, token)
+            if isinstance(fs, pafs.LocalFileSystem):
+                # a local remote dir needs no copy: the segment is mapped where it lies
+                fut = concurrent.futures.Future()
+                try:
+                    fut.set_result(os.path.getsize(path))
+                except OSError as exc:
+                    fut.set_exception(exc)
+                fut.dest = path
+                fut.local = True
+                self.downloads[k] = fut
+                continue
             tb = self.tb
             pid = "" if tb.partition_id is None else f"{tb.partition_id}-"
             dest = os.path.join(self.reader.tmp, f"{tb.table_id}-{pid}{tb.bucket_id}-{seg.remote_log_segment_id}.log")
             self.downloads[k] = self.reader._pool.submit(self.reader.download, fs, path, dest,
                                                          seg.segment_size_in_bytes)
             self.downloads[k].dest = dest
+            self.downloads[k].local = False
 
     async def step(self) -> None:
-        """Hand over the next slice of the current segment as one buffered result."""
+        """Hand over slices of the segments as buffered results while the bucket has room."""
         fetcher = self.reader.fetcher
         try:
-            if self.closed or not self._current():
-                return
-            if self.view is None:
-                await self._ensure_downloads()
-                fut = self.downloads[self.index]
-                try:
-                    size = await asyncio.wrap_future(fut)
-                except Exception as exc:  # noqa: BLE001
-                    raise self._download_error(self.index, exc) from None
-                self.view = _map(fut.dest, size)
-                seg = self.segments[self.index]
-                if size != seg.segment_size_in_bytes:
-                    raise FlussError(f"{fetcher.spec.where(self.tb)}: {self.label(self.index)} has "
-                                     f"{size} bytes, the server listed {seg.segment_size_in_bytes}",
-                                     CORRUPT_MESSAGE)
-            view = self.view
-            seg = self.segments[self.index]
-            job = (fetcher.spec, self.tb, view, self.pos, self.offset, self.label(self.index))
-            chunks, nxt, end = await asyncio.get_running_loop().run_in_executor(None, _decode_slice, *job)
-            if self.closed or not self._current():
-                return
-            start_offset = self.offset
-            self.pos = end
-            if end >= len(view):
-                nxt = max(nxt, seg.remote_log_end_offset)
-                self.view = None
-                self.downloads.pop(self.index, None)
-                self.index += 1
-                self.pos = 0
-            self.offset = max(nxt, start_offset)
-            st = self.st
-            if chunks or self.offset != start_offset:
-                from .fetcher import _Completed
-
-                fetcher._buffer.append(_Completed(self.tb, st, start_offset, chunks, self.offset,
-                                                  self.high_watermark))
-            st.fetch_pos = self.offset
-            if self.index >= len(self.segments):
-                self._finish()
-            else:
-                await self._ensure_downloads()
+            while not self.closed and self._current() and self._room():
+                await self._slice()
         except FlussError as exc:
             self._abort(exc)
         except Exception as exc:  # noqa: BLE001 - reported through poll, never lost
@@ -280,6 +255,56 @@ class _Cursor:
         finally:
             self.busy = False
             fetcher._wake()
+
+    def _room(self) -> bool:
+        from .fetcher import _MAX_AHEAD
+
+        tb = self.tb
+        return sum(1 for c in self.reader.fetcher._buffer if c.bucket == tb) < _MAX_AHEAD
+
+    async def _slice(self) -> None:
+        """Decode the next slice of the current segment into one buffered result."""
+        fetcher = self.reader.fetcher
+        if self.view is None:
+            await self._ensure_downloads()
+            fut = self.downloads[self.index]
+            try:
+                size = await asyncio.wrap_future(fut)
+            except Exception as exc:  # noqa: BLE001
+                raise self._download_error(self.index, exc) from None
+            self.view = _map(fut.dest, size, unlink=not fut.local)
+            seg = self.segments[self.index]
+            if size != seg.segment_size_in_bytes:
+                raise FlussError(f"{fetcher.spec.where(self.tb)}: {self.label(self.index)} has "
+                                 f"{size} bytes, the server listed {seg.segment_size_in_bytes}",
+                                 CORRUPT_MESSAGE)
+        view = self.view
+        seg = self.segments[self.index]
+        job = (fetcher.spec, self.tb, view, self.pos, self.offset, self.label(self.index))
+        chunks, nxt, end = await asyncio.get_running_loop().run_in_executor(None, _decode_slice, *job)
+        if self.closed or not self._current():
+            return
+        start_offset = self.offset
+        self.pos = end
+        if end >= len(view):
+            nxt = max(nxt, seg.remote_log_end_offset)
+            self.view = None
+            self.downloads.pop(self.index, None)
+            self.index += 1
+            self.pos = 0
+        self.offset = max(nxt, start_offset)
+        st = self.st
+        if chunks or self.offset != start_offset:
+            from .fetcher import _Completed
+
+            fetcher._buffer.append(_Completed(self.tb, st, start_offset, chunks, self.offset,
+                                              self.high_watermark))
+        st.fetch_pos = self.offset
+        fetcher._wake()
+        if self.index >= len(self.segments):
+            self._finish()
+        else:
+            await self._ensure_downloads()
 
     def _current(self) -> bool:
         fetcher = self.reader.fetcher
@@ -326,6 +351,8 @@ class _Cursor:
             del self.reader._cursors[self.tb]
         self.view = None
         for fut in self.downloads.values():
+            if fut.local:
+                continue
             if not fut.cancel():
                 fut.add_done_callback(lambda f, d=fut.dest: _unlink(d))
             _unlink(fut.dest)
@@ -343,7 +370,7 @@ def _unlink(path: str) -> None:
         pass
 
 
-def _map(path: str, size: int):
+def _map(path: str, size: int, unlink: bool = True):
     """A read-only view of a downloaded segment; the file is unlinked at once, the mapping keeps
     the bytes for as long as decoded batches point into them."""
     try:
@@ -353,7 +380,8 @@ def _map(path: str, size: int):
             mm = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ)
         return memoryview(mm)
     finally:
-        _unlink(path)
+        if unlink:
+            _unlink(path)
 
 
 def _decode_slice(spec, tb, view, pos: int, fetch_offset: int, label: str):
