@@ -392,8 +392,14 @@ async def prepare_remote(env: Env) -> RemoteShared:
     per_bucket = env.table.nbytes // max(env.buckets, 1)
     segment = max(64 << 10, min(64 << 20, per_bucket // 40))
     fd, config_file = tempfile.mkstemp(prefix="fluss-fast-bench-remote-", suffix=".conf")
+    # FLUSS_FAST_BENCH_REMOTE_CONFIG: a file of server settings pointing the tiering elsewhere,
+    # e.g. remote.data.dir=s3://bucket/path plus the s3.* keys
+    store = f"remote.data.dir={remote_dir}\n"
+    if os.environ.get("FLUSS_FAST_BENCH_REMOTE_CONFIG"):
+        with open(os.environ["FLUSS_FAST_BENCH_REMOTE_CONFIG"]) as f:
+            store = f.read().rstrip("\n") + "\n"
     with os.fdopen(fd, "w") as f:
-        f.write(f"remote.data.dir={remote_dir}\nlog.segment.file-size={segment}\n"
+        f.write(f"{store}log.segment.file-size={segment}\n"
                 "remote.log.task-interval-duration=200ms\ntable.log.tiered.local-segments=1\n"
                 "remote.log.task-max-upload-segments=50\n")
     old = os.environ.get("FLUSS_FAST_SERVER_CONFIG")
