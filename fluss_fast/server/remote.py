@@ -210,6 +210,21 @@ class RemoteLogManager:
                 await self.tier_bucket(blog)
 
         await asyncio.gather(*(one(b) for b in list(self.logs.logs.values())))
+        if self.enabled:
+            for key in [k for k in self.tablets if k not in self.logs.logs]:
+                await self._forget(self.tablets.pop(key))
+
+    async def _forget(self, rt: RemoteTablet) -> None:
+        """The table or partition was dropped: its remote log goes too, as in Java."""
+        def delete():
+            try:
+                self.store.fs.delete_dir(self.store.path(rt.rel_dir))
+            except Exception as e:  # noqa: BLE001 - nothing refers to it any more
+                log.info("cannot delete remote log %s: %s", rt.rel_dir, e)
+            for s in rt.segments:
+                self._drop_cached_index(s)
+
+        await asyncio.to_thread(delete)
 
     # -- per bucket ------------------------------------------------------------------------------
     def tablet(self, blog) -> Optional[RemoteTablet]:
@@ -259,9 +274,12 @@ class RemoteLogManager:
                 keep = max(1, _table_int(entry, self.settings, "table.log.tiered.local-segments", 2))
                 copied = sum(1 for s in blog.segments[:-1] if s.next_offset <= rt.end_offset)
                 drop = min(copied, len(blog.segments) - keep)
-                if drop > 0:
+                # A primary-key table's changelog may still be needed locally to rebuild its KV
+                # state; until the KV store reports how far it has snapshotted, keep it all.
+                if drop > 0 and not entry.has_primary_key:
                     blog.drop_oldest(drop)
-            self._expire_local(blog, rt, entry)
+            if not entry.has_primary_key:
+                self._expire_local(blog, rt, entry)
         finally:
             self._busy.discard(key)
 

@@ -446,3 +446,35 @@ def test_settings_parse_java_units(tmp_path):
         Settings.from_args(["log.segment.file-size=lots"])
     with pytest.raises(ValueError, match="KEY=VALUE"):
         Settings.from_args(["novalue"])
+
+
+async def test_missing_remote_segment_is_named_and_drop_table_removes_remote_log(start_server):
+    remote = tempfile.mkdtemp(prefix="fluss-fast-remote-gone-")
+    try:
+        srv = start_server(sasl=False, extra_args=tiering_args(remote))
+        db = f"rgone_{uuid.uuid4().hex[:8]}"
+        conn = await _connect(srv.bootstrap_servers)
+        try:
+            t, _ = await _fill(conn, db, "events")
+            p = await asyncio.to_thread(wait_tiered, srv.data_dir, db, "events", 2)
+            seg = p["manifest"]["remote_log_segments"][0]
+            tablet = glob.glob(os.path.join(remote, "log", db, "events-*", "0"))[0]
+            shutil.rmtree(os.path.join(tablet, seg["segment_id"]))
+            bs = await t.new_scan().create_record_batch_log_scanner()
+            bs.subscribe(0, 0)
+            with pytest.raises(ff.FlussError, match="no longer exists") as ei:
+                await bs.to_arrow()
+            assert seg["segment_id"] in str(ei.value)
+            # reading past the missing segment still works
+            later = p["manifest"]["remote_log_segments"][1]["start_offset"]
+            bs.subscribe(0, later)
+            assert (await bs.to_arrow()).column("id").to_pylist() == list(range(later, ROWS))
+            await conn.get_admin().drop_table(ff.TablePath(db, "events"))
+            deadline = time.monotonic() + 10
+            while os.path.exists(tablet) and time.monotonic() < deadline:
+                await asyncio.sleep(0.1)
+            assert not os.path.exists(tablet)
+        finally:
+            await conn.close()
+    finally:
+        shutil.rmtree(remote, ignore_errors=True)

@@ -105,6 +105,10 @@ class RemoteLogReader:
         st.fetch_pos = fetch_offset
         cur.schedule()
 
+    def ahead(self) -> int:
+        """Segments downloading or downloaded ahead of what the cursors read now."""
+        return sum(1 for cur in self._cursors.values() for k in cur.downloads if k > cur.index)
+
     def pump(self, tb, st) -> None:
         cur = st.remote
         if cur.busy or cur.closed:
@@ -219,6 +223,10 @@ class _Cursor:
         for k in range(self.index, last):
             if k in self.downloads:
                 continue
+            # the current segment always; the ones ahead only within the scanner-wide budget, so
+            # temp disk stays at about prefetch-num segments plus one per bucket being read
+            if k > self.index and self.reader.ahead() >= self.reader.prefetch:
+                break
             seg = self.segments[k]
             url = self.url(k)
             fs, path = self.reader.filesystem(url, token)
