@@ -29,7 +29,7 @@ import os
 import struct
 import time
 import uuid
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 from ..codec import logbatch
 from ..rpc import fluss_api_pb2 as pb

@@ -150,7 +150,7 @@ async def test_pyfluss_reads_partitioned_remote(local_tiering_server):
         await conn.close()
 
 
-async def test_pyfluss_reads_s3(start_server, moto_s3):
+async def test_pyfluss_reads_s3(start_server, moto_s3):  # noqa: F811
     prefix = uuid.uuid4().hex[:8]
     srv = start_server(sasl=False, extra_args=tiering_args(f"s3://{BUCKET}/{prefix}") + s3_args(moto_s3.endpoint))
     db = f"pyrs3_{prefix}"

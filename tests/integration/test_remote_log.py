@@ -254,7 +254,7 @@ async def test_partitioned_table(tiering_server):
         await conn.close()
 
 
-async def test_s3_tiering_and_outage_recovery(start_server, moto_s3):
+async def test_s3_tiering_and_outage_recovery(start_server, moto_s3):  # noqa: F811
     prefix = uuid.uuid4().hex[:8]
     srv = start_server(sasl=False, extra_args=tiering_args(f"s3://{BUCKET}/{prefix}") + s3_args(moto_s3.endpoint))
     db = f"rs3_{prefix}"
