@@ -39,9 +39,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how often auto-partitioned tables are checked (default 5)")
     p.add_argument("--log-flush-interval-messages", type=int, default=None, metavar="N",
                    help="fsync a bucket's log once N records were appended since its last fsync, before "
-                        "acknowledging (the Java key log.flush.interval-messages); 1 = every acknowledged "
+                        "acknowledging (the Java key log.flush.interval-messages, also -c log.flush.interval-messages=N); 1 = every acknowledged "
                         "record survives power loss. Default: never (as Java), except on a clean stop; "
                         "acknowledged records then survive kill -9 but not power loss")
+    p.add_argument("-c", dest="settings", action="append", default=[], metavar="KEY=VALUE",
+                   help="a server setting with the Java server's key and units, e.g. "
+                        "-c log.segment.file-size=1mb -c remote.log.task-interval-duration=1s (repeatable)")
+    p.add_argument("--config", action="append", default=[], metavar="FILE",
+                   help="file of KEY=VALUE (or KEY: VALUE) settings, one a line; -c wins (repeatable; "
+                        "files named in $FLUSS_FAST_SERVER_CONFIG are read first)")
+    p.add_argument("--remote-dir", default=None, metavar="PATH|URL",
+                   help="tier closed log segments here: a local path, file://..., or s3://bucket/path "
+                        "(endpoint and credentials via -c s3.endpoint=... s3.access-key=... s3.secret-key=...); "
+                        "same as -c remote.data.dir=...")
     p.add_argument("--log-level", default=os.environ.get("FLUSS_FAST_LOG_LEVEL", "WARNING"),
                    help="DEBUG, INFO, WARNING (default), ERROR")
     return p
@@ -65,15 +75,33 @@ def main(argv=None) -> int:
         parser.error("--sasl-user/--sasl-users-file need --sasl-listen")
     if args.tablet_servers < 1:
         parser.error("--tablet-servers must be >= 1")
-    if args.log_flush_interval_messages is not None and args.log_flush_interval_messages < 1:
-        parser.error("--log-flush-interval-messages must be >= 1")
+    from .settings import Settings
+
+    try:
+        env_files = [f for f in os.environ.get("FLUSS_FAST_SERVER_CONFIG", "").split(os.pathsep) if f]
+        settings = Settings.from_args(args.settings, env_files + args.config)
+        location = args.remote_dir or settings.raw("remote.data.dir")
+        if location:
+            from .remote_fs import open_store
+
+            open_store(location, settings)
+    except (OSError, ValueError) as e:
+        parser.error(str(e))
+    flush_every = args.log_flush_interval_messages
+    if flush_every is None and "log.flush.interval-messages" in settings:
+        flush_every = settings.get("log.flush.interval-messages")
+    if flush_every is not None and flush_every < 1:
+        parser.error("log.flush.interval-messages must be >= 1")
     try:
         server = FlussServer(args.data_dir or default_data_dir(), listen=args.listen, sasl_listen=args.sasl_listen,
                              sasl_users=users, tablet_servers=args.tablet_servers, idle_timeout=args.idle_timeout,
                              auto_partition_interval=args.auto_partition_interval,
-                             log_flush_interval_messages=args.log_flush_interval_messages)
+                             log_flush_interval_messages=flush_every)
     except ValueError as e:
         parser.error(str(e))
+    # read by the tablet service when the server starts
+    server.settings = settings
+    server.remote_dir = args.remote_dir
     if args.sasl_listen and not users:
         logging.getLogger("fluss_fast.server").warning("SASL listener without users: nobody can authenticate")
     loop = new_event_loop()

@@ -668,6 +668,36 @@ class BucketLog:
                     return h.base_offset
         return None
 
+    # -- tiering / retention (see remote.py) -------------------------------------------------------
+    def roll(self) -> bool:
+        """Close a non-empty active segment now (retention may then expire it); False when busy
+        or empty."""
+        if self.closed or self._pending or self.segments[-1].size == 0:
+            return False
+        self._roll()
+        return True
+
+    def drop_oldest(self, count: int) -> int:
+        """Delete the ``count`` oldest segments (never the active one); the local log then starts
+        at the next segment. Returns how many went."""
+        count = min(count, len(self.segments) - 1)
+        if count <= 0 or self.closed:
+            return 0
+        gone = self.segments[:count]
+        del self.segments[:count]
+        del self._bases[:count]
+        keep = set(map(id, self.segments))
+        self._recent = {k: v for k, v in self._recent.items() if id(v[0]) in keep}
+        for seg in gone:
+            seg.close()
+            # the .log goes last: a crash meanwhile leaves a segment recovery can still rebuild
+            for suffix in (".index", ".timeindex", ".writers.json", ".log"):
+                try:
+                    os.unlink(seg.stem + suffix)
+                except OSError:
+                    pass
+        return count
+
     def add_waiter(self, fut: asyncio.Future) -> None:
         self.waiters.append(fut)
 

@@ -27,6 +27,8 @@ from ..rpc.api import Api
 from ..rpc.errors import Errors
 from . import logstore
 from .logstore import LogManager, now_ms, read_segment
+from .remote import RemoteLogManager
+from .settings import Settings
 
 log = logging.getLogger("fluss_fast.server.tablet")
 
@@ -51,7 +53,7 @@ class _Bucket:
     """One bucket of a fetch answer: an error, or the high watermark and record chunks."""
 
     __slots__ = ("partition_id", "bucket_id", "error_code", "error_message", "high_watermark", "chunks",
-                 "size")
+                 "size", "remote")
 
     def __init__(self, partition_id, bucket_id):
         self.partition_id = partition_id
@@ -61,6 +63,7 @@ class _Bucket:
         self.high_watermark = -1
         self.chunks = []
         self.size = 0
+        self.remote = None  # PbRemoteLogFetchInfo: the data is only in remote storage
 
     def fail(self, code: int, message: str) -> None:
         self.error_code = code
@@ -79,6 +82,9 @@ class _Bucket:
             return m.SerializeToString()
         m.high_watermark = self.high_watermark
         m.log_start_offset = 0
+        if self.remote is not None:
+            m.remote_log_fetch_info.CopyFrom(self.remote)  # instead of records, as Java answers
+            return m.SerializeToString()
         # records (field 8) goes last, after every other set field, so the hand-written framing
         # below produces exactly what SerializeToString would.
         return m.SerializeToString() + b"\x42" + _varint(self.size)
@@ -249,13 +255,16 @@ class TabletService:
 
     def __init__(self, server, log_manager: Optional[LogManager] = None):
         self.server = server
+        settings = getattr(server, "settings", None) or Settings()
         if log_manager is None:
             log_manager = getattr(server, "logs", None)
         if log_manager is None:
-            log_manager = LogManager(os.path.join(server.data_dir, "log"),
+            segment_bytes = settings.get("log.segment.file-size") if "log.segment.file-size" in settings else None
+            log_manager = LogManager(os.path.join(server.data_dir, "log"), segment_bytes=segment_bytes,
                                      flush_policy=getattr(server, "flush_policy", None))
         self.logs = log_manager
         server.logs = log_manager
+        self.remote = RemoteLogManager(server, log_manager, settings, getattr(server, "remote_dir", None))
         self._codecs: dict = {}
         catalog = getattr(server, "catalog", None)
         if catalog is not None:
@@ -281,7 +290,11 @@ class TabletService:
             **self.kv.handlers(),
         }
 
+    def start(self) -> None:
+        self.remote.start()
+
     def close(self) -> None:
+        self.remote.stop()
         self.kv.close()
         self.logs.close()
 
@@ -427,6 +440,19 @@ class TabletService:
                     res.fail(Errors.INVALID_COLUMN_PROJECTION, proj_error)
                     errors = True
                     continue
+                if breq.fetch_offset == -2 or breq.fetch_offset < blog.log_start_offset:
+                    try:
+                        want = self.remote.log_start_offset(blog) if breq.fetch_offset == -2 else breq.fetch_offset
+                        info = await self.remote.fetch_info(blog, want)
+                    except Exception as e:  # noqa: BLE001 - the remote index may be unreachable
+                        res.fail(Errors.LOG_STORAGE_EXCEPTION, f"Remote log of {blog.name}: {e}")
+                        errors = True
+                        continue
+                    if info is not None:
+                        res.remote = info
+                        res.high_watermark = blog.high_watermark
+                        errors = True  # not an error: a remote answer is complete, no min_bytes wait
+                        continue
                 try:
                     offset = blog.check_fetch_offset(breq.fetch_offset)
                 except FlussError as e:
@@ -532,7 +558,7 @@ class TabletService:
                 continue
             kind = req.offset_type
             if kind == 0:
-                out.offset = blog.log_start_offset
+                out.offset = self.remote.log_start_offset(blog)
             elif kind == 1 or kind == 3:
                 out.offset = blog.high_watermark
             elif kind == 2:
@@ -550,7 +576,14 @@ class TabletService:
                 if ts > blog.max_timestamp:
                     out.offset = blog.high_watermark
                     continue
-                found = blog.offset_for_timestamp(ts)
+                try:
+                    found = await self.remote.offset_for_timestamp(blog, ts)
+                except Exception as e:  # noqa: BLE001
+                    out.error_code = Errors.LOG_STORAGE_EXCEPTION
+                    out.error_message = f"Remote log of {blog.name}: {e}"
+                    continue
+                if found is None:
+                    found = blog.offset_for_timestamp(ts)
                 if found is None:
                     out.error_code = Errors.INVALID_TIMESTAMP_EXCEPTION
                     out.error_message = f"No batch of {blog.name} has a commit timestamp >= {ts}"
@@ -595,4 +628,8 @@ class TabletService:
         return pb.InitWriterResponse(writer_id=self.logs.next_writer_id())
 
     async def get_filesystem_security_token(self, ctx, version, req):
-        return pb.GetFileSystemSecurityTokenResponse(schema="file", token=b"")
+        scheme, token, info = self.remote.token()
+        resp = pb.GetFileSystemSecurityTokenResponse(schema=scheme, token=token)
+        for k, v in info.items():
+            resp.addition_info.add(key=k, value=v)
+        return resp

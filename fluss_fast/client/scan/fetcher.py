@@ -371,7 +371,7 @@ class _BucketState:
     ``offset``) is where the next FetchLog starts, ahead of ``offset`` while results are buffered."""
 
     __slots__ = ("offset", "fetch_pos", "high_watermark", "retry_at", "starved", "need_bytes",
-                 "inflight", "decoding", "rounds")
+                 "inflight", "decoding", "rounds", "remote")
 
     def __init__(self, offset: int):
         self.offset = offset
@@ -390,6 +390,8 @@ class _BucketState:
         self.need_bytes = 0
         self.high_watermark = -1
         self.retry_at = 0.0
+        # a remote.py cursor while the bucket reads tiered segments instead of fetching
+        self.remote = None
 
     @property
     def fetch_at(self) -> int:
@@ -517,6 +519,7 @@ class LogFetcher:
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._stops = None
         self._filter_pb = None
+        self._remote = None  # remote.RemoteLogReader, made when a bucket first reads tiered data
         if spec.predicate is not None and spec.arrow_format:
             self._filter_pb = spec.predicate.to_pb()
 
@@ -620,6 +623,9 @@ class LogFetcher:
                 continue
             if st.retry_at > now:
                 next_retry = st.retry_at if next_retry is None else min(next_retry, st.retry_at)
+                continue
+            if st.remote is not None:
+                self._remote.pump(tb, st)
                 continue
             if st.offset == LATEST_OFFSET:
                 need_latest.append(tb)
@@ -877,9 +883,13 @@ class LogFetcher:
                             f"{code}{': ' + msg if msg else ''}", code)
                     continue
                 if r.remote is not None and r.records is None:
-                    error = error or FlussError(
-                        f"{spec.where(tb)}: offset {off} is only in remote (tiered) storage, "
-                        f"which this client cannot read yet", CLIENT_ERROR)
+                    if r.high_watermark >= 0:
+                        st.high_watermark = r.high_watermark
+                    if self._remote is None:
+                        from .remote import RemoteLogReader
+
+                        self._remote = RemoteLogReader(self)
+                    self._remote.start(tb, st, off, r.remote, r.high_watermark)
                     continue
                 if r.high_watermark >= 0:
                     st.high_watermark = r.high_watermark

@@ -1,0 +1,430 @@
+"""Remote-log reading behind the log scanners (DATA.md §9.3).
+
+When a FetchLog answer carries ``remote_log_fetch_info`` instead of records, the fetcher hands it
+to ``RemoteLogReader.start``: the bucket then gets a ``_Cursor`` that walks the listed segments.
+
+* Downloads run on a pool of ``remote-file.download-thread-num`` threads; each cursor keeps the
+  segment it reads plus ``scanner.remote-log.prefetch-num`` following ones downloading or
+  downloaded, so decoding one segment overlaps the transfer of the next ones. A segment larger
+  than a few MiB is fetched as ``scanner.remote-log.read-concurrency`` ranges in parallel.
+* Files land in a private temp dir (removed on close, when the scanner is collected and at
+  interpreter exit); each is memory-mapped, unlinked at once (so nothing outlives the process
+  even after ``kill -9``) and decoded in slices of a few MiB on a worker thread, so memory stays
+  at a few slices per bucket however large the segments are.
+* Remote data is never projected by the server: every batch is CRC-checked, decoded whole, then
+  cut to the scanner's columns; records below the fetch offset are skipped. After the last listed
+  segment the bucket simply fetches from its end offset again: local data, or the next remote run.
+
+Failures: an unreachable store gives one retriable FlussError (NETWORK_EXCEPTION) from ``poll``
+and the bucket re-fetches after a back-off, so reading resumes once the store is back; a CRC
+mismatch names the segment; a segment that disappeared (retention) makes the bucket ask the
+server again, which then answers with the usual out-of-range error.
+"""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import mmap
+import os
+import shutil
+import tempfile
+import time
+import weakref
+from typing import Dict, Optional
+
+import pyarrow.fs as pafs
+
+from ...codec import logbatch
+from ...errors import FlussError
+from ...rpc import fluss_api_pb2 as pb
+from ...rpc.api import Api
+from ...server.remote_fs import client_filesystem
+
+NETWORK_EXCEPTION = 1
+CORRUPT_MESSAGE = 3
+CLIENT_ERROR = -2
+#: bytes of a segment decoded in one go (one buffered result)
+SLICE_BYTES = 4 << 20
+#: segments above this are downloaded as parallel ranges
+_RANGE_BYTES = 8 << 20
+_COPY_CHUNK = 4 << 20
+_TOKEN_TTL_S = 60.0
+_RETRY_S = 0.5
+
+
+def _remove_dir(path: str) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _gone(exc: BaseException) -> bool:
+    text = str(exc)
+    return isinstance(exc, FileNotFoundError) or "does not exist" in text or "NoSuchKey" in text \
+        or "NOT_FOUND" in text
+
+
+class RemoteLogReader:
+    """The remote-log side of one LogFetcher (everything but the downloads runs on the runtime loop)."""
+
+    def __init__(self, fetcher):
+        self.fetcher = fetcher
+        cfg = fetcher.ctx.config
+        self.prefetch = max(0, int(cfg.get("scanner.remote-log.prefetch-num")))
+        self.threads = max(1, int(cfg.get("remote-file.download-thread-num")))
+        self.read_concurrency = max(1, int(cfg.get("scanner.remote-log.read-concurrency")))
+        self._pool = concurrent.futures.ThreadPoolExecutor(self.threads, thread_name_prefix="fluss-fast-remote")
+        self._range_pool = None
+        if self.read_concurrency > 1:
+            self._range_pool = concurrent.futures.ThreadPoolExecutor(
+                self.read_concurrency, thread_name_prefix="fluss-fast-remote-range")
+        self.tmp = tempfile.mkdtemp(prefix="fluss-fast-remote-")
+        self._finalizer = weakref.finalize(self, _close_resources, self.tmp, self._pool, self._range_pool)
+        self._cursors: Dict[object, "_Cursor"] = {}
+        self._token = None
+        self._token_at = 0.0
+        self._fs_cache: Dict[tuple, object] = {}
+        self._gone_seen: set = set()
+
+    def close(self) -> None:
+        for cur in list(self._cursors.values()):
+            cur.close()
+        self._cursors.clear()
+        self._finalizer()
+
+    # -- called by the fetcher -------------------------------------------------------------------
+    def start(self, tb, st, fetch_offset: int, info_bytes: bytes, high_watermark: int) -> None:
+        info = pb.PbRemoteLogFetchInfo.FromString(info_bytes)
+        old = self._cursors.pop(tb, None)
+        if old is not None:
+            old.close()
+        if not info.remote_log_segments:
+            raise FlussError(f"{self.fetcher.spec.where(tb)}: the server listed no remote segment "
+                             f"for offset {fetch_offset}", CLIENT_ERROR)
+        cur = _Cursor(self, tb, st, fetch_offset, info, high_watermark)
+        self._cursors[tb] = cur
+        st.remote = cur
+        st.fetch_pos = fetch_offset
+        cur.schedule()
+
+    def ahead(self) -> int:
+        """Segments downloading or downloaded ahead of what the cursors read now."""
+        return sum(1 for cur in self._cursors.values() for k in cur.downloads if k > cur.index)
+
+    def pump(self, tb, st) -> None:
+        cur = st.remote
+        if cur.busy or cur.closed:
+            return
+        cur.busy = True
+        self.fetcher._spawn(cur.step())
+
+    # -- credentials and file systems ------------------------------------------------------------
+    async def token(self, url: str) -> Optional[dict]:
+        if "://" not in url or url.startswith("file:"):
+            return None
+        now = time.monotonic()
+        if self._token is None or now - self._token_at > _TOKEN_TTL_S:
+            resp = await self.fetcher.ctx.any_tablet(Api.GET_FILESYSTEM_SECURITY_TOKEN,
+                                                     pb.GetFileSystemSecurityTokenRequest())
+            self._token = {"token": bytes(resp.token), "info": {kv.key: kv.value for kv in resp.addition_info}}
+            self._token_at = now
+            self._fs_cache.clear()
+        return self._token
+
+    def filesystem(self, url: str, token: Optional[dict]):
+        scheme = url.split("://", 1)[0] if "://" in url else "file"
+        key = (scheme, url.split("/", 3)[2] if "://" in url else "")
+        hit = self._fs_cache.get(key)
+        fs, path = client_filesystem(url, token)
+        if hit is not None:
+            return hit, path
+        self._fs_cache[key] = fs
+        return fs, path
+
+    # -- on a download thread --------------------------------------------------------------------
+    def download(self, fs, path: str, dest: str, size_hint: int) -> int:
+        if self._range_pool is not None and size_hint > _RANGE_BYTES:
+            with fs.open_input_file(path) as src:
+                size = src.size()
+                step = max(_COPY_CHUNK, -(-size // self.read_concurrency))
+                fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                try:
+                    def part(off):
+                        data = src.read_at(min(step, size - off), off)
+                        os.pwrite(fd, data, off)
+
+                    futs = [self._range_pool.submit(part, off) for off in range(0, size, step)]
+                    for f in futs:
+                        f.result()
+                finally:
+                    os.close(fd)
+                return size
+        n = 0
+        with fs.open_input_stream(path) as src, open(dest, "wb") as out:
+            while True:
+                chunk = src.read(_COPY_CHUNK)
+                if not chunk:
+                    break
+                out.write(chunk)
+                n += len(chunk)
+        return n
+
+
+def _close_resources(tmp: str, pool, range_pool) -> None:
+    pool.shutdown(wait=False, cancel_futures=True)
+    if range_pool is not None:
+        range_pool.shutdown(wait=False, cancel_futures=True)
+    _remove_dir(tmp)
+
+
+class _Cursor:
+    """Reading position of one bucket inside one remote run of segments."""
+
+    def __init__(self, reader: RemoteLogReader, tb, st, fetch_offset: int, info, high_watermark: int):
+        self.reader = reader
+        self.tb = tb
+        self.st = st
+        self.offset = fetch_offset          # next offset to hand over
+        self.dir = info.remote_log_tablet_dir.rstrip("/")
+        self.segments = list(info.remote_log_segments)
+        self.first_pos = info.first_start_pos if info.HasField("first_start_pos") else 0
+        self.high_watermark = high_watermark
+        self.index = 0                      # segment being read
+        self.pos = self.first_pos           # byte position inside it
+        self.view = None                    # memoryview of the mapped segment
+        self.downloads: Dict[int, concurrent.futures.Future] = {}
+        self.busy = False
+        self.closed = False
+        self._scheduled = False
+
+    def url(self, k: int) -> str:
+        seg = self.segments[k]
+        return f"{self.dir}/{seg.remote_log_segment_id}/{seg.remote_log_start_offset:020d}.log"
+
+    def label(self, k: int) -> str:
+        seg = self.segments[k]
+        return f"remote log segment {seg.remote_log_segment_id} ({self.url(k)})"
+
+    def schedule(self) -> None:
+        self.reader.fetcher._spawn(self._schedule())
+
+    async def _schedule(self) -> None:
+        try:
+            await self._ensure_downloads()
+        except FlussError as exc:
+            self._abort(exc)
+        except Exception as exc:  # noqa: BLE001
+            self._abort(self._download_error(self.index, exc))
+
+    async def _ensure_downloads(self) -> None:
+        """The current segment and ``prefetch`` more are downloading or downloaded."""
+        if self.closed:
+            return
+        token = await self.reader.token(self.dir)
+        last = min(len(self.segments), self.index + 1 + self.reader.prefetch)
+        for k in range(self.index, last):
+            if k in self.downloads:
+                continue
+            # the current segment always; the ones ahead only within the scanner-wide budget, so
+            # temp disk stays at about prefetch-num segments plus one per bucket being read
+            if k > self.index and self.reader.ahead() >= self.reader.prefetch:
+                break
+            seg = self.segments[k]
+            url = self.url(k)
+            fs, path = self.reader.filesystem(url, token)
+            if isinstance(fs, pafs.LocalFileSystem):
+                # a local remote dir needs no copy: the segment is mapped where it lies
+                fut = concurrent.futures.Future()
+                try:
+                    fut.set_result(os.path.getsize(path))
+                except OSError as exc:
+                    fut.set_exception(exc)
+                fut.dest = path
+                fut.local = True
+                self.downloads[k] = fut
+                continue
+            tb = self.tb
+            pid = "" if tb.partition_id is None else f"{tb.partition_id}-"
+            dest = os.path.join(self.reader.tmp, f"{tb.table_id}-{pid}{tb.bucket_id}-{seg.remote_log_segment_id}.log")
+            self.downloads[k] = self.reader._pool.submit(self.reader.download, fs, path, dest,
+                                                         seg.segment_size_in_bytes)
+            self.downloads[k].dest = dest
+            self.downloads[k].local = False
+
+    async def step(self) -> None:
+        """Hand over slices of the segments as buffered results while the bucket has room."""
+        fetcher = self.reader.fetcher
+        try:
+            while not self.closed and self._current() and self._room():
+                await self._slice()
+        except FlussError as exc:
+            self._abort(exc)
+        except Exception as exc:  # noqa: BLE001 - reported through poll, never lost
+            self._abort(FlussError(f"{fetcher.spec.where(self.tb)}: reading {self.label(self.index)} "
+                                   f"failed: {exc!r}", CLIENT_ERROR))
+        finally:
+            self.busy = False
+            fetcher._wake()
+
+    def _room(self) -> bool:
+        from .fetcher import _MAX_AHEAD
+
+        tb = self.tb
+        return sum(1 for c in self.reader.fetcher._buffer if c.bucket == tb) < _MAX_AHEAD
+
+    async def _slice(self) -> None:
+        """Decode the next slice of the current segment into one buffered result."""
+        fetcher = self.reader.fetcher
+        if self.view is None:
+            await self._ensure_downloads()
+            fut = self.downloads[self.index]
+            try:
+                size = await asyncio.wrap_future(fut)
+            except Exception as exc:  # noqa: BLE001
+                raise self._download_error(self.index, exc) from None
+            self.view = _map(fut.dest, size, unlink=not fut.local)
+            seg = self.segments[self.index]
+            if size != seg.segment_size_in_bytes:
+                raise FlussError(f"{fetcher.spec.where(self.tb)}: {self.label(self.index)} has "
+                                 f"{size} bytes, the server listed {seg.segment_size_in_bytes}",
+                                 CORRUPT_MESSAGE)
+        view = self.view
+        seg = self.segments[self.index]
+        job = (fetcher.spec, self.tb, view, self.pos, self.offset, self.label(self.index))
+        chunks, nxt, end = await asyncio.get_running_loop().run_in_executor(None, _decode_slice, *job)
+        if self.closed or not self._current():
+            return
+        start_offset = self.offset
+        self.pos = end
+        if end >= len(view):
+            nxt = max(nxt, seg.remote_log_end_offset)
+            self.view = None
+            self.downloads.pop(self.index, None)
+            self.index += 1
+            self.pos = 0
+        self.offset = max(nxt, start_offset)
+        st = self.st
+        if chunks or self.offset != start_offset:
+            from .fetcher import _Completed
+
+            fetcher._buffer.append(_Completed(self.tb, st, start_offset, chunks, self.offset,
+                                              self.high_watermark))
+        st.fetch_pos = self.offset
+        fetcher._wake()
+        if self.index >= len(self.segments):
+            self._finish()
+        else:
+            await self._ensure_downloads()
+
+    def _current(self) -> bool:
+        fetcher = self.reader.fetcher
+        with fetcher._lock:
+            return fetcher._subs.get(self.tb) is self.st and self.st.remote is self
+
+    def _download_error(self, k: int, exc: BaseException) -> FlussError:
+        where = self.reader.fetcher.spec.where(self.tb)
+        if _gone(exc):
+            return _Gone(f"{where}: {self.label(k)} no longer exists: {exc}", CLIENT_ERROR)
+        return FlussError(f"{where}: downloading {self.label(k)} failed (will retry): {exc}", NETWORK_EXCEPTION)
+
+    def _finish(self) -> None:
+        """End of the run: the bucket fetches from the server again, at the run's end offset."""
+        self.close()
+        if self.st.remote is None:
+            self.st.fetch_pos = self.offset
+
+    def _abort(self, exc: FlussError) -> None:
+        fetcher = self.reader.fetcher
+        current = self._current()
+        self.close()
+        if not current:
+            return
+        st = self.st
+        st.fetch_pos = self.offset
+        loop = asyncio.get_running_loop()
+        if isinstance(exc, _Gone):
+            key = (self.tb, self.offset)
+            if key not in self.reader._gone_seen:
+                # most likely expired by retention: the server's answer to a fresh fetch says so
+                self.reader._gone_seen.add(key)
+                return
+        st.retry_at = loop.time() + _RETRY_S
+        fetcher._fail(exc)
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if self.st.remote is self:
+            self.st.remote = None
+        if self.reader._cursors.get(self.tb) is self:
+            del self.reader._cursors[self.tb]
+        self.view = None
+        for fut in self.downloads.values():
+            if fut.local:
+                continue
+            if not fut.cancel():
+                fut.add_done_callback(lambda f, d=fut.dest: _unlink(d))
+            _unlink(fut.dest)
+        self.downloads.clear()
+
+
+class _Gone(FlussError):
+    pass
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _map(path: str, size: int, unlink: bool = True):
+    """A read-only view of a downloaded segment; the file is unlinked at once, the mapping keeps
+    the bytes for as long as decoded batches point into them."""
+    try:
+        if size == 0:
+            return memoryview(b"")
+        with open(path, "rb") as f:
+            mm = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ)
+        return memoryview(mm)
+    finally:
+        if unlink:
+            _unlink(path)
+
+
+def _decode_slice(spec, tb, view, pos: int, fetch_offset: int, label: str):
+    """(chunks, next offset, end position) of the batches in about SLICE_BYTES from ``pos``."""
+    n = len(view)
+    limit = min(n, pos + SLICE_BYTES)
+    chunks = []
+    nxt = fetch_offset
+    end = pos
+    while True:
+        for h in logbatch.iter_batches(view, pos, limit):
+            end = h.position + h.total_size
+            if h.next_offset <= fetch_offset:
+                continue
+            if h.schema_id != spec.schema_id:
+                raise FlussError(f"{spec.where(tb)}: batch at offset {h.base_offset} in {label} was written "
+                                 f"with schema id {h.schema_id}, the scanner reads schema id {spec.schema_id}",
+                                 CLIENT_ERROR)
+            if not logbatch.verify_crc(view, h.position):
+                raise FlussError(f"{spec.where(tb)}: corrupt batch at offset {h.base_offset} in {label} "
+                                 f"(CRC mismatch)", CORRUPT_MESSAGE)
+            if h.record_count > 0:
+                rb, cts = spec._decode_batch(view, h, full=True)
+                if spec.pushdown:
+                    rb = rb.select(spec.fetch_fields)
+                chunk = spec._chunk(tb, h, rb, cts, fetch_offset)
+                if chunk is not None:
+                    chunks.append(chunk)
+            nxt = h.next_offset
+        if end > pos or limit >= n:
+            break
+        limit = n  # one batch larger than a slice
+    if end == pos and n - pos > 0:
+        if n - pos >= logbatch.LOG_OVERHEAD:
+            raise FlussError(f"{spec.where(tb)}: {label} ends with a truncated batch at byte {pos}",
+                             CORRUPT_MESSAGE)
+        end = n
+    return chunks, nxt, end
