@@ -36,6 +36,8 @@ PATH = "path"
 _SOURCE_KEYS = {SCAN_STARTUP_MODE, SCAN_STARTUP_TIMESTAMP, SCAN_INCREMENTAL_START, SCAN_INCREMENTAL_END,
                 SCAN_MAX_RECORDS_PER_PARTITION, SCAN_POLL_TIMEOUT, READ_OPTIMIZED, MAX_RECORDS_PER_TRIGGER,
                 SCAN_PUSHDOWN, SCAN_STATS_DIR, TABLE, PATH}
+# options Spark itself sets or reads on every source and sink
+_SPARK_KEYS = {"checkpointlocation", "queryname"}
 _CLIENT_KEYS = {k.lower(): k for k in list(_BY_KEY) + list(ALIASES)}
 
 
@@ -139,7 +141,7 @@ def parse(options: Mapping[str, str]) -> SourceOptions:
     database, table, virtual = _table_name(opts)
     client: Dict[str, str] = {}
     for key, value in opts.items():
-        if key in _SOURCE_KEYS:
+        if key in _SOURCE_KEYS or key in _SPARK_KEYS:
             continue
         bare = key[len("client."):] if key.startswith("client.") else key
         canonical = _CLIENT_KEYS.get(bare)
