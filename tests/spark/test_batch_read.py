@@ -7,6 +7,7 @@ import os
 import time
 
 import pyarrow as pa
+import pytest
 from conftest import append_arrow, create_table
 
 import fluss_fast as fluss
@@ -104,3 +105,18 @@ def test_incremental_time_range(spark, conn, database, bootstrap, unique_name):
     assert [r.id for r in df.collect()] == [3]
     df = _read(spark, bootstrap, name, **{"scan.incremental.start.timestamp": str(start)})
     assert sorted(r.id for r in df.collect()) == [3, 4]
+
+
+def test_sasl_credentials_as_options(spark, conn, database, fluss_server, unique_name):
+    name = create_table(conn, database, unique_name("sasl"), SCHEMA, buckets=1)
+    append_arrow(conn, name, pa.table({"id": [1, 2], "cust": ["a", "b"], "amount": [1.0, 2.0], "day": ["d", "d"]}))
+
+    def read(password):
+        # the Java client's 'client.' prefix is accepted too
+        return (spark.read.format("fluss").option("bootstrap.servers", fluss_server.sasl_bootstrap_servers)
+                .option("client.security.protocol", "sasl").option("security.sasl.username", "alice")
+                .option("security.sasl.password", password).load(name))
+
+    assert sorted(r.id for r in read("alice-pw").collect()) == [1, 2]
+    with pytest.raises(Exception, match="alice"):
+        read("wrong").collect()
