@@ -300,6 +300,10 @@ def format_table(summaries: List[Dict[str, Any]]) -> str:
 
 def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if "--spark" in argv:  # the Spark scenario set has its own options (fluss_fast/bench/spark_bench.py)
+        from .spark_bench import main as spark_main
+
+        return spark_main([a for a in argv if a != "--spark"])
     opts = parse_args(argv)
     if opts.list:
         for name, s in sc.SCENARIOS.items():

@@ -247,6 +247,8 @@ class ScanSpec:
         self.out_schema = pa.schema([self.full_arrow.field(i) for i in out_fields])
         # Projected batches carry a stale CRC (the server rewrites them without recomputing it).
         self.check_crc = not self.pushdown
+        # records received from the server and decoded, before the exact filter: what pushdown saves
+        self.records_fetched = 0
         table_name = str(self.path)
         if self.arrow_format:
             self.codec = ArrowLogCodec(self.schema, desc.compression, desc.compression_level,
@@ -322,6 +324,7 @@ class ScanSpec:
                     f"{self.where(bucket)}: corrupt batch at offset {h.base_offset} "
                     f"(CRC mismatch)", CORRUPT_MESSAGE)
             if h.record_count > 0:
+                self.records_fetched += h.record_count
                 rb, cts = self._decode_batch(mv, h)
                 chunk = self._chunk(bucket, h, rb, cts, fetch_offset)
                 if chunk is not None:

@@ -1,7 +1,7 @@
 """LogScanner: subscriptions, ``poll`` / ``poll_arrow`` / ``poll_record_batch``, bounded reads."""
 from __future__ import annotations
 
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import pyarrow as pa
 
@@ -259,6 +259,29 @@ class LogScanner:
             raise
         return pa.RecordBatchReader.from_batches(self._spec.out_schema, _BoundedBatches(self, stops, read))
 
+    def to_arrow_batch_reader_until(self, stops: Dict[TableBucket, int],
+                                    timeout_ms: Optional[int] = None) -> pa.RecordBatchReader:
+        """Like ``to_arrow_batch_reader`` but up to the given exclusive stop offsets (fixed earlier
+        by the caller, e.g. when a Spark query was planned) instead of the latest offsets now;
+        ``timeout_ms`` bounds the wait for each next batch (FlussError 25 when it passes)."""
+        self._need(BATCH)
+        if self._reader_active:
+            raise FlussError("Another RecordBatchLogReader is already active on this scanner. "
+                             "Drop the existing reader first.")
+        f = self._fetcher
+        subs = f.subscriptions()
+        todo = {tb: stop for tb, stop in stops.items() if tb in subs and subs[tb] < stop}
+        f.set_stops(todo)
+        self._reader_active = True
+        batches = _BoundedBatches(self, todo, list(subs))
+        batches._timeout = None if timeout_ms is None else timeout_ms / 1000.0
+        return pa.RecordBatchReader.from_batches(self._spec.out_schema, batches)
+
+    @property
+    def records_fetched(self) -> int:
+        """Records this scanner received from the servers (before its exact client-side filter)."""
+        return self._spec.records_fetched
+
     # -- iteration ---------------------------------------------------------------------------------
     def __aiter__(self):
         return self._iterate()
@@ -288,6 +311,7 @@ class _BoundedBatches:
         self._read = read
         self._pending: List[pa.RecordBatch] = []
         self._done = False
+        self._timeout: Optional[float] = None
 
     def __iter__(self):
         return self
@@ -297,7 +321,7 @@ class _BoundedBatches:
             if self._done:
                 raise StopIteration
             try:
-                got = self._scanner._runtime.call(self._scanner._next_bounded(self._stops))
+                got = self._scanner._runtime.call(self._scanner._next_bounded(self._stops), self._timeout)
             except BaseException:
                 self.close()
                 raise

@@ -1,0 +1,233 @@
+"""``fluss-fast bench --spark``: batch read and write of the orders data set through Spark.
+
+Three contenders, measured in the same Spark session (local[N]) on the same data:
+* ``fluss``: the ``fluss`` Python data source against a fluss-fast server;
+* ``parquet``: Spark's own Parquet reader/writer on a local file (the JVM-native reference);
+* ``memory``: a trivial Python data source that yields the same Arrow batches from memory and a
+  sink that drops them: the ceiling of Spark's Python data source path.
+Reads end in Spark's ``noop`` sink (the whole scan runs, nothing is collected); writes take the
+``memory`` source's DataFrame. Each figure is the best of ``--repeat`` runs after one warm-up run.
+A profile of the Fluss read (time in the client vs the rest of the task) comes from the source's
+``scan.stats.dir`` records and a driver-side run of the same client read without Spark.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import pyarrow as pa
+
+from . import datasets as ds
+from .util import human_rate, server_for
+
+_MEMORY: Dict[tuple, List[pa.RecordBatch]] = {}
+
+
+def _memory_batches(rows: int, parts: int, batch_rows: int) -> List[List[pa.RecordBatch]]:
+    """The orders as Arrow batches in Spark's types, split into ``parts`` slices; kept per worker."""
+    key = (rows, parts, batch_rows)
+    if key not in _MEMORY:
+        from ..spark.types import ReadConverter, spark_arrow_schema, spark_schema
+        from ..datatypes import SchemaInfo
+
+        info = SchemaInfo.from_arrow(ds.ORDERS_SCHEMA)
+        convert = ReadConverter(info.types, spark_arrow_schema(spark_schema(info, "orders")))
+        table = ds.load("orders", rows)
+        per = -(-rows // parts)
+        _MEMORY[key] = [[convert(b) for b in table.slice(p * per, per).to_batches(batch_rows)]
+                        for p in range(parts)]
+    return _MEMORY[key]
+
+
+def _memory_source():
+    from pyspark.sql.datasource import (DataSource, DataSourceArrowWriter, DataSourceReader, InputPartition,
+                                        WriterCommitMessage)
+
+    class MemoryReader(DataSourceReader):
+        def __init__(self, options):
+            self.rows = int(options["rows"])
+            self.parts = int(options["parts"])
+            self.batch_rows = int(options.get("batch_rows", "10000"))
+
+        def partitions(self):
+            return [InputPartition(p) for p in range(self.parts)]
+
+        def read(self, partition):
+            yield from _memory_batches(self.rows, self.parts, self.batch_rows)[partition.value]
+
+    class DropWriter(DataSourceArrowWriter):
+        def write(self, iterator):
+            n = 0
+            for b in iterator:
+                n += b.num_rows
+            return WriterCommitMessage()
+
+    class MemorySource(DataSource):
+        @classmethod
+        def name(cls):
+            return "arrow_memory"
+
+        def schema(self):
+            from ..datatypes import SchemaInfo
+            from ..spark.types import spark_schema
+
+            return spark_schema(SchemaInfo.from_arrow(ds.ORDERS_SCHEMA), "orders")
+
+        def reader(self, schema):
+            return MemoryReader(self.options)
+
+        def writer(self, schema, overwrite):
+            return DropWriter()
+
+    return MemorySource
+
+
+def _best(fn, repeat: int) -> float:
+    fn()  # warm-up: Python workers, connections, JIT, the memory source's batches
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def _client_read_rate(bootstrap: str, name: str) -> float:
+    """rows/s of the same ranges read by the client in this process, without Spark (the profile)."""
+    from ..spark import options as so, ranges, types
+    from ..spark.reader import table_meta
+
+    opts = so.parse({"bootstrap.servers": bootstrap, "table": name})
+    meta = table_meta(opts)
+    parts = ranges.partitions_of(opts, meta)
+    spark_struct = types.spark_schema(meta.schema, name)
+    convert = types.ReadConverter(meta.schema.types, types.spark_arrow_schema(spark_struct))
+    t = time.perf_counter()
+    n = 0
+    for r in ranges.plan_batch(opts, meta, parts):
+        for b in ranges.read_range(opts, r, None, None, convert):
+            n += b.num_rows
+    return n / (time.perf_counter() - t)
+
+
+def run(rows: int, repeat: int, buckets: int, bootstrap: Optional[str], cores: int) -> dict:
+    from pyspark.sql import SparkSession
+
+    import fluss_fast as fluss
+    import fluss_fast.spark
+    from fluss_fast import sync
+
+    root = str(Path(__file__).resolve().parents[2])
+    os.environ["PYTHONPATH"] = root + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else "")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    work = tempfile.mkdtemp(prefix="fluss-spark-bench-")
+    server, bootstrap = server_for(bootstrap)
+    spark = None
+    try:
+        spark = (SparkSession.builder.master(f"local[{cores}]").appName("fluss-fast-spark-bench")
+                 .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", str(cores))
+                 .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"]).getOrCreate())
+        spark.sparkContext.setLogLevel("ERROR")
+        fluss_fast.spark.register(spark)
+        spark.dataSource.register(_memory_source())
+        data = ds.load("orders", rows)
+        db = "spark_bench"
+        conn = sync.connect({"bootstrap.servers": bootstrap})
+        admin = conn.get_admin()
+        admin.create_database(db, ignore_if_exists=True)
+
+        def new_table() -> str:
+            t = f"orders_{uuid.uuid4().hex[:8]}"
+            admin.create_table(fluss.TablePath(db, t),
+                               fluss.TableDescriptor(fluss.Schema(ds.ORDERS_SCHEMA), bucket_count=buckets))
+            return f"{db}.{t}"
+
+        src = new_table()
+        w = conn.get_table(fluss.TablePath(*src.split("."))).new_append().create_writer()
+        w.write_arrow(data)
+        w.flush()
+        parquet = os.path.join(work, "orders.parquet")
+        memory = (spark.read.format("arrow_memory").option("rows", str(rows)).option("parts", str(buckets)))
+        memory.load().write.mode("overwrite").parquet(parquet)
+
+        stats_dir = os.path.join(work, "stats")
+        fluss_read = (spark.read.format("fluss").option("bootstrap.servers", bootstrap)
+                      .option("scan.stats.dir", stats_dir))
+        out = {"rows": rows, "buckets": buckets, "cores": cores, "read": {}, "write": {}}
+        out["read"]["fluss"] = rows / _best(lambda: fluss_read.load(src).write.format("noop").mode("overwrite").save(), repeat)
+        out["read"]["parquet"] = rows / _best(lambda: spark.read.parquet(parquet).write.format("noop").mode("overwrite").save(), repeat)
+        out["read"]["memory"] = rows / _best(lambda: memory.load().write.format("noop").mode("overwrite").save(), repeat)
+
+        def write_fluss():
+            memory.load().write.format("fluss").option("bootstrap.servers", bootstrap).mode("append").save(new_table())
+
+        out["write"]["fluss"] = rows / _best(write_fluss, repeat)
+        out["write"]["parquet"] = rows / _best(
+            lambda: memory.load().write.mode("overwrite").parquet(os.path.join(work, "out.parquet")), repeat)
+        out["write"]["memory"] = rows / _best(lambda: memory.load().write.format("arrow_memory").mode("append").save(), repeat)
+
+        # profile: the client alone, and the client's share of the Spark tasks' time
+        out["profile"] = {"client_read_rows_per_s_no_spark": _client_read_rate(bootstrap, src)}
+        try:
+            with open(os.path.join(stats_dir, "reads.jsonl")) as f:
+                recs = [json.loads(line) for line in f]
+            out["profile"]["read_tasks"] = len(recs)
+            out["profile"]["task_seconds_sum"] = round(sum(r["seconds"] for r in recs), 3)
+        except OSError:
+            pass
+        conn.close()
+        return out
+    finally:
+        if spark is not None:
+            spark.stop()
+        if server is not None:
+            server.close()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def format_result(r: dict) -> str:
+    lines = [f"Spark local[{r['cores']}], orders x {r['rows']:,} rows, {r['buckets']} buckets/partitions"]
+    for kind in ("read", "write"):
+        m = r[kind]
+        lines.append(f"  batch {kind:5}  fluss {human_rate(m['fluss'], ' rows/s'):>14}   "
+                     f"parquet {human_rate(m['parquet'], ' rows/s'):>14}   "
+                     f"memory (Python ceiling) {human_rate(m['memory'], ' rows/s'):>14}   "
+                     f"fluss/memory {m['fluss'] / m['memory']:.0%}")
+    p = r.get("profile", {})
+    if p:
+        lines.append(f"  profile: the client alone reads {human_rate(p['client_read_rows_per_s_no_spark'], ' rows/s')} "
+                     f"(no Spark); Spark read tasks spent {p.get('task_seconds_sum', '?')} s in "
+                     f"{p.get('read_tasks', '?')} Fluss partition reads (all runs)")
+    return "\n".join(lines)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    p = argparse.ArgumentParser(prog="fluss-fast bench --spark", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--rows", default="200k", help="orders rows (default 200k; accepts 10k, 1m)")
+    p.add_argument("--repeat", type=int, default=3, help="timed runs per figure, best kept (default 3)")
+    p.add_argument("--buckets", type=int, default=2, help="buckets of the Fluss table = input partitions")
+    p.add_argument("--cores", type=int, default=2, help="Spark local[N] (default 2)")
+    p.add_argument("--bootstrap-servers", help="use this cluster instead of starting the embedded server")
+    p.add_argument("--quick", action="store_true", help="20k rows, one timed run")
+    p.add_argument("--json", help="write the results to this JSON file")
+    opts = p.parse_args(argv)
+    rows = ds.parse_rows("20k" if opts.quick else opts.rows)
+    result = run(rows, 1 if opts.quick else opts.repeat, opts.buckets, opts.bootstrap_servers, opts.cores)
+    print(format_result(result))
+    if opts.json:
+        with open(opts.json, "w") as f:
+            json.dump(result, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
