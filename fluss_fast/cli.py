@@ -1,6 +1,7 @@
 """`fluss-fast` command line: `server`, `demo`, `bench`, `help`, `--version`."""
 from __future__ import annotations
 
+import os
 import platform
 import sys
 from typing import List, Optional
@@ -27,7 +28,7 @@ def extension_summary() -> str:
     missing = [name for name, ok in report.items() if not ok]
     if _select.NO_EXTENSIONS:
         return (f"compiled extensions: disabled by {_select.ENV_VAR}="
-                f"{_select.os.environ.get(_select.ENV_VAR)} (pure-Python twins)")
+                f"{os.environ.get(_select.ENV_VAR)} (pure-Python twins)")
     if not report:
         return "compiled extensions: none found (pure-Python twins)"
     if not missing:
@@ -41,7 +42,7 @@ def version_info() -> dict:
 
     from . import __version__
 
-    return {"fluss_fast": __version__, "python": f"{platform.python_version()} ({platform.python_implementation()})",
+    return {"fluss_fast": __version__, "python": f"{platform.python_version()} {platform.python_implementation()}",
             "pyarrow": pyarrow.__version__, "extensions": extension_summary()}
 
 
@@ -52,8 +53,6 @@ def version_line() -> str:
 
 
 def version_text() -> str:
-    import os
-
     from . import __file__ as pkg_file
 
     v = version_info()
@@ -97,3 +96,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return run(rest) or 0
     except SystemExit as exc:  # argparse's --help and usage errors
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    except BrokenPipeError:
+        # The reader went away (`fluss-fast bench --list | head`): not an error worth a traceback.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

@@ -92,6 +92,10 @@ EPILOG = ("Exit status: 0 when every scenario ran and checked out (SKIPPED is fi
 
 
 def parse_args(argv: List[str]) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
+
+
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="fluss-fast bench", description=DESCRIPTION, epilog=EPILOG)
     p.add_argument("--quick", action="store_true",
                    help=f"small run for CI (< 1 min): {QUICK_ROWS} rows, {QUICK_REPEAT} repetitions")
@@ -119,7 +123,7 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument("--profile", metavar="DIR",
                    help="cProfile each timed section (calling thread only) into DIR/<scenario>-<client>-rep<N>.prof")
     p.add_argument("--list", action="store_true", help="list the scenarios and exit")
-    return p.parse_args(argv)
+    return p
 
 
 def _log(msg: str) -> None:

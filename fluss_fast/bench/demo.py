@@ -43,6 +43,10 @@ EPILOG = ("Exit status: 0 when every check passed, 1 on a checksum mismatch or a
 
 
 def parse_args(argv: List[str]) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
+
+
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="fluss-fast demo", description=DESCRIPTION, epilog=EPILOG)
     p.add_argument("--rows", default=str(DEFAULT_ROWS), metavar="N",
                    help=f"rows to ingest (default {DEFAULT_ROWS:,}; suffixes k and m: 10k, 1m)")
@@ -56,7 +60,7 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument("--buckets", type=int, default=3, metavar="N", help="buckets of the demo table (default 3)")
     p.add_argument("--keep", action="store_true", help="keep the demo table instead of dropping it")
     p.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
-    return p.parse_args(argv)
+    return p
 
 
 def _say(msg: str) -> None:
