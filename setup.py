@@ -1,42 +1,102 @@
 """Builds the Cython hot paths.
 
 Every ``_name.pyx`` under ``fluss_fast/`` becomes an extension module next to its pure-Python twin
-``name.py``. When no compiler (or no Cython) is available the build still succeeds and installs the
-twins only, the way aiokafka falls back: the library is then slower, never broken.
+``name.py``. Two ways in, two policies:
+
+* ``pip install`` (a wheel or an editable install): when the extensions cannot be compiled the
+  install still succeeds with the pure-Python twins only (slower, never broken), and says so on
+  stderr and, because pip hides a successful build's output, on the terminal too.
+* ``python setup.py build_ext --inplace`` (a developer rebuilding after editing a ``.pyx``): any
+  failure, a missing Cython included, is an error, so that an old ``.so`` never keeps loading
+  unnoticed.
+
+``FLUSS_FAST_NO_EXTENSIONS`` follows the runtime's rule (``fluss_fast/codec/_select.py``, loaded
+here by path so that the package and its dependencies need not be importable yet).
 """
 import glob
 import os
+import runpy
 import sys
 
+import setuptools
 from setuptools import setup
 from setuptools.command.build_ext import build_ext
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+_rules = runpy.run_path(os.path.join(HERE, "fluss_fast", "codec", "_select.py"))
+extensions_disabled = _rules["extensions_disabled"]
+
+# Only a command line that names build_ext asked for the extensions explicitly.
+STRICT = "build_ext" in sys.argv[1:]
+MIN_SETUPTOOLS = 77
+DEV_HINT = "install the build tools with: python -m pip install -e '.[dev]'"
+
+
+def tell(message):
+    """Print a build message where a user will see it, even under a quiet pip."""
+    text = f"fluss_fast build: {message}\n"
+    sys.stderr.write(text)
+    sys.stderr.flush()
+    if STRICT or sys.stderr.isatty():
+        return
+    try:
+        with open("/dev/tty", "w") as tty:
+            tty.write(text)
+    except OSError:
+        pass
+
+
+def fail(message):
+    sys.stderr.write(f"fluss_fast build: ERROR: {message}\n")
+    raise SystemExit(1)
+
+
+# pyproject.toml states the license as an SPDX expression, which older setuptools reject with a
+# schema dump; say what to do instead.
+if int(setuptools.__version__.split(".")[0]) < MIN_SETUPTOOLS:
+    fail(f"setuptools >= {MIN_SETUPTOOLS} is needed, found {setuptools.__version__}; "
+         f"upgrade with: python -m pip install -U 'setuptools>={MIN_SETUPTOOLS}'")
 
 
 class OptionalBuildExt(build_ext):
     def run(self):
+        self.failed = []
         try:
             super().run()
         except Exception as exc:  # noqa: BLE001 - any toolchain failure means "use the twins"
-            self._warn(exc)
+            self._failed("the extensions", exc)
+        if self.failed:
+            names = ", ".join(self.failed)
+            if STRICT:
+                fail(f"could not compile {names}; fix the error above (stale builds of these modules "
+                     f"would otherwise keep loading)")
+            tell(f"WARNING: could not compile {names}; the pure-Python twins will be used (slower). "
+                 f"`fluss-fast --version` lists what loaded.")
 
     def build_extension(self, ext):
         try:
             super().build_extension(ext)
         except Exception as exc:  # noqa: BLE001
-            self._warn(exc, ext.name)
+            self._failed(ext.name, exc)
 
-    @staticmethod
-    def _warn(exc, name="extensions"):
-        sys.stderr.write(f"WARNING: could not build {name} ({exc}); the pure-Python twins will be used\n")
+    def _failed(self, name, exc):
+        sys.stderr.write(f"fluss_fast build: cannot compile {name}: {exc}\n")
+        self.failed.append(name)
 
 
 def extensions():
-    if os.environ.get("FLUSS_FAST_NO_EXTENSIONS"):
+    if extensions_disabled():
+        if STRICT:
+            fail("FLUSS_FAST_NO_EXTENSIONS is set, so there is nothing to build; unset it (or set it to 0)")
+        tell("FLUSS_FAST_NO_EXTENSIONS is set: building the pure-Python package only")
         return []
     try:
         from Cython.Build import cythonize
         from setuptools import Extension
     except ImportError:
+        if STRICT:
+            fail(f"Cython is not installed, so the extensions cannot be built; {DEV_HINT}")
+        tell(f"WARNING: Cython is not installed; the pure-Python twins will be used (slower). {DEV_HINT}")
         return []
     sources = sorted(glob.glob("fluss_fast/**/_*.pyx", recursive=True))
     exts = [

@@ -180,6 +180,15 @@ class DataType:
 
     @staticmethod
     def from_arrow(t: pa.DataType, nullable: bool = True) -> "DataType":
+        """The Fluss type of an Arrow type, as pyfluss 1.0.0 maps it.
+
+        Fluss has no unsigned integers; like pyfluss, ``uint8``/``16``/``32``/``64`` become the signed
+        type of the same width (TINYINT, SMALLINT, INT, BIGINT), so a schema written for pyfluss
+        creates the same table. Data must then come as the signed type: an Arrow batch with an
+        unsigned column, or a Python int outside the signed range, is refused with a ``FlussError``
+        naming the column (no value is silently wrapped). Cast first, e.g.
+        ``pc.cast(arr, pa.int64())``, which itself raises on values above 2**63 - 1.
+        """
         T = pa.types
         if T.is_boolean(t):
             return DataType(BOOLEAN, nullable)

@@ -1,11 +1,11 @@
 """``fluss-fast bench``: fluss_fast against pyfluss, same scenarios, same server, alternating clients.
 
     fluss-fast bench [--quick] [--scenarios a,b] [--rows N] [--repeat N] [--dataset orders|clicks]
-                     [--clients fluss_fast,pyfluss] [--bootstrap-servers HOST:PORT]
-                     [--json FILE] [--plot FILE.png] [--no-progress]
+                     [--clients fluss_fast,pyfluss] [--buckets N] [--bootstrap-servers HOST:PORT]
+                     [--tablet-servers N] [--json FILE] [--plot FILE.png] [--timeout SECONDS]
+                     [--no-progress] [--profile DIR] [--list]
 
-Exit status: 0 when every scenario ran and checked out (SKIPPED is fine), 1 when any result is FAILED
-(wrong rows or checksum) or ERROR (an exception), 2 on bad arguments.
+The exit status is described in ``EPILOG`` below (and by ``--help``).
 """
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ from typing import Any, Dict, List, Optional
 
 from . import datasets as ds
 from . import scenarios as sc
-from .util import human_rate, server_for
+from ..cli import version_line
+from .util import cleanup_step, human_rate, run_interruptibly, server_for
 
 from . import ceiling as _ceiling  # noqa: F401 - importing registers the ceiling scenarios
 
@@ -38,6 +39,9 @@ FULL_ROWS = 200_000
 FULL_REPEAT = 3
 
 OK, FAILED, ERROR, SKIPPED = "ok", "FAILED", "ERROR", "SKIPPED"
+CLEANUP_TIMEOUT_S = 2.0   # dropping a prepared table on the way out
+CLOSE_TIMEOUT_S = 1.0     # closing a client's connection on the way out
+DEFAULT_OUT_DIR = "bench_results"   # git-ignored; relative file names given to --json/--plot land here
 
 
 @dataclass
@@ -81,27 +85,46 @@ class Result:
         return out
 
 
+DESCRIPTION = ("Benchmark fluss_fast against pyfluss: the same scenarios on the same server, the clients "
+               "alternating, every result checked (row count and checksum).")
+EPILOG = ("Exit status: 0 when every scenario ran and checked out (SKIPPED is fine), 1 when any result is "
+          "FAILED (wrong rows or checksum) or ERROR (an exception), 2 on bad arguments, 130 when interrupted. "
+          f"A --json or --plot file name without a folder is written into {DEFAULT_OUT_DIR}/ (git-ignored).")
+
+
 def parse_args(argv: List[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="fluss-fast bench", description=__doc__.split("\n")[0])
+    return build_parser().parse_args(argv)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="fluss-fast bench", description=DESCRIPTION, epilog=EPILOG)
     p.add_argument("--quick", action="store_true",
                    help=f"small run for CI (< 1 min): {QUICK_ROWS} rows, {QUICK_REPEAT} repetitions")
-    p.add_argument("--scenarios", help="comma-separated subset of: " + ", ".join(sc.SCENARIOS))
-    p.add_argument("--rows", help=f"rows in the data set (default {FULL_ROWS}; accepts 10k, 1m)")
-    p.add_argument("--repeat", type=int, help=f"repetitions per client (default {FULL_REPEAT})")
-    p.add_argument("--dataset", default="orders", choices=sorted(ds.DATASETS))
-    p.add_argument("--clients", default="fluss_fast,pyfluss",
-                   help="comma-separated clients to compare (pyfluss is dropped if not installed)")
-    p.add_argument("--buckets", type=int, default=3, help="buckets per table (default 3)")
-    p.add_argument("--bootstrap-servers", help="use this cluster instead of starting the embedded server")
-    p.add_argument("--tablet-servers", type=int, default=1, help="embedded server: tablet servers")
-    p.add_argument("--json", help="write the results to this JSON file")
-    p.add_argument("--plot", help="draw the results into this PNG (needs matplotlib: the 'bench' extra)")
-    p.add_argument("--timeout", type=float, default=600.0, help="seconds allowed per scenario run")
+    p.add_argument("--scenarios", metavar="A,B", help="comma-separated subset of: " + ", ".join(sc.SCENARIOS))
+    p.add_argument("--rows", metavar="N", help=f"rows in the data set (default {FULL_ROWS}; accepts 10k, 1m)")
+    p.add_argument("--repeat", type=int, metavar="N", help=f"repetitions per client (default {FULL_REPEAT})")
+    p.add_argument("--dataset", default="orders", choices=sorted(ds.DATASETS),
+                   help="which generated data set (bench_data/; default orders)")
+    p.add_argument("--clients", default="fluss_fast,pyfluss", metavar="A,B",
+                   help="comma-separated clients to compare (default fluss_fast,pyfluss; pyfluss is dropped if "
+                        "not installed)")
+    p.add_argument("--buckets", type=int, default=3, metavar="N", help="buckets per table (default 3)")
+    p.add_argument("--bootstrap-servers", metavar="HOST:PORT",
+                   help="use this cluster instead of starting the embedded server")
+    p.add_argument("--tablet-servers", type=int, default=1, metavar="N",
+                   help="tablet servers of the embedded server (default 1)")
+    p.add_argument("--json", metavar="FILE", help=f"write the results to this JSON file (a bare name goes into "
+                                                  f"{DEFAULT_OUT_DIR}/)")
+    p.add_argument("--plot", metavar="FILE.png",
+                   help=f"draw the results into this PNG (a bare name goes into {DEFAULT_OUT_DIR}/; needs "
+                        f"matplotlib, from the 'bench' extra)")
+    p.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
+                   help="seconds allowed per scenario run (default 600)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument("--profile", metavar="DIR",
                    help="cProfile each timed section (calling thread only) into DIR/<scenario>-<client>-rep<N>.prof")
     p.add_argument("--list", action="store_true", help="list the scenarios and exit")
-    return p.parse_args(argv)
+    return p
 
 
 def _log(msg: str) -> None:
@@ -132,12 +155,13 @@ def versions(clients: List[sc.Client]) -> Dict[str, str]:
     out = {"python": platform.python_version(), "pyarrow": pyarrow.__version__, "numpy": numpy.__version__}
     for c in clients:
         out[c.name] = getattr(c.module, "__version__", None) or _dist_version(c.name)
-    try:
-        from ..codec import _select
+    from ..codec import _select
 
-        out["cython_extensions"] = ",".join(sorted(k for k, v in _select.LOADED.items() if v)) or "none"
-    except ImportError:
-        pass
+    loaded = _select.load_report()
+    out["cython_extensions"] = ",".join(k for k, v in loaded.items() if v) or "none"
+    missing = [k for k, v in loaded.items() if not v]
+    if missing:
+        out["pure_python_twins"] = ",".join(missing)
     return out
 
 
@@ -236,19 +260,14 @@ async def run_all(opts, scenario_names: List[str], clients: List[sc.Client], boo
                          f"{out.nbytes / out.seconds / 1e6:.1f} MB/s"
                          + (f", wire {out.wire_bytes / out.seconds / 1e9:.2f} GB/s" if out.wire_bytes else ""))
     finally:
+        # Bounded, so that a Ctrl-C (which cancels this coroutine) ends the run within seconds.
         for s_prepare, shared in prepared.items():
             for s in sc.SCENARIOS.values():
                 if s.prepare is s_prepare and s.cleanup is not None:
-                    try:
-                        await s.cleanup(env, shared)
-                    except Exception:  # noqa: BLE001 - cleanup never masks results
-                        pass
+                    await cleanup_step(s.cleanup(env, shared), CLEANUP_TIMEOUT_S)
                     break
         for c in clients:
-            try:
-                await c.close()
-            except Exception:  # noqa: BLE001
-                pass
+            await cleanup_step(c.close(), CLOSE_TIMEOUT_S)
     return results
 
 
@@ -332,8 +351,16 @@ def main(argv: Optional[List[str]] = None) -> int:
         server, bootstrap = server_for(opts.bootstrap_servers, opts.tablet_servers)
         if server is not None:
             _log(f"embedded server pid {server.pid} at {bootstrap}")
+        _log(f"fluss-fast bench: {version_line()}")
         results = _run(run_all(opts, names, clients, bootstrap, rows, repeat,
                                server.pid if server is not None else None))
+    except KeyboardInterrupt:
+        print("\nfluss-fast bench: interrupted" + (" (embedded server stopped)" if server is not None else ""),
+              file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - e.g. an unreachable --bootstrap-servers, said in one line
+        print(f"fluss-fast bench: ERROR: {_describe(exc)}", file=sys.stderr)
+        return 1
     finally:
         if server is not None:
             server.close()
@@ -349,18 +376,28 @@ def main(argv: Optional[List[str]] = None) -> int:
     print(format_meta(report["meta"]))
     print(format_table(summaries))
     if opts.json:
-        os.makedirs(os.path.dirname(os.path.abspath(opts.json)), exist_ok=True)
-        with open(opts.json, "w") as f:
+        json_path = output_path(opts.json)
+        os.makedirs(os.path.dirname(json_path), exist_ok=True)
+        with open(json_path, "w") as f:
             json.dump(report, f, indent=2)
-        _log(f"results written to {opts.json}")
+        _log(f"results written to {json_path}")
     if opts.plot:
         from .plot import plot
 
-        os.makedirs(os.path.dirname(os.path.abspath(opts.plot)), exist_ok=True)
-        plot(report, opts.plot)
-        _log(f"chart written to {opts.plot}")
+        plot_path = output_path(opts.plot)
+        os.makedirs(os.path.dirname(plot_path), exist_ok=True)
+        plot(report, plot_path)
+        _log(f"chart written to {plot_path}")
     bad = [s for s in summaries if s["status"] in (FAILED, ERROR)]
     return 1 if bad else 0
+
+
+def output_path(name: str) -> str:
+    """A bare file name goes into ``bench_results/`` (git-ignored), so that no run overwrites a
+    tracked file by accident; a name with a folder in it is used as given."""
+    if os.path.dirname(name):
+        return os.path.abspath(name)
+    return os.path.abspath(os.path.join(DEFAULT_OUT_DIR, name))
 
 
 def format_meta(meta: Dict[str, Any]) -> str:
@@ -375,7 +412,7 @@ def format_meta(meta: Dict[str, Any]) -> str:
 
 def _run(coro):
     # Plain asyncio, as a typical user of either client would run it.
-    return asyncio.run(coro)
+    return run_interruptibly(coro)
 
 
 if __name__ == "__main__":

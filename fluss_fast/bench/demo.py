@@ -1,9 +1,10 @@
 """``fluss-fast demo``: start the embedded server (or use ``--bootstrap-servers``), create a table,
 ingest a bench_data set with progress shown, read it back, check row counts and checksums, and print
-rows/s and MB/s for every step. Exits non-zero on any mismatch.
+rows/s and MB/s for every step. Exits non-zero on any mismatch; Ctrl-C stops it within a second or
+two, dropping the demo table and stopping the embedded server.
 
     fluss-fast demo [--rows N] [--dataset orders|clicks] [--bootstrap-servers HOST:PORT]
-                    [--client fluss_fast|pyfluss] [--buckets N] [--keep]
+                    [--client fluss_fast|pyfluss] [--buckets N] [--keep] [--no-progress]
 """
 from __future__ import annotations
 
@@ -19,29 +20,47 @@ import pyarrow as pa
 import pyarrow.compute  # noqa: F401 - pa.compute below
 
 from . import datasets as ds
-from .util import Progress, human_rate, server_for
+from ..cli import version_line
+from .util import Progress, cleanup_step, human_rate, run_interruptibly, server_for
 
 DEFAULT_ROWS = 5_000_000
 DATABASE = "fluss_fast_demo"
 WRITE_BATCH_ROWS = 65_536
 APPEND_ROWS_MAX = 200_000   # the per-row append step uses at most this many rows (it is the slow path)
+CLEANUP_TIMEOUT_S = 2.0     # dropping the table on the way out
+CLOSE_TIMEOUT_S = 1.0       # closing the connection: pending writes to a dropped table are not worth waiting for
 
 
 class DemoFailed(Exception):
     pass
 
 
+DESCRIPTION = ("Start the embedded Fluss server (or use --bootstrap-servers), create a log table, ingest a "
+               "generated data set, read it back three ways, check row counts and checksums after each read, "
+               "and print rows/s and MB/s for every step.")
+EPILOG = ("Exit status: 0 when every check passed, 1 on a checksum mismatch or an error, 2 on bad arguments, "
+          "130 when interrupted (Ctrl-C drops the demo table and stops the embedded server).")
+
+
 def parse_args(argv: List[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="fluss-fast demo", description=__doc__.split("\n")[0])
-    p.add_argument("--rows", default=str(DEFAULT_ROWS), help=f"rows to ingest (default {DEFAULT_ROWS}; 10k, 1m ...)")
-    p.add_argument("--dataset", default="orders", choices=sorted(ds.DATASETS))
-    p.add_argument("--bootstrap-servers", help="use this cluster instead of starting the embedded server")
+    return build_parser().parse_args(argv)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="fluss-fast demo", description=DESCRIPTION, epilog=EPILOG)
+    p.add_argument("--rows", default=str(DEFAULT_ROWS), metavar="N",
+                   help=f"rows to ingest (default {DEFAULT_ROWS:,}; suffixes k and m: 10k, 1m)")
+    p.add_argument("--dataset", default="orders", choices=sorted(ds.DATASETS),
+                   help="which generated data set (bench_data/; default orders)")
+    p.add_argument("--bootstrap-servers", metavar="HOST:PORT",
+                   help="use this cluster instead of starting the embedded server (checked before any data "
+                        "is generated)")
     p.add_argument("--client", default="fluss_fast", choices=["fluss_fast", "pyfluss"],
                    help="client library to drive (default fluss_fast)")
-    p.add_argument("--buckets", type=int, default=3)
+    p.add_argument("--buckets", type=int, default=3, metavar="N", help="buckets of the demo table (default 3)")
     p.add_argument("--keep", action="store_true", help="keep the demo table instead of dropping it")
-    p.add_argument("--no-progress", action="store_true")
-    return p.parse_args(argv)
+    p.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
+    return p
 
 
 def _say(msg: str) -> None:
@@ -53,21 +72,31 @@ def _step(name: str, rows: int, nbytes: int, seconds: float) -> None:
          f"{nbytes / seconds / 1e6:8.1f} MB/s")
 
 
-async def run_demo(fluss, bootstrap: str, dataset: str, rows: int, buckets: int, *, keep: bool = False,
-                   progress: bool = True) -> None:
+def prepare(dataset: str, rows: int) -> pa.Table:
+    """Generate (or load from the cache) the data set and check-sum it: plain synchronous code, so a
+    Ctrl-C here stops at once rather than at the event loop's next turn."""
     spec = ds.DATASETS[dataset]
     t0 = time.perf_counter()
     data = ds.load(dataset, rows)
     _step(f"load data set '{dataset}'", data.num_rows, data.nbytes, time.perf_counter() - t0)
     t0 = time.perf_counter()
     expected = ds.checksum(data, spec.id_column, spec.string_column)
-    expected_proj = ds.checksum(data, spec.id_column, spec.short_string_column)
     _say(f"  expected checksum: {expected} ({time.perf_counter() - t0:.2f} s)")
+    return data
+
+
+async def run_demo(fluss, bootstrap: str, dataset: str, rows: int, buckets: int, *, keep: bool = False,
+                   progress: bool = True, data: Optional[pa.Table] = None, state: Optional[dict] = None) -> None:
+    spec = ds.DATASETS[dataset]
+    state = {} if state is None else state
+    if data is None:
+        data = prepare(dataset, rows)
 
     conn = await fluss.FlussConnection.create(fluss.Config({"bootstrap.servers": bootstrap}))
     admin = conn.get_admin()
     name = f"{dataset}_{uuid.uuid4().hex[:8]}"
     path = fluss.TablePath(DATABASE, name)
+    state["table"] = f"{DATABASE}.{name}"
     try:
         await admin.create_database(DATABASE, ignore_if_exists=True)
         await admin.create_table(path, fluss.TableDescriptor(fluss.Schema(spec.schema), bucket_count=buckets))
@@ -82,6 +111,7 @@ async def run_demo(fluss, bootstrap: str, dataset: str, rows: int, buckets: int,
             for rb in batches:
                 writer.write_arrow_batch(rb)
                 bar.update(rb.num_rows)
+                await asyncio.sleep(0)  # lets a Ctrl-C (a cancellation) in between batches
             await writer.flush()
             seconds = time.perf_counter() - t0
         _step("ingest (write_arrow_batch)", rows, data.nbytes, seconds)
@@ -100,6 +130,7 @@ async def run_demo(fluss, bootstrap: str, dataset: str, rows: int, buckets: int,
                 for row in dicts[lo:lo + step]:
                     writer.append(row)
                 bar.update(min(step, n_append - lo))
+                await asyncio.sleep(0)
             await writer.flush()
             seconds = time.perf_counter() - t0
         _step("ingest (append dicts)", n_append, extra.nbytes, seconds)
@@ -152,12 +183,16 @@ async def run_demo(fluss, bootstrap: str, dataset: str, rows: int, buckets: int,
             raise DemoFailed(f"projected scan returned columns {back.column_names}, expected {proj}")
         _check("projected scan", ds.checksum(back, spec.id_column, spec.short_string_column), expected_proj)
     finally:
+        # Bounded: an interrupted run must not sit on the client's request timeout. Dropping first
+        # means writes still pending are refused by the server rather than delivered.
         if not keep:
-            try:
-                await admin.drop_table(path, ignore_if_not_exists=True)
-            except Exception:  # noqa: BLE001 - the demo's verdict matters more than cleanup
-                pass
-        await conn.close()
+            state["dropped"] = await cleanup_step(admin.drop_table(path, ignore_if_not_exists=True),
+                                                  CLEANUP_TIMEOUT_S)
+        await cleanup_step(_closing(conn), CLOSE_TIMEOUT_S)
+
+
+async def _closing(conn) -> None:
+    await conn.close()
 
 
 def _check(what: str, got: ds.Checksum, want: ds.Checksum) -> None:
@@ -170,18 +205,33 @@ def main(argv: Optional[List[str]] = None) -> int:
     opts = parse_args(list(sys.argv[1:] if argv is None else argv))
     try:
         rows = ds.parse_rows(opts.rows)
+        if opts.buckets < 1:
+            raise ValueError("--buckets must be at least 1")
     except ValueError as exc:
         print(f"fluss-fast demo: {exc}", file=sys.stderr)
         return 2
     fluss = importlib.import_module("fluss_fast" if opts.client == "fluss_fast" else "fluss")
     server = None
+    state: dict = {}
     started = time.perf_counter()
     try:
         server, bootstrap = server_for(opts.bootstrap_servers)
         _say(f"fluss-fast demo: {rows:,} rows of '{opts.dataset}' with {opts.client} against {bootstrap}"
              + (" (embedded server)" if server else ""))
-        asyncio.run(run_demo(fluss, bootstrap, opts.dataset, rows, opts.buckets, keep=opts.keep,
-                             progress=not opts.no_progress))
+        _say(f"  {version_line()}" + (f"; pyfluss {_pyfluss_version(fluss)}" if opts.client == "pyfluss" else ""))
+        data = prepare(opts.dataset, rows)
+        run_interruptibly(run_demo(fluss, bootstrap, opts.dataset, rows, opts.buckets, keep=opts.keep,
+                             progress=not opts.no_progress, data=data, state=state))
+    except KeyboardInterrupt:
+        done = []
+        if state.get("dropped"):
+            done.append(f"table {state['table']} dropped")
+        elif state.get("table") and not opts.keep:
+            done.append(f"table {state['table']} may remain")
+        if server is not None:
+            done.append("embedded server stopped")
+        print("\nfluss-fast demo: interrupted" + (f" ({', '.join(done)})" if done else ""), file=sys.stderr)
+        return 130
     except DemoFailed as exc:
         print(f"fluss-fast demo: FAILED: {exc}", file=sys.stderr)
         return 1
@@ -193,6 +243,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             server.close()
     _say(f"all checks passed in {time.perf_counter() - started:.1f} s")
     return 0
+
+
+def _pyfluss_version(module) -> str:
+    return getattr(module, "__version__", "?")
 
 
 if __name__ == "__main__":

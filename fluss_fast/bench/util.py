@@ -43,8 +43,12 @@ class EmbeddedServer:
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         cmd = [sys.executable, "-m", "fluss_fast", "server", "--data-dir", self.data_dir,
                "--listen", "127.0.0.1:0", "--tablet-servers", str(self.tablet_servers)]
-        popen_kw = {}
+        # Its own session: a Ctrl-C in the terminal reaches only our process, which then cleans up
+        # through the server (dropping its tables) before stopping it; the kernel still stops it if we
+        # die without that chance.
+        popen_kw = {"start_new_session": True, "preexec_fn": _stop_with_parent}
         if self.watch_pid is not None:
+            popen_kw.pop("preexec_fn")
             cmd = [sys.executable, "-m", "fluss_fast.bench.util", "--watch", str(self.watch_pid),
                    "--remove", self.data_dir if self._own_dir else "", "--"] + cmd
             popen_kw["start_new_session"] = True
@@ -167,10 +171,124 @@ class Progress:
         self.close()
 
 
+def _libc_prctl():
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+# Looked up in the parent: between fork and exec the child should only make the one C call.
+_PRCTL = _libc_prctl()
+
+
+def _stop_with_parent() -> None:
+    """In the child before exec: ask Linux for SIGTERM when the parent dies (a no-op elsewhere)."""
+    if _PRCTL is not None:
+        _PRCTL(1, int(signal.SIGTERM))  # 1 = PR_SET_PDEATHSIG
+
+
+def check_reachable(bootstrap_servers: str, timeout: float = 5.0) -> None:
+    """Fail in seconds, naming the address, when no bootstrap server accepts a TCP connection."""
+    import socket
+
+    errors = []
+    for address in (a.strip() for a in bootstrap_servers.split(",") if a.strip()):
+        host, _, port = address.rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=timeout):
+                return
+        except (OSError, ValueError) as exc:
+            errors.append(f"{address}: {exc}")
+    raise FlussError(f"cannot reach the bootstrap server(s) {bootstrap_servers!r}: " + "; ".join(errors or ["empty"]))
+
+
+async def cleanup_step(awaitable, timeout: float) -> bool:
+    """Await one cleanup step for at most ``timeout`` seconds, also when the caller is being
+    cancelled by a Ctrl-C (see ``run_interruptibly``): True when it completed, False when it failed
+    or ran out of time. A second Ctrl-C still stops it (as a KeyboardInterrupt)."""
+    import asyncio
+
+    async def _step():
+        await asyncio.wait_for(awaitable, timeout)
+
+    task = asyncio.ensure_future(_step())
+    try:
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if task.cancelled():
+                return False
+            await task
+        return True
+    except Exception:  # noqa: BLE001 - a failed cleanup must not replace the run's own outcome
+        return False
+
+
+def run_interruptibly(coro):
+    """Like ``asyncio.run(coro)``, but a Ctrl-C raises ``KeyboardInterrupt`` where the code is, as in
+    plain Python, instead of waiting for the event loop's next turn (asyncio's own handler only
+    cancels the main task, which a long synchronous stretch such as a million ``append`` calls does
+    not notice for many seconds). Every task is then cancelled and its ``finally`` blocks run, awaits
+    included, before the interrupt reaches the caller; the tasks the interrupt hit are not reported
+    as "exception never retrieved"."""
+    import asyncio
+    import threading
+
+    interrupted = []
+
+    def _interrupt(signum, frame):
+        # Also cancel the main task: a library that turns the KeyboardInterrupt into its own error
+        # (pyfluss wraps it in FlussError) must not make the run carry on.
+        interrupted.append(signum)
+        if not main.done():
+            loop.call_soon_threadsafe(main.cancel)
+        raise KeyboardInterrupt
+
+    def _quiet(loop, context):
+        if not isinstance(context.get("exception"), (KeyboardInterrupt, asyncio.CancelledError)):
+            loop.default_exception_handler(context)
+
+    swap = (threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+    loop = asyncio.new_event_loop()
+    loop.set_exception_handler(_quiet)
+    asyncio.set_event_loop(loop)
+    main = loop.create_task(coro)
+    if swap:
+        signal.signal(signal.SIGINT, _interrupt)
+    try:
+        try:
+            return loop.run_until_complete(main)
+        except asyncio.CancelledError:
+            if interrupted:
+                raise KeyboardInterrupt from None
+            raise
+    finally:
+        try:
+            pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+            for task in pending:
+                task.cancel()
+            if pending:
+                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.run_until_complete(loop.shutdown_default_executor())
+        finally:
+            asyncio.set_event_loop(None)
+            loop.close()
+            if swap:
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def server_for(bootstrap_servers: Optional[str], tablet_servers: int = 1):
     """(server, bootstrap): the given cluster, or an embedded server started for this run, which the
     caller closes (server is None for a given cluster)."""
     if bootstrap_servers:
+        check_reachable(bootstrap_servers)
         return None, bootstrap_servers
     server = EmbeddedServer(tablet_servers=tablet_servers).start()
     return server, server.bootstrap_servers

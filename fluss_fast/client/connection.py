@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import collections.abc
 import threading
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from ..config import Config
 from ..errors import FlussError
@@ -13,6 +13,9 @@ from ..metadata import TablePath
 from .admin import FlussAdmin
 from .context import ClientContext
 from .runtime import get_runtime, on_runtime
+
+if TYPE_CHECKING:  # imported where used at run time (import cycle); named here for type checkers
+    from .table import FlussTable
 
 
 def _as_config(config) -> Config:
@@ -115,7 +118,7 @@ class FlussConnection:
         return self._admin
 
     @on_runtime
-    async def get_table(self, table_path: TablePath):
+    async def get_table(self, table_path: TablePath) -> FlussTable:
         if not isinstance(table_path, TablePath):
             raise TypeError(f"argument 'table_path': '{type(table_path).__name__}' object is not an instance of "
                             f"'TablePath'")

@@ -281,7 +281,11 @@ if hasattr(os, "register_at_fork"):
 atexit.register(_shutdown_at_exit)
 
 
-def on_runtime(fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., Coroutine[Any, Any, T]]:
+# Typed as returning the same callable so that a type checker sees each method's own signature.
+AsyncMethod = TypeVar("AsyncMethod", bound=Callable[..., Coroutine[Any, Any, Any]])
+
+
+def on_runtime(fn: AsyncMethod) -> AsyncMethod:
     """Run the body of an async method on ``self._runtime``; awaitable from any event loop.
 
     The undecorated coroutine function stays reachable as ``__runtime_impl__`` so the blocking
@@ -292,5 +296,5 @@ def on_runtime(fn: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., Corou
     async def wrapper(self, *args, **kwargs):
         return await self._runtime.run(fn(self, *args, **kwargs))
 
-    wrapper.__runtime_impl__ = fn
-    return wrapper
+    wrapper.__runtime_impl__ = fn  # type: ignore[attr-defined]
+    return wrapper  # type: ignore[return-value]

@@ -12,7 +12,7 @@ names ``create_batch_scanner`` and ``poll_batches``.
 """
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import pyarrow as pa
 
@@ -22,6 +22,10 @@ from .deferred import deferred
 from .kv import Lookuper, PrefixLookuper, UpsertWriter
 from .runtime import on_runtime
 from .scan import LogScanner, TableScan
+
+if TYPE_CHECKING:  # imported where used at run time; named here for type checkers
+    from ..metadata import TablePath
+    from .write import AppendWriter
 
 CLIENT_ERROR = -2
 
@@ -81,7 +85,7 @@ class FlussTable:
     def get_table_info(self) -> TableInfo:
         return TableInfo.from_meta(self._meta)
 
-    def get_table_path(self):
+    def get_table_path(self) -> TablePath:
         return self._meta.path
 
     def has_primary_key(self) -> bool:
@@ -97,7 +101,7 @@ class TableAppend:
     def __init__(self, table: FlussTable):
         self._table = table
 
-    def create_writer(self):
+    def create_writer(self) -> AppendWriter:
         from .write import AppendWriter
 
         writer = AppendWriter(self._table)

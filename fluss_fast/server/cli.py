@@ -20,12 +20,15 @@ def default_data_dir() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="fluss-fast server",
-                                description="Run the embedded Fluss-protocol server (coordinator + tablet servers).")
-    p.add_argument("--data-dir", default=None,
+                                description="Run the embedded Fluss-protocol server (coordinator + tablet servers). "
+                                            "Once it accepts connections it prints one line, READY "
+                                            "bootstrap.servers=HOST:PORT, on stdout; SIGTERM or SIGINT stop it "
+                                            "cleanly.")
+    p.add_argument("--data-dir", default=None, metavar="DIR",
                    help=f"where the catalog and logs live (default {default_data_dir()})")
-    p.add_argument("--listen", default="127.0.0.1:9123",
+    p.add_argument("--listen", default="127.0.0.1:9123", metavar="HOST:PORT",
                    help="HOST:PORT of the coordinator = bootstrap address; tablet server k listens on PORT+1+k "
-                        "(free ports when PORT is 0). Default 127.0.0.1:9123")
+                        "(free ports when PORT is 0; default 127.0.0.1:9123)")
     p.add_argument("--sasl-listen", default=None, metavar="HOST:PORT",
                    help="also open SASL/PLAIN listeners, the coordinator on this address")
     p.add_argument("--sasl-user", action="append", default=[], metavar="NAME=PASSWORD",
@@ -52,8 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="tier closed log segments here: a local path, file://..., or s3://bucket/path "
                         "(endpoint and credentials via -c s3.endpoint=... s3.access-key=... s3.secret-key=...); "
                         "same as -c remote.data.dir=...")
-    p.add_argument("--log-level", default=os.environ.get("FLUSS_FAST_LOG_LEVEL", "WARNING"),
-                   help="DEBUG, INFO, WARNING (default), ERROR")
+    p.add_argument("--log-level", default=os.environ.get("FLUSS_FAST_LOG_LEVEL", "WARNING"), metavar="LEVEL",
+                   help="server log on stderr: DEBUG, INFO, WARNING (default, or $FLUSS_FAST_LOG_LEVEL), ERROR")
     return p
 
 

@@ -129,7 +129,7 @@ def test_message_readable_schemaless_like_rust_reader(batch, comp):
     assert rb.equals(batch)
     # and through a stream reader when given a schema message first (how Java tools dump it)
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, TARGET) as w:
+    with pa.ipc.new_stream(sink, TARGET):
         pass
     schema_part = sink.getvalue().to_pybytes()[:-8]
     reader = pa.ipc.open_stream(schema_part + bytes(payload) + b"\xff\xff\xff\xff\0\0\0\0")

@@ -4,12 +4,12 @@ import datetime as dt
 import decimal
 import importlib
 import math
-import os
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from fluss_fast.codec import _select as _select_mod
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -488,7 +488,7 @@ def test_twins_agree_on_random_rows(rows):
     assert a.equals(b), (a.to_pylist(), b.to_pylist())
 
 
-@pytest.mark.skipif(_ext is None or bool(os.environ.get("FLUSS_FAST_NO_EXTENSIONS")),
+@pytest.mark.skipif(_ext is None or _select_mod.extensions_disabled(),
                     reason="Cython twin not built / disabled")
 def test_compiled_builder_is_selected():
     assert columns.RowBatchBuilder is _ext.RowBatchBuilder

@@ -5,6 +5,8 @@ import sys
 
 import pytest
 
+from fluss_fast.codec._select import extensions_disabled
+
 TWINS = {
     "crc32c": ["crc32c", "implementation"],
     "logbatch": ["BatchHeader", "ValidatedRecords", "build_batch", "parse_header", "crc_of",
@@ -18,7 +20,7 @@ TWINS = {
              "CompactedKeyEncoder"],
 }
 
-NO_EXT = bool(os.environ.get("FLUSS_FAST_NO_EXTENSIONS"))
+NO_EXT = extensions_disabled()
 
 
 def _module(name):

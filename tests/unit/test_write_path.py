@@ -325,11 +325,9 @@ def slot_classes():
 
 
 def test_appendslot_twin_is_selected():
-    import os
+    from fluss_fast.codec import LOADED, _select, appendslot
 
-    from fluss_fast.codec import LOADED, appendslot
-
-    if os.environ.get("FLUSS_FAST_NO_EXTENSIONS"):
+    if _select.extensions_disabled():
         assert appendslot.HotSlot is appendslot.HotSlot_py and LOADED["_appendslot"] is False
     else:
         from fluss_fast.codec import _appendslot

@@ -6,9 +6,12 @@ below the high watermark; like the Rust client we keep the last ``limit`` rows o
 from __future__ import annotations
 
 import asyncio
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import pyarrow as pa
+
+if TYPE_CHECKING:  # pandas is optional; imported where used
+    import pandas as pd
 
 from ...errors import FlussError
 from ...metadata import TableBucket
@@ -130,7 +133,7 @@ class BatchScanner:
         return await self._drain_table()
 
     @on_runtime
-    async def to_pandas(self):
+    async def to_pandas(self) -> pd.DataFrame:
         return (await self._drain_table()).to_pandas()
 
     def __repr__(self) -> str:

@@ -1,9 +1,12 @@
 """LogScanner: subscriptions, ``poll`` / ``poll_arrow`` / ``poll_record_batch``, bounded reads."""
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 import pyarrow as pa
+
+if TYPE_CHECKING:  # pandas is optional; imported where used
+    import pandas as pd
 
 from ...errors import FlussError
 from ...metadata import TableBucket
@@ -236,7 +239,7 @@ class LogScanner:
         return await self._read_bounded()
 
     @on_runtime
-    async def to_pandas(self):
+    async def to_pandas(self) -> pd.DataFrame:
         self._need(BATCH)
         table = await self._read_bounded()
         return table.to_pandas()
