@@ -62,7 +62,8 @@ class Result:
                                "detail": self.detail, "repetitions": len(self.samples),
                                "samples": [{"seconds": s.seconds, "rows": s.rows, "bytes": s.nbytes,
                                             "wire_bytes": s.wire_bytes, "note": s.note,
-                                            "client_cpu_s": s.cpu[0], "server_cpu_s": s.cpu[1]}
+                                            "client_cpu_s": s.cpu[0], "server_cpu_s": s.cpu[1],
+                                            "rss_start_bytes": s.rss[0], "rss_peak_bytes": s.rss[1]}
                                            for s in self.samples]}
         rates = self.rates()
         if rates:
@@ -74,6 +75,11 @@ class Result:
             out["client_cpu_pct"] = statistics.median(100 * s.cpu[0] / s.seconds for s in self.samples)
             if all(s.cpu[1] >= 0 for s in self.samples):
                 out["server_cpu_pct"] = statistics.median(100 * s.cpu[1] / s.seconds for s in self.samples)
+            rises = [(s.rss[1] - s.rss[0]) / 1e6 for s in self.samples if s.rss[0]]
+            if rises:
+                # the memory the timed section added at its peak (see Stopwatch)
+                out["peak_rss_mb"] = statistics.median(rises)
+                out["peak_rss_abs_mb"] = statistics.median(s.rss[1] / 1e6 for s in self.samples if s.rss[0])
             wires = [s.wire_bytes / s.seconds / 1e9 for s in self.samples if s.seconds > 0 and s.wire_bytes]
             if wires:
                 out["wire_gb_per_s"] = statistics.median(wires)
@@ -260,7 +266,8 @@ def _describe(exc: BaseException) -> str:
 
 def format_table(summaries: List[Dict[str, Any]]) -> str:
     """The results table; reasons for SKIPPED/FAILED/ERROR are numbered notes below it."""
-    head = ["scenario", "client", "rows/s", "min-max rows/s", "MB/s", "ff/py", "cpu% cli/srv", "status"]
+    head = ["scenario", "client", "rows/s", "min-max rows/s", "MB/s", "ff/py", "cpu% cli/srv",
+            "peak RSS +MB", "status"]
     rows = []
     notes: List[str] = []
     by = {(s["scenario"], s["client"]): s for s in summaries}
@@ -281,12 +288,13 @@ def format_table(summaries: List[Dict[str, Any]]) -> str:
         cpu = "-"
         if "client_cpu_pct" in s:
             cpu = f"{s['client_cpu_pct']:.0f}/" + (f"{s['server_cpu_pct']:.0f}" if "server_cpu_pct" in s else "?")
+        rss = f"{s['peak_rss_mb']:.0f}" if "peak_rss_mb" in s else "-"
         status = s["status"]
         if status != OK:
             if s["detail"] not in notes:
                 notes.append(s["detail"])
             status += f" [{notes.index(s['detail']) + 1}]"
-        rows.append([s["scenario"], s["client"], rate, spread, mbs, ratio, cpu, status])
+        rows.append([s["scenario"], s["client"], rate, spread, mbs, ratio, cpu, rss, status])
     widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(head, widths)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))
