@@ -37,6 +37,8 @@ FULL_ROWS = 200_000
 FULL_REPEAT = 3
 
 OK, FAILED, ERROR, SKIPPED = "ok", "FAILED", "ERROR", "SKIPPED"
+SWEEP_ROWS = ["100k", "1m", "10m"]
+SWEEP_SCENARIOS = ["write_arrow", "scan"]
 
 
 @dataclass
@@ -105,6 +107,10 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument("--profile", metavar="DIR",
                    help="cProfile each timed section (calling thread only) into DIR/<scenario>-<client>-rep<N>.prof")
+    p.add_argument("--sweep", nargs="?", const=",".join(SWEEP_ROWS), metavar="SIZES",
+                   help="run the scenarios (default: " + ",".join(SWEEP_SCENARIOS) + ") at each of "
+                        "these data-set sizes (default " + ",".join(SWEEP_ROWS) + ") and, with "
+                        "--plot, chart rows/s against size for every client")
     p.add_argument("--list", action="store_true", help="list the scenarios and exit")
     return p.parse_args(argv)
 
@@ -318,7 +324,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         if repeat < 1:
             raise ValueError("--repeat must be at least 1")
         names = [n.strip() for n in opts.scenarios.split(",") if n.strip()] if opts.scenarios \
-            else list(DEFAULT_SCENARIOS)
+            else list(SWEEP_SCENARIOS if opts.sweep else DEFAULT_SCENARIOS)
+        sizes = [ds.parse_rows(x.strip()) for x in opts.sweep.split(",") if x.strip()] \
+            if opts.sweep else [rows]
+        if not sizes:
+            raise ValueError("--sweep needs at least one size")
         unknown = [n for n in names if n not in sc.SCENARIOS]
         if unknown:
             raise ValueError(f"unknown scenario(s) {', '.join(unknown)}; expected: {', '.join(sc.SCENARIOS)}")
@@ -335,12 +345,19 @@ def main(argv: Optional[List[str]] = None) -> int:
         server, bootstrap = server_for(opts.bootstrap_servers, opts.tablet_servers)
         if server is not None:
             _log(f"embedded server pid {server.pid} at {bootstrap}")
-        results = _run(run_all(opts, names, clients, bootstrap, rows, repeat,
-                               server.pid if server is not None else None))
+        sweep = []
+        for size in sizes:
+            if opts.sweep:
+                _log(f"--- sweep: {size} rows ---")
+            results = _run(run_all(opts, names, clients, bootstrap, size, repeat,
+                                   server.pid if server is not None else None))
+            sweep.append({"rows": size, "results": [r.summary() for r in results]})
     finally:
         if server is not None:
             server.close()
-    summaries = [r.summary() for r in results]
+    if opts.sweep:
+        return _report_sweep(opts, argv, clients, repeat, sweep, started)
+    summaries = sweep[0]["results"]
     report = {
         "meta": {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                  "machine": machine(), "versions": versions(clients), "dataset": opts.dataset,
@@ -364,6 +381,61 @@ def main(argv: Optional[List[str]] = None) -> int:
         _log(f"chart written to {opts.plot}")
     bad = [s for s in summaries if s["status"] in (FAILED, ERROR)]
     return 1 if bad else 0
+
+
+def _report_sweep(opts, argv, clients, repeat, sweep, started) -> int:
+    """Prints one table per size and a rows/s-by-size summary; JSON and chart as requested."""
+    meta = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "machine": machine(), "versions": versions(clients), "dataset": opts.dataset,
+            "rows": [step["rows"] for step in sweep], "repeat": repeat, "buckets": opts.buckets,
+            "server": opts.bootstrap_servers or f"embedded ({opts.tablet_servers} tablet server(s))",
+            "command": "fluss-fast bench " + " ".join(argv), "wall_seconds": round(time.time() - started, 1)}
+    print(format_meta(meta))
+    for step in sweep:
+        print(f"\n## {step['rows']} rows")
+        print(format_table(step["results"]))
+    print("\n" + format_sweep(sweep))
+    report = {"meta": meta, "sweep": sweep}
+    if opts.json:
+        os.makedirs(os.path.dirname(os.path.abspath(opts.json)), exist_ok=True)
+        with open(opts.json, "w") as f:
+            json.dump(report, f, indent=2)
+        _log(f"results written to {opts.json}")
+    if opts.plot:
+        from .plot import plot_sweep
+
+        os.makedirs(os.path.dirname(os.path.abspath(opts.plot)), exist_ok=True)
+        plot_sweep(report, opts.plot)
+        _log(f"chart written to {opts.plot}")
+    bad = [r for step in sweep for r in step["results"] if r["status"] in (FAILED, ERROR)]
+    return 1 if bad else 0
+
+
+def format_sweep(sweep: List[Dict[str, Any]]) -> str:
+    """rows/s of every (scenario, client) at every size, and fluss_fast/pyfluss per size."""
+    sizes = [step["rows"] for step in sweep]
+    keys = list(dict.fromkeys((r["scenario"], r["client"]) for step in sweep for r in step["results"]))
+    at = {(step["rows"], r["scenario"], r["client"]): r for step in sweep for r in step["results"]}
+    head = ["scenario", "client"] + [human_rate(n) + " rows" for n in sizes]
+    rows = []
+    for scen, client in keys:
+        cells = []
+        for n in sizes:
+            r = at.get((n, scen, client))
+            if r is None or "rows_per_s" not in r:
+                cells.append(r["status"] if r else "-")
+                continue
+            cell = human_rate(r["rows_per_s"]) + "/s"
+            other = at.get((n, scen, "pyfluss"))
+            if client == "fluss_fast" and other and other.get("rows_per_s"):
+                cell += f" ({r['rows_per_s'] / other['rows_per_s']:.2f}x)"
+            cells.append(cell)
+        rows.append([scen, client] + cells)
+    widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(head, widths)).rstrip(),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    return "\n".join(lines)
 
 
 def format_meta(meta: Dict[str, Any]) -> str:
