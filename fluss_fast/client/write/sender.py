@@ -4,8 +4,9 @@ Each round it drains the accumulator (at most one batch per bucket, at most
 ``writer.request-max-size`` estimated bytes per leader), groups the batches by leader into one
 ProduceLog per node, and sends every request as its own task, so requests to different nodes and
 successive requests to one node are pipelined (up to ``writer.max-inflight-requests-per-bucket``
-per bucket). Finishing row builders, Arrow IPC, compression and CRC happen in ``encode`` on the
-loop (pyarrow and zstandard release the GIL there, so the caller's appends keep running). The request is framed by hand around the encoded batches (``encode_produce_log_request``)
+per bucket). Finishing row builders, Arrow IPC and compression happen in ``encode`` on the shared
+codec threads (client/workers.py), several batches at once, while requests still reach the socket
+in drain order (see below). The request is framed by hand around the encoded batches (``encode_produce_log_request``)
 and handed to the connection as a list of chunks, so a batch's bytes are never copied on their
 way to the socket.
 
