@@ -51,6 +51,9 @@ _OPTIONS = [
     ("security.sasl.password", "security_sasl_password", "password", "str", ""),
     # fluss_fast extension: pyfluss has no request timeout (a silent server hangs it forever, RPC.md §1.6).
     ("request-timeout", "request_timeout_ms", "timeout", "u64", 30000),
+    # fluss_fast extension: threads compressing and decoding Arrow batches, shared by every
+    # writer and scanner of the process; 0 = one per core.
+    ("client.compression-threads", "client_compression_threads", "num", "usize", 0),
 ]
 
 # Spellings from the older Python guide; they map onto the current keys.

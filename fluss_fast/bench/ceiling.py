@@ -260,7 +260,7 @@ async def run_produce(client: Optional[Client], env: Env, shared: dict) -> Outco
     if rows != env.rows:
         raise Mismatch(f"ceiling produce: {rows} rows acknowledged, expected {env.rows}")
     wire = sum(c.bytes_out for c in conns.values())
-    return Outcome(seconds, rows, env.table.nbytes, wire_bytes=wire, cpu=sw.cpu)
+    return Outcome(seconds, rows, env.table.nbytes, wire_bytes=wire, cpu=sw.cpu, rss=sw.rss)
 
 
 async def _fetch_from(conn: RawConnection, table_id: int, buckets: List[int]) -> Tuple[int, int]:
@@ -321,7 +321,7 @@ async def run_fetch(client: Optional[Client], env: Env, name: str) -> Outcome:
     if rows != env.rows:
         raise Mismatch(f"ceiling fetch of {DATABASE}.{name}: {rows} records, expected {env.rows}")
     wire = sum(c.bytes_in for c in conns.values())
-    return Outcome(seconds, rows, env.table.nbytes, wire_bytes=wire, cpu=sw.cpu)
+    return Outcome(seconds, rows, env.table.nbytes, wire_bytes=wire, cpu=sw.cpu, rss=sw.rss)
 
 
 register(Scenario("ceiling_produce", "raw pipelined ProduceLog of pre-encoded batches (no client)",

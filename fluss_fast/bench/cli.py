@@ -42,6 +42,8 @@ OK, FAILED, ERROR, SKIPPED = "ok", "FAILED", "ERROR", "SKIPPED"
 CLEANUP_TIMEOUT_S = 2.0   # dropping a prepared table on the way out
 CLOSE_TIMEOUT_S = 1.0     # closing a client's connection on the way out
 DEFAULT_OUT_DIR = "bench_results"   # git-ignored; relative file names given to --json/--plot land here
+SWEEP_ROWS = ["100k", "1m", "10m"]
+SWEEP_SCENARIOS = ["write_arrow", "scan"]
 
 
 @dataclass
@@ -67,7 +69,8 @@ class Result:
                                "detail": self.detail, "repetitions": len(self.samples),
                                "samples": [{"seconds": s.seconds, "rows": s.rows, "bytes": s.nbytes,
                                             "wire_bytes": s.wire_bytes, "note": s.note,
-                                            "client_cpu_s": s.cpu[0], "server_cpu_s": s.cpu[1]}
+                                            "client_cpu_s": s.cpu[0], "server_cpu_s": s.cpu[1],
+                                            "rss_start_bytes": s.rss[0], "rss_peak_bytes": s.rss[1]}
                                            for s in self.samples]}
         rates = self.rates()
         if rates:
@@ -79,6 +82,11 @@ class Result:
             out["client_cpu_pct"] = statistics.median(100 * s.cpu[0] / s.seconds for s in self.samples)
             if all(s.cpu[1] >= 0 for s in self.samples):
                 out["server_cpu_pct"] = statistics.median(100 * s.cpu[1] / s.seconds for s in self.samples)
+            rises = [(s.rss[1] - s.rss[0]) / 1e6 for s in self.samples if s.rss[0]]
+            if rises:
+                # the memory the timed section added at its peak (see Stopwatch)
+                out["peak_rss_mb"] = statistics.median(rises)
+                out["peak_rss_abs_mb"] = statistics.median(s.rss[1] / 1e6 for s in self.samples if s.rss[0])
             wires = [s.wire_bytes / s.seconds / 1e9 for s in self.samples if s.seconds > 0 and s.wire_bytes]
             if wires:
                 out["wire_gb_per_s"] = statistics.median(wires)
@@ -123,6 +131,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument("--profile", metavar="DIR",
                    help="cProfile each timed section (calling thread only) into DIR/<scenario>-<client>-rep<N>.prof")
+    p.add_argument("--sweep", nargs="?", const=",".join(SWEEP_ROWS), metavar="SIZES",
+                   help="run the scenarios (default: " + ",".join(SWEEP_SCENARIOS) + ") at each of "
+                        "these data-set sizes (default " + ",".join(SWEEP_ROWS) + ") and, with "
+                        "--plot, chart rows/s against size for every client")
     p.add_argument("--list", action="store_true", help="list the scenarios and exit")
     return p
 
@@ -190,6 +202,12 @@ def machine() -> Dict[str, Any]:
 
 async def run_all(opts, scenario_names: List[str], clients: List[sc.Client], bootstrap: str,
                   rows: int, repeat: int, server_pid: Optional[int] = None) -> List[Result]:
+    try:
+        # pyarrow imports pandas (when installed) on first use of pa.array(), Array.view() and
+        # more: done here, the one-time ~1 s and ~100 MB of RSS land in no client's timed section
+        import pandas  # noqa: F401
+    except ImportError:
+        pass
     for c in clients:
         await c.open(bootstrap)
     verifier = next((c for c in clients if c.name == "pyfluss"), clients[0])
@@ -280,7 +298,8 @@ def _describe(exc: BaseException) -> str:
 
 def format_table(summaries: List[Dict[str, Any]]) -> str:
     """The results table; reasons for SKIPPED/FAILED/ERROR are numbered notes below it."""
-    head = ["scenario", "client", "rows/s", "min-max rows/s", "MB/s", "ff/py", "cpu% cli/srv", "status"]
+    head = ["scenario", "client", "rows/s", "min-max rows/s", "MB/s", "ff/py", "cpu% cli/srv",
+            "peak RSS +MB", "status"]
     rows = []
     notes: List[str] = []
     by = {(s["scenario"], s["client"]): s for s in summaries}
@@ -301,12 +320,13 @@ def format_table(summaries: List[Dict[str, Any]]) -> str:
         cpu = "-"
         if "client_cpu_pct" in s:
             cpu = f"{s['client_cpu_pct']:.0f}/" + (f"{s['server_cpu_pct']:.0f}" if "server_cpu_pct" in s else "?")
+        rss = f"{s['peak_rss_mb']:.0f}" if "peak_rss_mb" in s else "-"
         status = s["status"]
         if status != OK:
             if s["detail"] not in notes:
                 notes.append(s["detail"])
             status += f" [{notes.index(s['detail']) + 1}]"
-        rows.append([s["scenario"], s["client"], rate, spread, mbs, ratio, cpu, status])
+        rows.append([s["scenario"], s["client"], rate, spread, mbs, ratio, cpu, rss, status])
     widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(head, widths)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))
@@ -334,7 +354,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         if repeat < 1:
             raise ValueError("--repeat must be at least 1")
         names = [n.strip() for n in opts.scenarios.split(",") if n.strip()] if opts.scenarios \
-            else list(DEFAULT_SCENARIOS)
+            else list(SWEEP_SCENARIOS if opts.sweep else DEFAULT_SCENARIOS)
+        sizes = [ds.parse_rows(x.strip()) for x in opts.sweep.split(",") if x.strip()] \
+            if opts.sweep else [rows]
+        if not sizes:
+            raise ValueError("--sweep needs at least one size")
         unknown = [n for n in names if n not in sc.SCENARIOS]
         if unknown:
             raise ValueError(f"unknown scenario(s) {', '.join(unknown)}; expected: {', '.join(sc.SCENARIOS)}")
@@ -352,8 +376,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         if server is not None:
             _log(f"embedded server pid {server.pid} at {bootstrap}")
         _log(f"fluss-fast bench: {version_line()}")
-        results = _run(run_all(opts, names, clients, bootstrap, rows, repeat,
-                               server.pid if server is not None else None))
+        sweep = []
+        for size in sizes:
+            if opts.sweep:
+                _log(f"--- sweep: {size} rows ---")
+            results = _run(run_all(opts, names, clients, bootstrap, size, repeat,
+                                   server.pid if server is not None else None))
+            sweep.append({"rows": size, "results": [r.summary() for r in results]})
     except KeyboardInterrupt:
         print("\nfluss-fast bench: interrupted" + (" (embedded server stopped)" if server is not None else ""),
               file=sys.stderr)
@@ -364,7 +393,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     finally:
         if server is not None:
             server.close()
-    summaries = [r.summary() for r in results]
+    if opts.sweep:
+        return _report_sweep(opts, argv, clients, repeat, sweep, started)
+    summaries = sweep[0]["results"]
     report = {
         "meta": {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                  "machine": machine(), "versions": versions(clients), "dataset": opts.dataset,
@@ -398,6 +429,63 @@ def output_path(name: str) -> str:
     if os.path.dirname(name):
         return os.path.abspath(name)
     return os.path.abspath(os.path.join(DEFAULT_OUT_DIR, name))
+
+
+def _report_sweep(opts, argv, clients, repeat, sweep, started) -> int:
+    """Prints one table per size and a rows/s-by-size summary; JSON and chart as requested."""
+    meta = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "machine": machine(), "versions": versions(clients), "dataset": opts.dataset,
+            "rows": [step["rows"] for step in sweep], "repeat": repeat, "buckets": opts.buckets,
+            "server": opts.bootstrap_servers or f"embedded ({opts.tablet_servers} tablet server(s))",
+            "command": "fluss-fast bench " + " ".join(argv), "wall_seconds": round(time.time() - started, 1)}
+    print(format_meta(meta))
+    for step in sweep:
+        print(f"\n## {step['rows']} rows")
+        print(format_table(step["results"]))
+    print("\n" + format_sweep(sweep))
+    report = {"meta": meta, "sweep": sweep}
+    if opts.json:
+        json_path = output_path(opts.json)
+        os.makedirs(os.path.dirname(json_path), exist_ok=True)
+        with open(json_path, "w") as f:
+            json.dump(report, f, indent=2)
+        _log(f"results written to {json_path}")
+    if opts.plot:
+        from .plot import plot_sweep
+
+        plot_path = output_path(opts.plot)
+        os.makedirs(os.path.dirname(plot_path), exist_ok=True)
+        plot_sweep(report, plot_path)
+        _log(f"chart written to {plot_path}")
+    bad = [r for step in sweep for r in step["results"] if r["status"] in (FAILED, ERROR)]
+    return 1 if bad else 0
+
+
+def format_sweep(sweep: List[Dict[str, Any]]) -> str:
+    """rows/s of every (scenario, client) at every size, and fluss_fast/pyfluss per size."""
+    sizes = [step["rows"] for step in sweep]
+    keys = list(dict.fromkeys((r["scenario"], r["client"]) for step in sweep for r in step["results"]))
+    at = {(step["rows"], r["scenario"], r["client"]): r for step in sweep for r in step["results"]}
+    head = ["scenario", "client"] + [human_rate(n) + " rows" for n in sizes]
+    rows = []
+    for scen, client in keys:
+        cells = []
+        for n in sizes:
+            r = at.get((n, scen, client))
+            if r is None or "rows_per_s" not in r:
+                cells.append(r["status"] if r else "-")
+                continue
+            cell = human_rate(r["rows_per_s"]) + "/s"
+            other = at.get((n, scen, "pyfluss"))
+            if client == "fluss_fast" and other and other.get("rows_per_s"):
+                cell += f" ({r['rows_per_s'] / other['rows_per_s']:.2f}x)"
+            cells.append(cell)
+        rows.append([scen, client] + cells)
+    widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(head, widths)).rstrip(),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    return "\n".join(lines)
 
 
 def format_meta(meta: Dict[str, Any]) -> str:

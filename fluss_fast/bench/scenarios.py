@@ -47,6 +47,8 @@ class Outcome:
     wire_bytes: int = 0         # bytes on the socket, where the scenario knows them (ceiling)
     note: str = ""
     cpu: Tuple[float, float] = (0.0, -1.0)  # CPU seconds of (this process, the server; -1 unknown)
+    # (RSS at the start of the timed section, peak RSS during it) of this process in bytes; 0 unknown
+    rss: Tuple[int, int] = (0, 0)
 
 
 def _proc_cpu(pid: Optional[int]) -> float:
@@ -61,13 +63,58 @@ def _proc_cpu(pid: Optional[int]) -> float:
         return -1.0
 
 
+def _status_kb(*keys: str) -> Tuple[int, ...]:
+    """Fields of /proc/self/status in bytes (0 when unreadable)."""
+    vals = dict.fromkeys(keys, 0)
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                if k in vals:
+                    vals[k] = int(v.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return tuple(vals[k] for k in keys)
+
+
+def _settle_memory() -> int:
+    """Hand memory freed by earlier runs back to the OS, restart the kernel's peak-RSS mark
+    (Linux: ``5`` into clear_refs), and return the RSS now; 0 when the peak cannot be reset.
+
+    Both clients run in this process one after the other, so without this one client's run would
+    start on memory the other left cached in an allocator, and the peak would be the process's
+    whole history.
+    """
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        pa.default_memory_pool().release_unused()
+    except Exception:  # noqa: BLE001 - older pyarrow
+        pass
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        return 0
+    return _status_kb("VmRSS")[0]
+
+
 class Stopwatch:
     """Wall time of the timed section, plus the CPU this process and the server spent in it: a
-    client at 100 % of a core is client-bound, a server at 100 % server-bound, both low = waiting."""
+    client at 100 % of a core is client-bound, a server at 100 % server-bound, both low = waiting.
+    Also how far this process's RSS rose above its level at the start (``rss``: start, peak)."""
 
     def __init__(self, server_pid: Optional[int], profile_to: Optional[str] = None) -> None:
         self.server_pid = server_pid
         self.cpu = (0.0, -1.0)
+        self.rss = (0, 0)
+        self._rss0 = _settle_memory()
         self._profile_to = profile_to
         self._prof = None
         if profile_to:
@@ -87,6 +134,8 @@ class Stopwatch:
             self._prof.dump_stats(self._profile_to)
             self._prof = None
         client = time.process_time() - self._c0
+        if self._rss0:
+            self.rss = (self._rss0, _status_kb("VmHWM")[0])
         s1 = _proc_cpu(self.server_pid)
         self.cpu = (client, s1 - self._s0 if s1 >= 0 and self._s0 >= 0 else -1.0)
         return seconds
@@ -257,7 +306,7 @@ async def run_append(client: Client, env: Env, shared) -> Outcome:
         await verify_written(env, name)
     finally:
         await drop_table(client, name)
-    return Outcome(seconds, n, env.table.nbytes, cpu=sw.cpu)
+    return Outcome(seconds, n, env.table.nbytes, cpu=sw.cpu, rss=sw.rss)
 
 
 async def run_write_arrow(client: Client, env: Env, shared) -> Outcome:
@@ -273,7 +322,7 @@ async def run_write_arrow(client: Client, env: Env, shared) -> Outcome:
         await verify_written(env, name)
     finally:
         await drop_table(client, name)
-    return Outcome(seconds, data.num_rows, env.table.nbytes, cpu=sw.cpu)
+    return Outcome(seconds, data.num_rows, env.table.nbytes, cpu=sw.cpu, rss=sw.rss)
 
 
 async def prepare_filled(env: Env) -> str:
@@ -297,7 +346,7 @@ async def run_scan(client: Client, env: Env, name: str) -> Outcome:
     seconds = sw.stop()
     check(f"to_arrow of {DATABASE}.{name}", ds.checksum(got, env.spec.id_column, env.spec.string_column),
           env.expected())
-    return Outcome(seconds, got.num_rows, env.table.nbytes, cpu=sw.cpu)
+    return Outcome(seconds, got.num_rows, env.table.nbytes, cpu=sw.cpu, rss=sw.rss)
 
 
 async def run_projected_scan(client: Client, env: Env, name: str) -> Outcome:
@@ -309,7 +358,7 @@ async def run_projected_scan(client: Client, env: Env, name: str) -> Outcome:
         raise Mismatch(f"projected scan of {DATABASE}.{name}: columns {got.column_names}, expected {proj}")
     check(f"projected to_arrow of {DATABASE}.{name}",
           ds.checksum(got, env.spec.id_column, env.spec.short_string_column), env.expected(projected=True))
-    return Outcome(seconds, got.num_rows, env.table.select(proj).nbytes, cpu=sw.cpu)
+    return Outcome(seconds, got.num_rows, env.table.select(proj).nbytes, cpu=sw.cpu, rss=sw.rss)
 
 
 async def run_poll(client: Client, env: Env, name: str) -> Outcome:
@@ -341,7 +390,7 @@ async def run_poll(client: Client, env: Env, name: str) -> Outcome:
                 raise Mismatch(f"poll of {DATABASE}.{name}: stalled at {len(ids)} of {n} records")
         seconds = sw.stop()
     check(f"poll loop over {DATABASE}.{name}", ds.checksum_values(ids, strs), env.expected())
-    return Outcome(seconds, len(ids), env.table.nbytes, cpu=sw.cpu)
+    return Outcome(seconds, len(ids), env.table.nbytes, cpu=sw.cpu, rss=sw.rss)
 
 
 register(Scenario("append", "per-row append() of dicts, then flush()", run_append))
@@ -648,7 +697,7 @@ async def run_upsert(client: Client, env: Env, shared) -> Outcome:
         await _verify_by_lookup(env, name, _sample_keys(env, 2000))
     finally:
         await drop_table(client, name)
-    return Outcome(seconds, len(rows), env.table.nbytes, cpu=sw.cpu)
+    return Outcome(seconds, len(rows), env.table.nbytes, cpu=sw.cpu, rss=sw.rss)
 
 
 async def prepare_pk(env: Env) -> str:
@@ -682,7 +731,7 @@ async def _lookup(client: Client, env: Env, name: str, concurrency: int) -> Outc
                                                               [r[str_col] for r in results]),
           _expected_for(env, keys))
     row_bytes = env.table.nbytes // max(1, env.table.num_rows)
-    return Outcome(seconds, len(keys), row_bytes * len(keys), cpu=sw.cpu)
+    return Outcome(seconds, len(keys), row_bytes * len(keys), cpu=sw.cpu, rss=sw.rss)
 
 
 async def run_lookup(client: Client, env: Env, name: str) -> Outcome:
@@ -720,7 +769,7 @@ async def run_prefix_lookup(client: Client, env: Env, name: str) -> Outcome:
     check(f"prefix lookups in {DATABASE}.{name}", ds.checksum_values(ids, strs),
           ds.checksum(sub, id_col, str_col))
     row_bytes = env.table.nbytes // max(1, env.table.num_rows)
-    return Outcome(seconds, len(ids), row_bytes * len(ids), note=f"{len(users)} prefixes", cpu=sw.cpu)
+    return Outcome(seconds, len(ids), row_bytes * len(ids), note=f"{len(users)} prefixes", cpu=sw.cpu, rss=sw.rss)
 
 
 register(Scenario("upsert", "per-row upsert() into a primary-key table", run_upsert, needs_pk=True))

@@ -249,6 +249,16 @@ _NO_COMPRESSION = _I64.pack(-1)
 # 4-column batch encode ~1.5x faster with our compressor, 100k rows ~2.5x slower).
 _PYARROW_WRITER_MIN_BYTES = 512 * 1024
 _ZEROS = bytes(8)
+# Threads that are themselves one of several codec workers (client/workers.py) encode without
+# pyarrow's thread pool: the parallelism is already there, and handing each buffer to Arrow's
+# pool of one-per-core threads would both oversubscribe the cores and cap the whole process at
+# that pool's size.
+_thread_state = threading.local()
+
+
+def encode_on_this_thread_only(flag: bool = True) -> None:
+    """Mark the calling thread as a codec worker: its encodes compress on it alone."""
+    _thread_state.serial = flag
 
 
 class _BufferCompressor:
@@ -323,6 +333,7 @@ class ArrowLogCodec:
             codec = pa.Codec(name, compression_level=level) if name == "zstd" else pa.Codec(name)
             self._codec_id = _CODEC_ZSTD if name == "zstd" else _CODEC_LZ4_FRAME
             self._options = pa.ipc.IpcWriteOptions(compression=codec)
+            self._serial_options = pa.ipc.IpcWriteOptions(compression=codec, use_threads=False)
             self._compressor = _BufferCompressor(name, level)
         self._shapes_cache: dict = {}
         self._empty_cache: dict = {}
@@ -422,7 +433,8 @@ class ArrowLogCodec:
 
     def _encode_pyarrow(self, batch: pa.RecordBatch):
         sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, batch.schema, options=self._options) as writer:
+        options = self._serial_options if getattr(_thread_state, "serial", False) else self._options
+        with pa.ipc.new_stream(sink, batch.schema, options=options) as writer:
             writer.write_batch(batch)
         out = sink.getvalue()
         # stream = [schema message (no body)][our message][8-byte end-of-stream]

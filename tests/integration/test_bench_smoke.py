@@ -128,3 +128,33 @@ def test_failed_result_makes_exit_status_nonzero(fluss_server, monkeypatch, tmp_
     assert rc == 1
     out = capsys.readouterr().out
     assert "FAILED [1]" in out and "[1] rows=1 expected rows=2" in out
+
+
+@pytest.mark.timeout(180)
+def test_bench_sweep_and_peak_rss(tmp_path, cache_dir):
+    out = tmp_path / "sweep.json"
+    chart = tmp_path / "sweep.png"
+    argv = [sys.executable, "-m", "fluss_fast", "bench", "--sweep", "2k,6k", "--scenarios", "scan",
+            "--repeat", "1", "--json", str(out), "--no-progress"]
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        chart = None
+    else:
+        argv += ["--plot", str(chart)]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=170, env=_env(cache_dir),
+                          cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads(out.read_text())
+    assert [step["rows"] for step in report["sweep"]] == [2000, 6000]
+    for step in report["sweep"]:
+        r = next(r for r in step["results"] if r["client"] == "fluss_fast")
+        assert r["status"] == "ok" and r["samples"][0]["rows"] == step["rows"]
+        if sys.platform.startswith("linux"):
+            # the peak of the section is at least where it started; the table shows the rise
+            s = r["samples"][0]
+            assert s["rss_peak_bytes"] >= s["rss_start_bytes"] > 0
+            assert r["peak_rss_mb"] >= 0
+    assert "2.00k rows" in proc.stdout and "6.00k rows" in proc.stdout
+    if chart is not None:
+        assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

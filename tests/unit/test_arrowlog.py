@@ -501,3 +501,29 @@ def test_sliced_batches_encode_only_their_rows(batch, comp):
     got, _ = codec.decode(proj, lb.parse_header(proj), projected=[1, 19, 22])
     assert got.to_pylist() == [{k: r[k] for k in ("b", "arr", "deep")}
                                for r in batch.to_pylist()[13:30]]
+
+
+@pytest.mark.parametrize("comp", ["LZ4_FRAME", "ZSTD"])
+def test_codec_worker_threads_encode_the_same_bytes(comp):
+    """A codec worker (client/workers.py) encodes without pyarrow's thread pool: same message."""
+    import threading
+
+    rows = 60_000  # above the size where pyarrow's IPC writer is used
+    rb = pa.RecordBatch.from_pydict({"id": pa.array(range(rows), pa.int64()),
+                                     "s": pa.array([f"v{i % 977}" for i in range(rows)])})
+    codec = al.ArrowLogCodec(SchemaInfo.from_arrow(rb.schema), comp)
+    assert rb.nbytes >= al._PYARROW_WRITER_MIN_BYTES
+    here = bytes(codec.encode(rb))
+    out = {}
+
+    def worker():
+        al.encode_on_this_thread_only()
+        out["bytes"] = bytes(codec.encode(rb))
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join(30)
+    assert out["bytes"] == here
+    batch = codec.build(rb, schema_id=0)
+    got, _ = codec.decode(batch, lb.parse_header(batch))
+    assert got.equals(codec.conform(rb))

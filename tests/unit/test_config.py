@@ -10,7 +10,9 @@ from fluss_fast.config import ALIASES, _OPTIONS
 
 fluss = pytest.importorskip("fluss")
 
-PYFLUSS_KEYS = [o for o in _OPTIONS if o[0] != "request-timeout"]
+# fluss_fast extensions pyfluss does not have
+EXTENSION_KEYS = ("request-timeout", "client.compression-threads")
+PYFLUSS_KEYS = [o for o in _OPTIONS if o[0] not in EXTENSION_KEYS]
 PROPS = [o[1] for o in PYFLUSS_KEYS]
 
 SAMPLE_VALUES = [

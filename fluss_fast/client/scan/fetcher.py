@@ -14,9 +14,9 @@ How data flows:
   position (``fetch_pos``, ahead of the user's position while results wait), and the next FetchLog
   goes out at once. Only then is the response decoded: CRC (skipped when the server projected,
   since it does not recompute it), Arrow IPC straight over the response buffer, the exact filter,
-  the user's column order. Large responses are decoded on two decode threads (pyarrow releases
-  the GIL while it decompresses), so the runtime loop keeps receiving meanwhile and two responses
-  decompress at once; results are put back in submission order, a ``_Completed`` per bucket, and
+  the user's column order. Large responses are decoded on the shared codec threads
+  (client/workers.py; pyarrow releases the GIL while it decompresses), so the runtime loop keeps
+  receiving meanwhile and several responses decompress at once; results are put back in submission order, a ``_Completed`` per bucket, and
   buffered. Small (polling) responses are decoded on the loop when nothing is queued.
 * ``poll`` drains buffered results and moves each bucket's position as its rows are handed out.
 * The server sends only the first batch of a request's first bucket whole when it exceeds the
@@ -39,8 +39,6 @@ import asyncio
 import collections
 import functools
 import inspect
-import os
-import queue
 import threading
 from typing import Dict, List, Optional, Tuple
 
@@ -53,6 +51,7 @@ from ...errors import FlussError
 from ...metadata import EARLIEST_OFFSET, LATEST_OFFSET, TableBucket
 from ...rpc import fluss_api_pb2 as pb
 from ...rpc.api import Api
+from ..workers import codec_workers
 from .records import Chunk, RowSource
 
 __all__ = ["ScanSpec", "LogFetcher", "parse_fetch_response", "BucketFetchResult"]
@@ -82,8 +81,6 @@ _DEFAULT_BUCKET_BYTES = 1024 * 1024
 #: responses with fewer record bytes are decoded on the loop: a thread hop would cost more
 _INLINE_DECODE_BYTES = 128 * 1024
 _U64 = 1 << 64
-#: decode threads (each decompresses on its own; more than the cores would only contend)
-_DECODE_THREADS = max(1, min(2, os.cpu_count() or 1))
 
 
 # -- FetchLogResponse, walked by hand so that `records` stays a view of the response buffer ------
@@ -422,68 +419,6 @@ async def _connection(ctx, node: int):
     return conn
 
 
-class _DecodeWorker:
-    """A few daemon threads per process decoding fetch responses.
-
-    Decoding is decompression inside pyarrow, which releases the GIL, so the runtime loop keeps
-    receiving meanwhile and, with two threads, two responses are decompressed at once. Jobs may
-    finish out of order; each fetcher puts its results back in order (see ``LogFetcher``).
-    Daemon threads (not an executor) so that an interpreter exiting mid-scan never waits.
-    """
-
-    def __init__(self, threads: int):
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._threads = []
-        for k in range(threads):
-            t = threading.Thread(target=self._run, name=f"fluss-fast-decode-{k}", daemon=True)
-            t.start()
-            self._threads.append(t)
-
-    def submit(self, loop, job, done) -> None:
-        """Runs ``job()`` on a worker thread, then ``done(result, exception)`` on ``loop``."""
-        self._queue.put((loop, job, done))
-
-    def _run(self) -> None:
-        q = self._queue
-        while True:
-            loop, job, done = q.get()
-            try:
-                result, exc = job(), None
-            except BaseException as e:  # noqa: BLE001 - handed to the loop, which decides
-                result, exc = None, e
-            try:
-                loop.call_soon_threadsafe(done, result, exc)
-            except RuntimeError:
-                pass  # the runtime loop is gone: nobody waits for this result any more
-            del loop, job, done, result, exc
-
-
-_worker: Optional[_DecodeWorker] = None
-_worker_lock = threading.Lock()
-
-
-def _decode_worker() -> _DecodeWorker:
-    global _worker
-    w = _worker
-    if w is None:
-        with _worker_lock:
-            w = _worker
-            if w is None:
-                w = _worker = _DecodeWorker(_DECODE_THREADS)
-    return w
-
-
-def _forget_worker() -> None:
-    # the thread does not survive a fork; the child starts its own on first use
-    global _worker, _worker_lock
-    _worker = None
-    _worker_lock = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_worker)
-
-
 class LogFetcher:
     """Subscriptions, positions, outstanding fetches and buffered results of one LogScanner."""
 
@@ -496,6 +431,8 @@ class LogFetcher:
         self.max_bytes_for_bucket = int(cfg.get("scanner.log.fetch.max-bytes-for-bucket"))
         self.min_bytes = int(cfg.get("scanner.log.fetch.min-bytes"))
         self.max_wait_ms = int(cfg.get("scanner.log.fetch.wait-max-time-ms"))
+        # decoding shares the process's codec threads with the writers' compression
+        self._workers = codec_workers(int(cfg.get("client.compression-threads") or 0))
         self._lock = threading.Lock()
         self._subs: Dict[TableBucket, _BucketState] = {}
         self._buffer: collections.deque = collections.deque()
@@ -789,8 +726,8 @@ class LogFetcher:
                 seq = self._decode_seq
                 self._decode_seq += 1
                 self._decode_jobs += 1
-                _decode_worker().submit(self._loop, job,
-                                        functools.partial(self._decoded_async, seq, node, todo))
+                self._workers.submit_to_loop(self._loop, job,
+                                             functools.partial(self._decoded_async, seq, node, todo))
         if error is not None:
             raise error
 

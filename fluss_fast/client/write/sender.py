@@ -4,8 +4,9 @@ Each round it drains the accumulator (at most one batch per bucket, at most
 ``writer.request-max-size`` estimated bytes per leader), groups the batches by leader into one
 ProduceLog per node, and sends every request as its own task, so requests to different nodes and
 successive requests to one node are pipelined (up to ``writer.max-inflight-requests-per-bucket``
-per bucket). Finishing row builders, Arrow IPC, compression and CRC happen in ``encode`` on the
-loop (pyarrow and zstandard release the GIL there, so the caller's appends keep running). The request is framed by hand around the encoded batches (``encode_produce_log_request``)
+per bucket). Finishing row builders, Arrow IPC and compression happen in ``encode`` on the shared
+codec threads (client/workers.py), several batches at once, while requests still reach the socket
+in drain order (see below). The request is framed by hand around the encoded batches (``encode_produce_log_request``)
 and handed to the connection as a list of chunks, so a batch's bytes are never copied on their
 way to the socket.
 
@@ -31,6 +32,7 @@ from ...rpc import errors as codes
 from ...rpc.errors import Errors
 from ...rpc import fluss_api_pb2 as pb
 from ...rpc.api import Api
+from ..workers import OrderedGate, codec_workers
 
 log = logging.getLogger(__name__)
 
@@ -42,10 +44,12 @@ _BACKOFF_MAX = 1.0
 DELIVERY_TIMEOUTS = 2
 _MIN_SEND_S = 0.05
 
-# Batches are encoded on the loop, one request after the other: pyarrow and zstandard compress
-# without the GIL (pyarrow on both cores), and encoding in drain order is what keeps successive
-# requests of a bucket in sequence order on the wire. (Encoding in a worker pool measured ~2x
-# slower on 2 cores and let a later request overtake an earlier one, costing a retry.)
+# Batches are encoded on the shared codec threads (client/workers.py; zstandard, lz4 and pyarrow
+# compress without the GIL), several requests at once. Encodes finish in any order, but requests
+# reach the socket in drain order through an OrderedGate: a bucket's batch sequences are fixed at
+# drain, so a later request overtaking an earlier one would be an out-of-order error (31) and a
+# retry. Requests this small are encoded on the loop: the thread hop would cost more.
+_INLINE_ENCODE_BYTES = 64 * 1024
 
 
 # -- ProduceLogRequest framing --------------------------------------------------------------------
@@ -115,7 +119,7 @@ class Sender:
     def __init__(self, *, ctx, meta, accumulator, idempotence, encode: Callable, table_name: str,
                  acks: int, retries: int, max_inflight: int, request_max_size: int,
                  request_timeout_ms: int, on_failure: Callable, partition_name: Callable,
-                 kv_target_columns=None):
+                 kv_target_columns=None, workers=None):
         self._ctx = ctx
         # KV writers (kind KV batches) send PutKv; ``kv_target_columns`` ([] = full rows) says so
         self._kv_target = kv_target_columns
@@ -146,6 +150,11 @@ class Sender:
         self._stall_since = None
         self._stall_error = None
         self.requests_sent = 0
+        self._gate = OrderedGate()
+        if workers is None:
+            cfg = getattr(ctx, "config", None)
+            workers = codec_workers(cfg.get("client.compression-threads") if cfg is not None else 0)
+        self._workers = workers
 
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self, runtime) -> None:
@@ -236,7 +245,9 @@ class Sender:
                             idem.assign(b)
                         sendable.append(b)
                     if sendable:
-                        self._spawn(self._send(node, sendable))
+                        # the wire order of a bucket's batches is fixed here, at drain
+                        ticket = self._gate.ticket()
+                        self._spawn(self._send(node, sendable, ticket), ticket)
             except Exception as e:  # a bug here must not silently stall every writer's flush
                 log.exception("fluss_fast writer loop for %s failed", self._table_name)
                 self._fail_unsent(e if isinstance(e, FlussError) else FlussError(
@@ -256,10 +267,13 @@ class Sender:
             except asyncio.TimeoutError:
                 pass
 
-    def _spawn(self, coro) -> None:
+    def _spawn(self, coro, ticket: Optional[int] = None) -> None:
         t = asyncio.ensure_future(coro)
         self._tasks.add(t)
         t.add_done_callback(self._tasks.discard)
+        if ticket is not None:
+            # a send cancelled before it ran must not hold up the ones drained after it
+            t.add_done_callback(lambda _t, g=self._gate, k=ticket: g.done(k))
         register = getattr(self._ctx, "register_task", None)
         if register is not None:
             register(t)  # the connection's close() cancels it
@@ -350,10 +364,25 @@ class Sender:
             self.wake()
 
     # -- one request -----------------------------------------------------------------------------
-    async def _send(self, node: int, batches: list) -> None:
+    async def _send(self, node: int, batches: list, ticket: Optional[int] = None) -> None:
+        try:
+            await self._send_in_turn(node, batches, ticket)
+        finally:
+            if ticket is not None:
+                self._gate.done(ticket)
+
+    async def _encode_all(self, todo: list) -> list:
+        """Encodes ``todo`` (on the codec threads unless small); the exception of each or None."""
+        workers = self._workers
+        if workers is None or (len(todo) == 1 and todo[0].est_bytes < _INLINE_ENCODE_BYTES):
+            return [self._encode_one(b) for b in todo]
+        futs = [asyncio.wrap_future(workers.submit(self._encode_one, b)) for b in todo]
+        return list(await asyncio.gather(*futs))
+
+    async def _send_in_turn(self, node: int, batches: list, ticket: Optional[int]) -> None:
         todo = [b for b in batches if b.payload is None]
         if todo:
-            errors = [self._encode_one(b) for b in todo]
+            errors = await self._encode_all(todo)
             bad = {id(b): e for b, e in zip(todo, errors) if e is not None}
             if bad:
                 for b in batches:
@@ -398,6 +427,10 @@ class Sender:
         left = min(b.first_attempt for b in batches) + self._delivery - now
         timeout = max(_MIN_SEND_S, min(self._request_timeout, left)) if self._request_timeout else None
         try:
+            if ticket is not None:
+                await self._gate.wait(ticket)
+                # wakes the next request once this step has handed ours to the connection
+                self._gate.done(ticket)
             raw = await self._ctx.tablet_raw(node, Api.PUT_KV if kv else Api.PRODUCE_LOG, body, timeout)
             body = None
             try:
