@@ -94,7 +94,7 @@ def main(argv=None) -> int:
     if flush_every is None and "log.flush.interval-messages" in settings:
         flush_every = settings.get("log.flush.interval-messages")
     if flush_every is not None and flush_every < 1:
-        parser.error("log.flush.interval-messages must be >= 1")
+        parser.error("--log-flush-interval-messages must be >= 1 (the Java key log.flush.interval-messages)")
     try:
         server = FlussServer(args.data_dir or default_data_dir(), listen=args.listen, sasl_listen=args.sasl_listen,
                              sasl_users=users, tablet_servers=args.tablet_servers, idle_timeout=args.idle_timeout,

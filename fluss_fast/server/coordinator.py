@@ -1107,6 +1107,10 @@ class Coordinator:
                          Errors.KV_SNAPSHOT_NOT_EXIST)
 
     async def get_filesystem_security_token(self, ctx, version, req):
+        # the tablet service knows the remote store (file system or S3 credentials); ask it
+        tablet = self.server.tablet_service
+        if tablet is not None:
+            return await tablet.get_filesystem_security_token(ctx, version, req)
         return pb.GetFileSystemSecurityTokenResponse(schema="file", token=b"")
 
     async def security_disabled(self, ctx, version, req):
