@@ -478,3 +478,36 @@ async def test_missing_remote_segment_is_named_and_drop_table_removes_remote_log
             await conn.close()
     finally:
         shutil.rmtree(remote, ignore_errors=True)
+
+
+async def test_indexed_format_and_resubscribe_mid_remote(tiering_server):
+    db = f"ridx_{uuid.uuid4().hex[:8]}"
+    conn = await _connect(tiering_server.bootstrap_servers, **{"scanner.remote-log.prefetch-num": "2"})
+    try:
+        adm = conn.get_admin()
+        await adm.create_database(db)
+        path = ff.TablePath(db, "rows")
+        await adm.create_table(path, ff.TableDescriptor(ff.Schema(SCHEMA), bucket_count=1, log_format="INDEXED"))
+        t = await conn.get_table(path)
+        w = t.new_append().create_writer()
+        for lo in range(0, 2000, PER_BATCH):
+            w.write_arrow_batch(_batch(lo, lo + PER_BATCH))
+            await w.flush()
+        await asyncio.to_thread(wait_tiered, tiering_server.data_dir, db, "rows", 2)
+        sc = await t.new_scan().project_by_name(["name", "id"]).create_log_scanner()
+        sc.subscribe(0, 0)
+        first = []
+        while len(first) < 50:
+            first.extend(await sc.poll(500))
+        assert [r.row["id"] for r in first[:50]] == list(range(50))
+        assert list(first[0].row) == ["name", "id"]
+        # moved while the remote read is under way: the new position wins, nothing is duplicated
+        sc.subscribe(0, 1500)
+        recs = []
+        deadline = time.monotonic() + 20
+        while len(recs) < 500 and time.monotonic() < deadline:
+            recs.extend(await sc.poll(500))
+        assert [r.offset for r in recs] == list(range(1500, 2000))
+        assert [r.row["name"] for r in recs] == [f"n{i % 17}" for i in range(1500, 2000)]
+    finally:
+        await conn.close()

@@ -106,7 +106,10 @@ class RemoteLogReader:
         cur.schedule()
 
     def ahead(self) -> int:
-        """Segments downloading or downloaded ahead of what the cursors read now."""
+        """Segments downloading or downloaded ahead of what the cursors read now (cursors of
+        buckets that were unsubscribed or moved meanwhile are closed first: they hold budget)."""
+        for cur in [c for c in self._cursors.values() if not c._current()]:
+            cur.close()
         return sum(1 for cur in self._cursors.values() for k in cur.downloads if k > cur.index)
 
     def pump(self, tb, st) -> None:
@@ -268,6 +271,9 @@ class _Cursor:
         from .fetcher import _MAX_AHEAD
 
         tb = self.tb
+        stops = self.reader.fetcher._stops
+        if stops is not None and (tb not in stops or self.offset >= stops[tb]):
+            return False  # a bounded read that has all it wants from this bucket
         return sum(1 for c in self.reader.fetcher._buffer if c.bucket == tb) < _MAX_AHEAD
 
     async def _slice(self) -> None:
