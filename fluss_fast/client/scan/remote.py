@@ -8,9 +8,10 @@ to ``RemoteLogReader.start``: the bucket then gets a ``_Cursor`` that walks the 
   downloaded, so decoding one segment overlaps the transfer of the next ones. A segment larger
   than a few MiB is fetched as ``scanner.remote-log.read-concurrency`` ranges in parallel.
 * Files land in a private temp dir (removed on close, when the scanner is collected and at
-  interpreter exit); each is memory-mapped, unlinked at once (so nothing outlives the process
-  even after ``kill -9``) and decoded in slices of a few MiB on a worker thread, so memory stays
-  at a few slices per bucket however large the segments are.
+  interpreter exit); each is preallocated, memory-mapped and unlinked as soon as its download
+  starts (so nothing outlives the process even after ``kill -9``), and decoded in slices of a few
+  MiB on a worker thread while the rest is still arriving, so memory stays at a few slices per
+  bucket however large the segments are. A remote dir on a local file system is mapped in place.
 * Remote data is never projected by the server: every batch is CRC-checked, decoded whole, then
   cut to the scanner's columns; records below the fetch offset are skipped. After the last listed
   segment the bucket simply fetches from its end offset again: local data, or the next remote run.
