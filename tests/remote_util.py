@@ -52,6 +52,10 @@ class MotoS3:
         self.server = None
 
     def start(self):
+        import logging
+
+        # one INFO line per S3 request would drown a failing test's report
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)
         self.server = self._cls(ip_address="127.0.0.1", port=self.port, verbose=False)
         self.server.start()
         return self

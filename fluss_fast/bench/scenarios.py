@@ -418,12 +418,12 @@ class RemoteShared:
     fraction: float
 
 
-def _remote_fraction(data_dir: str, name: str, rows: int) -> float:
+def _remote_fraction(data_dir: str, name: str, rows: int, database: str = DATABASE) -> float:
     import glob
     import json
 
     copied = 0
-    for p in glob.glob(os.path.join(data_dir, "log", DATABASE, f"{name}-*", "log-*", "remote-log.json")):
+    for p in glob.glob(os.path.join(data_dir, "log", database, f"{name}-*", "log-*", "remote-log.json")):
         with open(p, "rb") as f:
             segs = json.loads(f.read())["manifest"]["remote_log_segments"]
         copied += sum(s["end_offset"] - s["start_offset"] for s in segs)

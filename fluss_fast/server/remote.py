@@ -547,11 +547,23 @@ class RemoteLogManager:
                     break
                 pos = p
         path = self.store.path(rt.rel_dir, s.segment_id, f"{s.start_offset:020d}.log")
+        window = 1 << 20
         with self.store.fs.open_input_file(path) as f:
-            data = f.read_at(s.size - pos, pos)
-        for h in logbatch.iter_batches(data):
-            if h.commit_timestamp >= ts:
-                return h.base_offset
+            # the time index puts ``pos`` within an index interval of the answer: the first window
+            # nearly always holds it, and a segment is never read whole
+            while pos < s.size:
+                data = f.read_at(min(window, s.size - pos), pos)
+                consumed = 0
+                for h in logbatch.iter_batches(data):
+                    if h.commit_timestamp >= ts:
+                        return h.base_offset
+                    consumed = h.position + h.total_size
+                if consumed == 0:
+                    if window >= s.size - pos:
+                        return None
+                    window *= 2  # one batch larger than the window
+                    continue
+                pos += consumed
         return None
 
     def token(self):

@@ -478,3 +478,70 @@ async def test_missing_remote_segment_is_named_and_drop_table_removes_remote_log
             await conn.close()
     finally:
         shutil.rmtree(remote, ignore_errors=True)
+
+
+async def test_indexed_format_and_resubscribe_mid_remote(tiering_server):
+    db = f"ridx_{uuid.uuid4().hex[:8]}"
+    conn = await _connect(tiering_server.bootstrap_servers, **{"scanner.remote-log.prefetch-num": "2"})
+    try:
+        adm = conn.get_admin()
+        await adm.create_database(db)
+        path = ff.TablePath(db, "rows")
+        await adm.create_table(path, ff.TableDescriptor(ff.Schema(SCHEMA), bucket_count=1, log_format="INDEXED"))
+        t = await conn.get_table(path)
+        w = t.new_append().create_writer()
+        for lo in range(0, 2000, PER_BATCH):
+            w.write_arrow_batch(_batch(lo, lo + PER_BATCH))
+            await w.flush()
+        await asyncio.to_thread(wait_tiered, tiering_server.data_dir, db, "rows", 2)
+        sc = await t.new_scan().project_by_name(["name", "id"]).create_log_scanner()
+        sc.subscribe(0, 0)
+        first = []
+        while len(first) < 50:
+            first.extend(await sc.poll(500))
+        assert [r.row["id"] for r in first[:50]] == list(range(50))
+        assert list(first[0].row) == ["name", "id"]
+        # moved while the remote read is under way: the new position wins, nothing is duplicated
+        sc.subscribe(0, 1500)
+        recs = []
+        deadline = time.monotonic() + 20
+        while len(recs) < 500 and time.monotonic() < deadline:
+            recs.extend(await sc.poll(500))
+        assert [r.offset for r in recs] == list(range(1500, 2000))
+        assert [r.row["name"] for r in recs] == [f"n{i % 17}" for i in range(1500, 2000)]
+    finally:
+        await conn.close()
+
+
+async def test_large_s3_segments_decode_while_they_stream_in(start_server, moto_s3):  # noqa: F811
+    prefix = uuid.uuid4().hex[:8]
+    srv = start_server(sasl=False, extra_args=tiering_args(f"s3://{BUCKET}/{prefix}", segment="2mb")
+                       + s3_args(moto_s3.endpoint))
+    db = f"rbig_{prefix}"
+    rows = 36_000
+    conn = await _connect(srv.bootstrap_servers, **{"scanner.remote-log.prefetch-num": "0"})
+    try:
+        adm = conn.get_admin()
+        await adm.create_database(db)
+        path = ff.TablePath(db, "big")
+        await adm.create_table(path, ff.TableDescriptor(ff.Schema(SCHEMA), bucket_count=1))
+        t = await conn.get_table(path)
+        w = t.new_append().create_writer()
+        names = [os.urandom(150).hex() for _ in range(rows)]
+        for lo in range(0, rows, 2000):
+            w.write_arrow_batch(pa.record_batch({"id": pa.array(range(lo, lo + 2000), pa.int64()),
+                                                 "name": names[lo:lo + 2000],
+                                                 "score": [i * 0.5 for i in range(lo, lo + 2000)]}, schema=SCHEMA))
+            await w.flush()
+        p = await asyncio.to_thread(wait_tiered, srv.data_dir, db, "big", 2)
+        assert p["manifest"]["remote_log_segments"][0]["size_in_bytes"] > 1 << 20
+        sc = await t.new_scan().create_log_scanner()
+        sc.subscribe(0, 0)
+        recs = []
+        deadline = time.monotonic() + 60
+        while len(recs) < rows and time.monotonic() < deadline:
+            recs.extend(await sc.poll(500))
+        assert [r.offset for r in recs] == list(range(rows))
+        assert [r.row["name"] for r in recs] == names
+    finally:
+        await conn.close()

@@ -8,9 +8,10 @@ to ``RemoteLogReader.start``: the bucket then gets a ``_Cursor`` that walks the 
   downloaded, so decoding one segment overlaps the transfer of the next ones. A segment larger
   than a few MiB is fetched as ``scanner.remote-log.read-concurrency`` ranges in parallel.
 * Files land in a private temp dir (removed on close, when the scanner is collected and at
-  interpreter exit); each is memory-mapped, unlinked at once (so nothing outlives the process
-  even after ``kill -9``) and decoded in slices of a few MiB on a worker thread, so memory stays
-  at a few slices per bucket however large the segments are.
+  interpreter exit); each is preallocated, memory-mapped and unlinked as soon as its download
+  starts (so nothing outlives the process even after ``kill -9``), and decoded in slices of a few
+  MiB on a worker thread while the rest is still arriving, so memory stays at a few slices per
+  bucket however large the segments are. A remote dir on a local file system is mapped in place.
 * Remote data is never projected by the server: every batch is CRC-checked, decoded whole, then
   cut to the scanner's columns; records below the fetch offset are skipped. After the last listed
   segment the bucket simply fetches from its end offset again: local data, or the next remote run.
@@ -48,6 +49,8 @@ SLICE_BYTES = 4 << 20
 #: segments above this are downloaded as parallel ranges
 _RANGE_BYTES = 8 << 20
 _COPY_CHUNK = 4 << 20
+#: a streamed download reports progress this often, so decoding can follow it closely
+_STREAM_CHUNK = 256 << 10
 _TOKEN_TTL_S = 60.0
 _RETRY_S = 0.5
 
@@ -106,7 +109,10 @@ class RemoteLogReader:
         cur.schedule()
 
     def ahead(self) -> int:
-        """Segments downloading or downloaded ahead of what the cursors read now."""
+        """Segments downloading or downloaded ahead of what the cursors read now (cursors of
+        buckets that were unsubscribed or moved meanwhile are closed first: they hold budget)."""
+        for cur in [c for c in self._cursors.values() if not c._current()]:
+            cur.close()
         return sum(1 for cur in self._cursors.values() for k in cur.downloads if k > cur.index)
 
     def pump(self, tb, st) -> None:
@@ -140,7 +146,7 @@ class RemoteLogReader:
         return fs, path
 
     # -- on a download thread --------------------------------------------------------------------
-    def download(self, fs, path: str, dest: str, size_hint: int) -> int:
+    def download(self, fs, path: str, dest: str, size_hint: int, progress=None) -> int:
         if self._range_pool is not None and size_hint > _RANGE_BYTES:
             with fs.open_input_file(path) as src:
                 size = src.size()
@@ -158,13 +164,21 @@ class RemoteLogReader:
                     os.close(fd)
                 return size
         n = 0
-        with fs.open_input_stream(path) as src, open(dest, "wb") as out:
+        with fs.open_input_stream(path) as src, open(dest, "wb", buffering=0) as out:
+            if progress is not None and size_hint > 0:
+                # full size up front: the reader maps the file now and decodes what has arrived
+                os.ftruncate(out.fileno(), size_hint)
+                progress.ready = True
             while True:
-                chunk = src.read(_COPY_CHUNK)
+                chunk = src.read(_STREAM_CHUNK if progress is not None else _COPY_CHUNK)
                 if not chunk:
                     break
-                out.write(chunk)
+                view = memoryview(chunk)
+                while view:
+                    view = view[out.write(view):]
                 n += len(chunk)
+                if progress is not None:
+                    progress.written = n
         return n
 
 
@@ -191,6 +205,7 @@ class _Cursor:
         self.pos = self.first_pos           # byte position inside it
         self.view = None                    # memoryview of the mapped segment
         self.downloads: Dict[int, concurrent.futures.Future] = {}
+        self.streaming = None               # download of the current segment still arriving
         self.busy = False
         self.closed = False
         self._scheduled = False
@@ -244,10 +259,12 @@ class _Cursor:
             tb = self.tb
             pid = "" if tb.partition_id is None else f"{tb.partition_id}-"
             dest = os.path.join(self.reader.tmp, f"{tb.table_id}-{pid}{tb.bucket_id}-{seg.remote_log_segment_id}.log")
+            progress = _Progress()
             self.downloads[k] = self.reader._pool.submit(self.reader.download, fs, path, dest,
-                                                         seg.segment_size_in_bytes)
+                                                         seg.segment_size_in_bytes, progress)
             self.downloads[k].dest = dest
             self.downloads[k].local = False
+            self.downloads[k].progress = progress
 
     async def step(self) -> None:
         """Hand over slices of the segments as buffered results while the bucket has room."""
@@ -268,35 +285,57 @@ class _Cursor:
         from .fetcher import _MAX_AHEAD
 
         tb = self.tb
+        stops = self.reader.fetcher._stops
+        if stops is not None and (tb not in stops or self.offset >= stops[tb]):
+            return False  # a bounded read that has all it wants from this bucket
         return sum(1 for c in self.reader.fetcher._buffer if c.bucket == tb) < _MAX_AHEAD
 
     async def _slice(self) -> None:
         """Decode the next slice of the current segment into one buffered result."""
         fetcher = self.reader.fetcher
+        seg = self.segments[self.index]
         if self.view is None:
             await self._ensure_downloads()
             fut = self.downloads[self.index]
-            try:
-                size = await asyncio.wrap_future(fut)
-            except Exception as exc:  # noqa: BLE001
-                raise self._download_error(self.index, exc) from None
-            self.view = _map(fut.dest, size, unlink=not fut.local)
-            seg = self.segments[self.index]
-            if size != seg.segment_size_in_bytes:
-                raise FlussError(f"{fetcher.spec.where(self.tb)}: {self.label(self.index)} has "
-                                 f"{size} bytes, the server listed {seg.segment_size_in_bytes}",
-                                 CORRUPT_MESSAGE)
-        view = self.view
-        seg = self.segments[self.index]
-        job = (fetcher.spec, self.tb, view, self.pos, self.offset, self.label(self.index))
+            progress = getattr(fut, "progress", None)
+            if not fut.done() and progress is not None and seg.segment_size_in_bytes > 0:
+                # decode while it streams in: map the preallocated file once the download has it
+                while not progress.ready and not fut.done():
+                    await asyncio.sleep(0.002)
+                if not fut.done() or fut.exception() is None:
+                    self.view = _map(fut.dest, seg.segment_size_in_bytes)
+                    self.streaming = fut
+            if self.view is None:
+                size = await self._finished(fut)
+                self.view = _map(fut.dest, size, unlink=not fut.local)
+        limit = len(self.view)
+        partial = False
+        if self.streaming is not None:
+            fut = self.streaming
+            if fut.done():
+                await self._finished(fut)
+                self.streaming = None
+            else:
+                limit = fut.progress.written
+                partial = True
+                if limit - self.pos < logbatch.LOG_OVERHEAD:
+                    await asyncio.sleep(0.002)
+                    return
+        view = self.view if limit == len(self.view) else self.view[:limit]
+        job = (fetcher.spec, self.tb, view, self.pos, self.offset, self.label(self.index), partial)
         chunks, nxt, end = await asyncio.get_running_loop().run_in_executor(None, _decode_slice, *job)
         if self.closed or not self._current():
             return
+        if partial and end == self.pos:
+            await asyncio.sleep(0.002)  # the next batch has not fully arrived yet
+            return
+        view = self.view
         start_offset = self.offset
         self.pos = end
         if end >= len(view):
             nxt = max(nxt, seg.remote_log_end_offset)
             self.view = None
+            self.streaming = None
             self.downloads.pop(self.index, None)
             self.index += 1
             self.pos = 0
@@ -313,6 +352,18 @@ class _Cursor:
             self._finish()
         else:
             await self._ensure_downloads()
+
+    async def _finished(self, fut) -> int:
+        """Size of a completed download of the current segment, checked against the listing."""
+        seg = self.segments[self.index]
+        try:
+            size = await asyncio.wrap_future(fut)
+        except Exception as exc:  # noqa: BLE001
+            raise self._download_error(self.index, exc) from None
+        if size != seg.segment_size_in_bytes:
+            raise FlussError(f"{self.reader.fetcher.spec.where(self.tb)}: {self.label(self.index)} has "
+                             f"{size} bytes, the server listed {seg.segment_size_in_bytes}", CORRUPT_MESSAGE)
+        return size
 
     def _current(self) -> bool:
         fetcher = self.reader.fetcher
@@ -358,6 +409,7 @@ class _Cursor:
         if self.reader._cursors.get(self.tb) is self:
             del self.reader._cursors[self.tb]
         self.view = None
+        self.streaming = None
         for fut in self.downloads.values():
             if fut.local:
                 continue
@@ -369,6 +421,16 @@ class _Cursor:
 
 class _Gone(FlussError):
     pass
+
+
+class _Progress:
+    """How far a streamed download has got (written by the download thread, read by the loop)."""
+
+    __slots__ = ("ready", "written")
+
+    def __init__(self):
+        self.ready = False
+        self.written = 0
 
 
 def _unlink(path: str) -> None:
@@ -392,8 +454,9 @@ def _map(path: str, size: int, unlink: bool = True):
             _unlink(path)
 
 
-def _decode_slice(spec, tb, view, pos: int, fetch_offset: int, label: str):
-    """(chunks, next offset, end position) of the batches in about SLICE_BYTES from ``pos``."""
+def _decode_slice(spec, tb, view, pos: int, fetch_offset: int, label: str, partial: bool = False):
+    """(chunks, next offset, end position) of the batches in about SLICE_BYTES from ``pos``;
+    ``partial``: the view ends where the download has got to, a cut batch there is normal."""
     n = len(view)
     limit = min(n, pos + SLICE_BYTES)
     chunks = []
@@ -422,7 +485,7 @@ def _decode_slice(spec, tb, view, pos: int, fetch_offset: int, label: str):
         if end > pos or limit >= n:
             break
         limit = n  # one batch larger than a slice
-    if end == pos and n - pos > 0:
+    if end == pos and n - pos > 0 and not partial:
         if n - pos >= logbatch.LOG_OVERHEAD:
             raise FlussError(f"{spec.where(tb)}: {label} ends with a truncated batch at byte {pos}",
                              CORRUPT_MESSAGE)
