@@ -93,6 +93,9 @@ def _asv(args, tree: str, **kw) -> subprocess.CompletedProcess:
     # asv drops PYTHONPATH from its benchmark processes and uses ASV_PYTHONPATH instead
     path = tree + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["PYTHONPATH"] = env["ASV_PYTHONPATH"] = path
+    # one data cache for both trees: a freshly generated table and one read back from its
+    # Parquet cache are chunked differently, which alone moved a codec timing 10x
+    env.setdefault("FLUSS_FAST_BENCH_CACHE", os.path.join(ROOT, "bench_data", "cache"))
     return subprocess.run([sys.executable, "-m", "asv", args[0], "--config", _CONFIG, *args[1:]],
                           cwd=HERE, env=env, text=True, **kw)
 
