@@ -5,7 +5,7 @@
 Both commits are measured by the interpreter running this script (asv's ``--python=same``), so
 nothing is installed and no network is needed: the parent is exported with ``git archive`` into a
 temporary folder (its Cython extensions copied from this checkout when no ``.pyx``/``.h``/setup.py
-changed between the two, else built there), and each run puts its tree first on ``PYTHONPATH``.
+changed between the two, else built there), and each run puts its tree first on the path (``ASV_PYTHONPATH``: asv drops ``PYTHONPATH``).
 The benchmarks themselves are this checkout's, so both commits run the same code.
 
 Runs are ``--quick`` (one sample each) on a machine that may be busy, so only a slowdown of
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import json
 import os
 import re
 import shutil
@@ -69,10 +70,34 @@ def _extensions(rev: str, head: str, dest: str) -> None:
                    stdout=subprocess.DEVNULL)
 
 
+_CONFIG = os.path.join(HERE, ".asv", "ci.conf.json")
+
+
+def _write_config(head: str) -> None:
+    """asv.conf.json with the branch set to this checkout's HEAD: a CI clone may have no local
+    ``main`` (asv refuses to run when a configured branch is unknown). Lives under ``.asv/`` (git-
+    ignored) and keeps the results, html and env folders where the normal config puts them."""
+    from asv.util import load_json
+
+    conf = load_json(os.path.join(HERE, "asv.conf.json"), js_comments=True)
+    conf.update(repo=os.path.relpath(ROOT, os.path.dirname(_CONFIG)), branches=[head],
+                benchmark_dir=os.path.join(HERE, "benchmarks"), results_dir="results",
+                env_dir="env", html_dir="html")
+    os.makedirs(os.path.dirname(_CONFIG), exist_ok=True)
+    with open(_CONFIG, "w") as f:
+        json.dump(conf, f, indent=2)
+
+
 def _asv(args, tree: str, **kw) -> subprocess.CompletedProcess:
     env = dict(os.environ)
-    env["PYTHONPATH"] = tree + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    return subprocess.run([sys.executable, "-m", "asv", *args], cwd=HERE, env=env, text=True, **kw)
+    # asv drops PYTHONPATH from its benchmark processes and uses ASV_PYTHONPATH instead
+    path = tree + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONPATH"] = env["ASV_PYTHONPATH"] = path
+    # one data cache for both trees: a freshly generated table and one read back from its
+    # Parquet cache are chunked differently, which alone moved a codec timing 10x
+    env.setdefault("FLUSS_FAST_BENCH_CACHE", os.path.join(ROOT, "bench_data", "cache"))
+    return subprocess.run([sys.executable, "-m", "asv", args[0], "--config", _CONFIG, *args[1:]],
+                          cwd=HERE, env=env, text=True, **kw)
 
 
 def _run(rev: str, tree: str, bench: str) -> None:
@@ -136,6 +161,7 @@ def main(argv=None) -> int:
     try:
         subprocess.run([sys.executable, "-m", "asv", "machine", "--yes"], cwd=HERE, check=True,
                        stdout=subprocess.DEVNULL)
+        _write_config(head)
         with tempfile.TemporaryDirectory(prefix="asv-base-") as tmp:
             _export(base, tmp)
             _extensions(base, head, tmp)

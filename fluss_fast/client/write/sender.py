@@ -382,7 +382,14 @@ class Sender:
     async def _send_in_turn(self, node: int, batches: list, ticket: Optional[int]) -> None:
         todo = [b for b in batches if b.payload is None]
         if todo:
-            errors = await self._encode_all(todo)
+            try:
+                errors = await self._encode_all(todo)
+            except asyncio.CancelledError:
+                err = FlussError(f"table '{self._table_name}': the write was cancelled (connection "
+                                 f"closed)")
+                for b in batches:
+                    self._fail(b, err)
+                raise
             bad = {id(b): e for b, e in zip(todo, errors) if e is not None}
             if bad:
                 for b in batches:
