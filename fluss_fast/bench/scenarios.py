@@ -32,7 +32,7 @@ STALL_S = 60.0  # a read that makes no progress for this long is a failure, not 
 
 
 class Skip(Exception):
-    """The scenario cannot run here (e.g. primary-key tables not supported yet)."""
+    """The scenario cannot run here (e.g. a server or client without primary-key tables)."""
 
 
 class Mismatch(Exception):
