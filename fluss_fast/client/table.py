@@ -1,8 +1,8 @@
 """FlussTable and its builders (pyfluss's ``FlussTable``, ``TableAppend``, ``TableUpsert``,
 ``TableLookup``, ``TablePrefixLookup``), plus the spellings of the older client guide.
 
-Primary-key writes and lookups come later: their builders exist now with pyfluss's method names
-and checks, and creating a writer or lookuper raises a FlussError naming the table.
+The primary-key builders hand out ``write/upsert.py``'s UpsertWriter and ``lookup.py``'s
+Lookuper / PrefixLookuper; ``new_scan()`` adds the fluss_fast extra ``create_snapshot_scanner``.
 
 The older guide (and pyfluss 1.0.0's own log-table page) call scanner reads without ``await``
 (``for r in scanner.poll(timeout_ms=5000)``, ``print(scanner.to_pandas())``). ``new_scan()``

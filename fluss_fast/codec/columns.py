@@ -361,7 +361,7 @@ def converter_for(dt: DataType) -> Callable[[Any], Any]:
                 seq = v
             elif isinstance(v, (str, bytes, bytearray)) or not (
                     isinstance(v, _SequenceABC) or hasattr(v, "tolist")):
-                raise BadValue(f"expected a list for ARRAY, got {describe_value(v)}")
+                raise BadValue(f"Expected sequence for Array column, got {describe_value(v)}")
             else:
                 seq = v.tolist() if hasattr(v, "tolist") else list(v)
             return [elem(x) for x in seq]

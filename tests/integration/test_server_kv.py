@@ -539,3 +539,25 @@ def test_random_workload_matches_a_model(kv, db, seed, image):
             elif ct == D:
                 del replay[row[0]]
         assert replay == {i: model[i] for i in keys if i in model}
+
+
+def test_clean_restart_keeps_state_without_replay(start_server, unique_name):
+    srv = start_server(sasl=False)
+    kv = Kv(srv)
+    db = unique_name("kvclean")
+    kv.create_db(db)
+    tid = kv.create_table(db, "t")
+    kv.put(tid, [up(1, "a"), up(2, "b")])
+    kv.put(tid, [dl(2)])
+    kv.close()
+    srv.restart()  # SIGTERM: stores close and record how far they applied the log
+    marks = []
+    for d, _, files in os.walk(srv.data_dir):
+        if "applied-offset" in files:
+            with open(os.path.join(d, "applied-offset")) as f:
+                marks.append(int(f.read()))
+    assert marks == [3]
+    kv = Kv(srv)
+    assert looked_up(kv.lookup(tid, [k(1), k(2)])) == [[1, "a", None], None]
+    assert kv.put(tid, [up(3, "c")]).log_end_offset == 4
+    kv.close()

@@ -333,7 +333,7 @@ BAD = [
     ({"id": 1, "ts6": dt.date(2020, 1, 1)}, "expected naive datetime.datetime or pandas"),
     ({"id": 1, "ltz6": 12345}, "expected datetime.datetime or pandas"),
     ({"id": 1, "ts9": dt.datetime(2300, 1, 1)}, "timestamp out of range"),
-    ({"id": 1, "arr": "abc"}, "expected a list for ARRAY, got str"),
+    ({"id": 1, "arr": "abc"}, "Expected sequence for Array column, got str"),
     ({"id": 1, "arr": [1, "x"]}, "expected int for INT, got str"),
     ({"id": 1, "sarr": ["a", None]}, "array element is NOT NULL"),
     ({"id": 1, "m": [("a", 1, 2)]}, "MAP entries must be"),

@@ -163,3 +163,51 @@ def test_decimal_and_nan_canonical():
     key = CompactedKeyEncoder([DataType(T.DECIMAL, precision=5, scale=2)]).encode([Decimal("-1.50")])
     assert got == {0: (kv_record(key, enc.encode([Decimal("-1.50"), float("nan")])), 1)}
     assert np.isnan(float("nan"))
+
+
+# -- KV batches in the shared accumulator -----------------------------------------------------------
+def _kv_accumulator():
+    from fluss_fast.client.write.accumulator import RecordAccumulator
+    from fluss_fast.client.write.assigners import make_no_key_assigner
+    from fluss_fast.client.write.batch import KIND_KV
+
+    return RecordAccumulator(
+        table_name="db.t", memory_size=1 << 20, wait_timeout_ms=1000, batch_size=1 << 16,
+        dynamic=False, dynamic_min=1, linger_ms=0, assigner=make_no_key_assigner("sticky"),
+        new_builder=KvRecordBuilder, wake=lambda: None, runtime_thread=lambda: None, runtime=None,
+        kind=KIND_KV)
+
+
+def test_kv_batches_drain_per_bucket_and_frame_as_kv():
+    import time as _t
+
+    acc = _kv_accumulator()
+    recs = {b: [kv_record(bytes([b, i]), b"\x00" + bytes([i])) for i in range(3)] for b in (0, 2)}
+    for b, rs in recs.items():
+        for r in rs:
+            acc.append_slotted(r, None, b, 3)
+    by_node, _wake, _none = acc.drain(_t.monotonic() + 1, lambda pid, b: 7, 5, 1 << 20)
+    batches = sorted(by_node[7], key=lambda x: x.bucket)
+    assert [b.kind for b in batches] == ["KV", "KV"] and [b.bucket for b in batches] == [0, 2]
+    for b in batches:
+        chunk = b.builder.build()
+        b.payload, b.record_count = chunk.data, chunk.num_rows
+        b.writer_id, b.sequence = 9, 0
+        framed = b.header_for(4) + b.payload
+        assert kv_records(framed) == [(bytes([b.bucket, i]), b"\x00" + bytes([i])) for i in range(3)]
+        assert framed == build_kv_batch(kv_records(framed), schema_id=4, writer_id=9, batch_sequence=0)
+
+
+def test_backpressure_holds_the_bucket_back():
+    import time as _t
+
+    acc = _kv_accumulator()
+    acc.append_slotted(kv_record(b"\x01", b"\x00\x01"), None, 1, 3)
+    first = acc.drain(_t.monotonic() + 1, lambda pid, b: 0, 5, 1 << 20)[0][0][0]
+    acc.append_slotted(kv_record(b"\x02", b"\x00\x02"), None, 1, 3)
+    now = _t.monotonic()
+    acc.throttle(first, now + 30)
+    by_node, wake, _ = acc.drain(now + 1, lambda pid, b: 0, 5, 1 << 20)
+    assert not by_node and wake is not None and wake >= now + 29
+    by_node, _wake, _ = acc.drain(now + 31, lambda pid, b: 0, 5, 1 << 20)
+    assert [b.bucket for b in by_node[0]] == [1]

@@ -451,6 +451,12 @@ class RecordAccumulator:
             st.backoff_until = max(st.backoff_until, backoff_until)
             self._active[(st.partition_id, st.bucket)] = st
 
+    def throttle(self, batch: WriteBatch, until: float) -> None:
+        """Hold the batch's bucket back until ``until`` (server backpressure)."""
+        st = batch.state
+        with self._lock:
+            st.backoff_until = max(st.backoff_until, until)
+
     def completed(self, batch: WriteBatch, sent: bool = True) -> None:
         """Free the budget of a finished batch (acknowledged or failed)."""
         st = batch.state

@@ -17,10 +17,14 @@ from .sender import _varint
 _HEAD = struct.Struct("<ibI")      # length, magic, crc
 _TAIL = struct.Struct("<hbqii")    # schema id, attributes, writer id, batch sequence, count
 _I32 = struct.Struct("<i")
+_BYTE = [bytes((i,)) for i in range(256)]
 
 
 def kv_record(key: bytes, value) -> bytes:
     """One KV record; ``value`` None is a delete."""
+    n = len(key)
+    if n < 0x80 and value is not None:  # one-byte key length: the common case
+        return _I32.pack(1 + n + len(value)) + _BYTE[n] + key + value
     klen = _varint(len(key))
     if value is None:
         return _I32.pack(len(klen) + len(key)) + klen + key

@@ -471,8 +471,18 @@ class Sender:
             else:
                 code = r.error_code if r.HasField("error_code") else 0
                 base = r.base_offset if not kv and r.HasField("base_offset") else -1
+                if kv and r.HasField("pressure") and r.pressure > 0:
+                    self._throttle(b, r.pressure)
                 self._settle(b, code, r.error_message if r.HasField("error_message") else None, base)
         self.wake()
+
+    def _throttle(self, b, pressure: float) -> None:
+        """The server's KV backpressure: hold the bucket back for max-throttle * pressure^2, as
+        the Java client does (``writer.kv-backpressure.max-throttle-ms``)."""
+        max_ms = getattr(self._ctx.config, "writer_kv_backpressure_max_throttle_ms", 0) or 0
+        delay = min(float(max_ms), 1e9) * min(float(pressure), 1.0) ** 2 / 1000.0
+        if delay > 0:
+            self._acc.throttle(b, time.monotonic() + delay)
 
     def _encode_one(self, b):
         try:

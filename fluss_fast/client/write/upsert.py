@@ -33,6 +33,7 @@ from .writer import PARTITION_NOT_EXISTS, _done_future, parse_acks, partition_va
 
 CLIENT_ERROR = -2
 _MISSING = object()
+_bucket_for_key = murmur.bucket_for_key
 _NULL_FIELD = re.compile(r"field '([^']*)' is null but its type")
 
 
@@ -66,7 +67,7 @@ class RowShaper:
     value per position."""
 
     __slots__ = ("names", "positions", "sparse", "width", "_nullable", "_pos_names", "_name_set",
-                 "_types")
+                 "_types", "_whole")
 
     def __init__(self, schema, positions, sparse: bool):
         self.names = schema.names
@@ -77,9 +78,16 @@ class RowShaper:
         self._nullable = [t.nullable for t in self._types]
         self._pos_names = [self.names[i] for i in self.positions]
         self._name_set = frozenset(self._pos_names)
+        self._whole = sparse and self.positions == list(range(self.width))
 
     def values(self, row) -> list:
         kind = type(row)
+        if kind is dict and self._whole and len(row) == self.width:
+            # every column given by name (so no unknown key can be among them): the common case
+            try:
+                return [row[n] for n in self.names]
+            except KeyError:
+                pass
         if kind is dict or isinstance(row, dict):
             names = self._pos_names
             if len(row) > len(names) or not self._name_set.issuperset(row):
@@ -332,7 +340,10 @@ class UpsertWriter:
             value = lay.row_encoder.encode(values)
         except (TypeError, ValueError, OverflowError) as e:
             raise self._row_shaper.encode_error(e, None, lay.schema) from None
-        pid, bucket = self._place(values, key)
+        if lay.part_pos or not lay.bucket_same:
+            pid, bucket = self._place(values, key)
+        else:
+            pid, bucket = None, _bucket_for_key(key, lay.num_buckets)
         return self._acc.append_slotted(kv_record(key, value), pid, bucket, lay.num_buckets)
 
     def delete(self, pk) -> WriteResultHandle:
