@@ -46,9 +46,10 @@ class EmbeddedServer:
         # Its own session: a Ctrl-C in the terminal reaches only our process, which then cleans up
         # through the server (dropping its tables) before stopping it; the kernel still stops it if we
         # die without that chance.
-        popen_kw = {"start_new_session": True, "preexec_fn": _stop_with_parent}
+        popen_kw: dict = {"start_new_session": True}
+        if self.watch_pid is None and _PRCTL is not None:
+            popen_kw["preexec_fn"] = _stop_with_parent
         if self.watch_pid is not None:
-            popen_kw.pop("preexec_fn")
             cmd = [sys.executable, "-m", "fluss_fast.bench.util", "--watch", str(self.watch_pid),
                    "--remove", self.data_dir if self._own_dir else "", "--"] + cmd
             popen_kw["start_new_session"] = True
