@@ -251,8 +251,13 @@ def run_interruptibly(coro):
         raise KeyboardInterrupt
 
     def _quiet(loop, context):
-        if not isinstance(context.get("exception"), (KeyboardInterrupt, asyncio.CancelledError)):
-            loop.default_exception_handler(context)
+        # After a Ctrl-C, calls abandoned half way leave futures whose errors nobody collects
+        # ("connection closed by the client"): consequences of the interrupt, not news.
+        if isinstance(context.get("exception"), (KeyboardInterrupt, asyncio.CancelledError)):
+            return
+        if interrupted and "never retrieved" in str(context.get("message", "")):
+            return
+        loop.default_exception_handler(context)
 
     swap = (threading.current_thread() is threading.main_thread()
             and signal.getsignal(signal.SIGINT) is signal.default_int_handler)
