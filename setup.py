@@ -64,7 +64,8 @@ class OptionalBuildExt(build_ext):
         try:
             super().run()
         except Exception as exc:  # noqa: BLE001 - any toolchain failure means "use the twins"
-            self._failed("the extensions", exc)
+            if not self.failed:  # else it is the in-place copy of a module that failed to build
+                self._failed("the extensions", exc)
         if self.failed:
             names = ", ".join(self.failed)
             if STRICT:

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import importlib as _importlib
+import typing as _typing
 
 __version__ = "0.1.0"
 
@@ -37,13 +38,16 @@ __all__ = [
 _LAZY = {"sync": "fluss_fast.sync", "server": "fluss_fast.server"}
 
 
-def __getattr__(name: str):
-    target = _LAZY.get(name)
-    if target is not None:
-        module = _importlib.import_module(target)
-        globals()[name] = module
-        return module
-    raise AttributeError(f"module 'fluss_fast' has no attribute '{name}'")
+if _typing.TYPE_CHECKING:  # a checker sees the two lazy modules as plain imports, and no catch-all __getattr__
+    from . import server, sync
+else:
+    def __getattr__(name: str):
+        target = _LAZY.get(name)
+        if target is not None:
+            module = _importlib.import_module(target)
+            globals()[name] = module
+            return module
+        raise AttributeError(f"module 'fluss_fast' has no attribute '{name}'")
 
 
 def __dir__():

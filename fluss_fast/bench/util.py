@@ -46,9 +46,10 @@ class EmbeddedServer:
         # Its own session: a Ctrl-C in the terminal reaches only our process, which then cleans up
         # through the server (dropping its tables) before stopping it; the kernel still stops it if we
         # die without that chance.
-        popen_kw = {"start_new_session": True, "preexec_fn": _stop_with_parent}
+        popen_kw: dict = {"start_new_session": True}
+        if self.watch_pid is None and _PRCTL is not None:
+            popen_kw["preexec_fn"] = _stop_with_parent
         if self.watch_pid is not None:
-            popen_kw.pop("preexec_fn")
             cmd = [sys.executable, "-m", "fluss_fast.bench.util", "--watch", str(self.watch_pid),
                    "--remove", self.data_dir if self._own_dir else "", "--"] + cmd
             popen_kw["start_new_session"] = True
@@ -250,8 +251,13 @@ def run_interruptibly(coro):
         raise KeyboardInterrupt
 
     def _quiet(loop, context):
-        if not isinstance(context.get("exception"), (KeyboardInterrupt, asyncio.CancelledError)):
-            loop.default_exception_handler(context)
+        # After a Ctrl-C, calls abandoned half way leave futures whose errors nobody collects
+        # ("connection closed by the client"): consequences of the interrupt, not news.
+        if isinstance(context.get("exception"), (KeyboardInterrupt, asyncio.CancelledError)):
+            return
+        if interrupted and "never retrieved" in str(context.get("message", "")):
+            return
+        loop.default_exception_handler(context)
 
     swap = (threading.current_thread() is threading.main_thread()
             and signal.getsignal(signal.SIGINT) is signal.default_int_handler)

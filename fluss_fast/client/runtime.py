@@ -201,6 +201,8 @@ class Runtime:
         except asyncio.CancelledError:
             if box:
                 loop.call_soon_threadsafe(box[0].cancel)
+            if fut.done() and not fut.cancelled():
+                fut.exception()  # the call failed just as its caller was cancelled: not worth a log line
             raise
 
     def call(self, coro: Coroutine[Any, Any, T], timeout: Optional[float] = None) -> T:

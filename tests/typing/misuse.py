@@ -20,5 +20,6 @@ async def mistakes(conn: fluss.FlussConnection, admin: fluss.FlussAdmin, path: f
 
 
 def bad_config(config: fluss.Config) -> None:
+    fluss.Conifg({})  # E: attr-defined
     config.writer_batch_size = "4mb"  # E: assignment
     config.no_such_option = 1  # E: attr-defined

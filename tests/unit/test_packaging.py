@@ -63,6 +63,20 @@ def test_build_ext_follows_no_extensions(value, refused):
     assert ("Cython is not installed" in out.stderr) is not refused, out.stderr
 
 
+@pytest.mark.skipif(SETUPTOOLS_MAJOR < MIN_SETUPTOOLS, reason=f"setup.py needs setuptools >= {MIN_SETUPTOOLS}")
+@pytest.mark.timeout(300)
+def test_build_ext_that_cannot_compile_fails_plainly(tmp_path):
+    # A compiler that always fails; --force so that up-to-date modules are compiled too. Nothing is
+    # copied into the tree when compiling fails, so the checkout's own builds stay as they were.
+    out = setup_py("build_ext", "--inplace", "--force", "--build-temp", str(tmp_path / "t"),
+                   "--build-lib", str(tmp_path / "l"), env_extra={"CC": "false"})
+    assert out.returncode == 1, out.stdout + out.stderr
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("fluss_fast build: ERROR: could not compile fluss_fast."), last
+    for name in _select.twin_modules():
+        assert name in last
+
+
 def test_no_extensions_rule_matches_the_documented_values():
     for value in ("", "0", "false", "FALSE", "no", "off"):
         assert not _select.extensions_disabled({"FLUSS_FAST_NO_EXTENSIONS": value}), value
