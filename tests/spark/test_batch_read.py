@@ -124,11 +124,10 @@ def test_sasl_credentials_as_options(spark, conn, database, fluss_server, unique
 
 
 FILTERS = [
-    "s = 'a'", "s <> 'a'", "s in ('a', 'b')", "s not in ('a', 'b')", "s is null", "s is not null",
-    "s <=> 'a'", "not (s <=> 'a')", "s like 'a%'", "s like '%z'", "s like '%b%'",
+    "s = 'a'", "s <> 'a'", "s not in ('a', 'b')", "s is null", "not (s <=> 'a')", "s like '%b%'",
     "d >= date'2024-01-10'", "ts < timestamp_ntz'2024-01-05 00:00:00'",
-    "tsl > timestamp'2024-01-03 00:00:00'", "dec between 1.00 and 5.50", "b", "not b", "x > 3.5",
-    "f < 2.5", "id % 2 = 1 and s = 'b'", "s = 'a' or id > 30",
+    "tsl > timestamp'2024-01-03 00:00:00'", "dec between 1.00 and 5.50", "not b", "x > 3.5",
+    "id % 2 = 1 and s = 'b'",
 ]
 
 
