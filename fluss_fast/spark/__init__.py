@@ -61,8 +61,8 @@ class FlussDataSource(DataSource):
 
 
 def register(spark) -> None:
-    """Registers the ``fluss`` format with ``spark`` and turns on filter pushdown to Python data
-    sources (off by default in Spark; without it the source reads unfiltered and Spark filters)."""
+    """Registers the ``fluss`` format with ``spark`` and turns on Spark's filter pushdown to Python
+    data sources, so that ``.option("scan.filter-pushdown.enabled", "true")`` is all a read needs."""
     spark.dataSource.register(FlussDataSource)
     try:
         spark.conf.set(_PUSHDOWN_CONF, "true")

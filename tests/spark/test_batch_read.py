@@ -12,6 +12,7 @@ from conftest import append_arrow, create_table
 
 import fluss_fast as fluss
 
+PUSHDOWN = "scan.filter-pushdown.enabled"
 SCHEMA = pa.schema([("id", pa.int64()), ("cust", pa.string()), ("amount", pa.float64()), ("day", pa.string())])
 
 
@@ -45,12 +46,12 @@ def test_partition_pruning_and_predicates_cut_what_is_fetched(spark, conn, datab
         w.flush()
 
     full_dir, pushed_dir = str(tmp_path / "full"), str(tmp_path / "pushed")
-    everything = _read(spark, bootstrap, name, **{"scan.stats.dir": full_dir}).count()
+    everything = _read(spark, bootstrap, name, **{"scan.stats.dir": full_dir, PUSHDOWN: "true"}).count()
     assert everything == n
     fetched_all = sum(s["records_fetched"] for s in _stats(full_dir))
     assert fetched_all == n
 
-    df = _read(spark, bootstrap, name, **{"scan.stats.dir": pushed_dir}) \
+    df = _read(spark, bootstrap, name, **{"scan.stats.dir": pushed_dir, PUSHDOWN: "true"}) \
         .where("day = '2024-01-02' AND id >= 2700")
     got = sorted(r.id for r in df.collect())
     assert got == [i for i in range(2700, n) if i % 3 == 1]
@@ -62,9 +63,9 @@ def test_partition_pruning_and_predicates_cut_what_is_fetched(spark, conn, datab
     # batches): Spark receives the matching rows only
     assert sum(s["rows"] for s in stats) == len(got)
 
-    # pushdown switched off by option: same answer, everything fetched
+    # pushdown off (the default): same answer, everything fetched
     off_dir = str(tmp_path / "off")
-    df = _read(spark, bootstrap, name, **{"scan.stats.dir": off_dir, "scan.filter-pushdown.enabled": "false"}) \
+    df = _read(spark, bootstrap, name, **{"scan.stats.dir": off_dir}) \
         .where("day = '2024-01-02' AND id >= 2700")
     assert sorted(r.id for r in df.collect()) == got
     off = _stats(off_dir)
@@ -120,3 +121,44 @@ def test_sasl_credentials_as_options(spark, conn, database, fluss_server, unique
     assert sorted(r.id for r in read("alice-pw").collect()) == [1, 2]
     with pytest.raises(Exception, match="alice"):
         read("wrong").collect()
+
+
+FILTERS = [
+    "s = 'a'", "s <> 'a'", "s not in ('a', 'b')", "s is null", "not (s <=> 'a')", "s like '%b%'",
+    "d >= date'2024-01-10'", "ts < timestamp_ntz'2024-01-05 00:00:00'",
+    "tsl > timestamp'2024-01-03 00:00:00'", "dec between 1.00 and 5.50", "not b", "x > 3.5",
+    "id % 2 = 1 and s = 'b'",
+]
+
+
+def test_pushed_filters_give_sparks_answers(spark, conn, database, bootstrap, unique_name):
+    import datetime as dt
+    import decimal
+
+    n = 40
+    letters = ["a", "b", None, "zz", "abz"]
+    data = pa.table({
+        "id": pa.array(range(n), pa.int64()),
+        "s": [letters[i % 5] for i in range(n)],
+        "d": [dt.date(2024, 1, 1) + dt.timedelta(days=i % 20) for i in range(n)],
+        "ts": [dt.datetime(2024, 1, 1) + dt.timedelta(hours=7 * i) for i in range(n)],
+        "tsl": pa.array([dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(hours=5 * i)
+                         for i in range(n)], pa.timestamp("us", tz="UTC")),
+        "dec": pa.array([decimal.Decimal(i) / 4 for i in range(n)], pa.decimal128(10, 2)),
+        "b": [None if i % 7 == 0 else i % 2 == 0 for i in range(n)],
+        "x": [None if i % 6 == 0 else i / 4 for i in range(n)],
+        "f": pa.array([i / 8 for i in range(n)], pa.float32()),
+    })
+    name = create_table(conn, database, unique_name("filters"), data.schema, buckets=2)
+    append_arrow(conn, name, data)
+    local_df = spark.createDataFrame(data)
+    for f in FILTERS:
+        # a DataFrame per query with pushdown on (Spark may reuse a DataFrame's pushed reader)
+        got = sorted(r.id for r in _read(spark, bootstrap, name, **{PUSHDOWN: "true"}).where(f).select("id").collect())
+        want = sorted(r.id for r in local_df.where(f).select("id").collect())
+        assert got == want, f
+    # without pushdown (the default) one DataFrame serves every query, filtered or not
+    plain = _read(spark, bootstrap, name)
+    for f in ("s = 'b'", "s = 'a' or id > 30", "true"):
+        got = sorted(r.id for r in plain.where(f).select("id").collect())
+        assert got == sorted(r.id for r in local_df.where(f).select("id").collect()), f

@@ -84,3 +84,18 @@ def test_stream_write_appends_each_micro_batch(spark, conn, database, bootstrap,
     assert q.exception() is None
     got = spark.read.format("fluss").option("bootstrap.servers", bootstrap).load(dst)
     assert sorted(r.id for r in got.collect()) == list(range(50))
+
+
+def test_startup_timestamp(spark, conn, database, bootstrap, unique_name, tmp_path):
+    import time
+
+    name = create_table(conn, database, unique_name("stream_ts"), SCHEMA, buckets=2)
+    append_arrow(conn, name, _rows(0, 10))
+    time.sleep(0.05)
+    since = int(time.time() * 1000)
+    time.sleep(0.05)
+    append_arrow(conn, name, _rows(10, 15))
+    sink, ckpt = str(tmp_path / "sink"), str(tmp_path / "ckpt")
+    _run_available_now(_stream(spark, bootstrap, name, **{"scan.startup.mode": "timestamp",
+                                                         "scan.startup.timestamp": str(since)}), sink, ckpt)
+    assert sorted(r.id for r in spark.read.parquet(sink).collect()) == list(range(10, 15))
