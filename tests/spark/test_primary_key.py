@@ -1,7 +1,4 @@
-"""Primary-key tables through Spark: batch upserts, current-state reads, the pipeline example.
-
-These need the client's primary-key support (Arrow upserts, snapshot scans, lookups); until that is
-merged into this branch they skip, saying so."""
+"""Primary-key tables through Spark: batch upserts, current-state reads, the pipeline example."""
 from __future__ import annotations
 
 import decimal
@@ -12,25 +9,10 @@ import pyarrow as pa
 import pytest
 from conftest import ROOT, create_table
 
-from fluss_fast.client import kv
-from fluss_fast.client.scan import TableScan
-
-
-def _pk_support_missing():
-    missing = [n for n in ("upsert_arrow_batch", "flush") if not hasattr(kv.UpsertWriter, n)]
-    if not hasattr(TableScan, "create_snapshot_scanner"):
-        missing.append("TableScan.create_snapshot_scanner")
-    return missing
-
-
-needs_pk = pytest.mark.skipif(bool(_pk_support_missing()),
-                              reason=f"fluss_fast lacks primary-key support: {', '.join(_pk_support_missing())}")
-
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("name", pa.string()),
                     ("score", pa.decimal128(10, 2))])
 
 
-@needs_pk
 def test_batch_upsert_then_read_current_state(spark, conn, database, bootstrap, unique_name):
     name = create_table(conn, database, unique_name("pk"), SCHEMA, primary_keys=["id"], buckets=2)
     write = lambda df: df.write.format("fluss").option("bootstrap.servers", bootstrap).mode("append").save(name)
@@ -44,7 +26,6 @@ def test_batch_upsert_then_read_current_state(spark, conn, database, bootstrap, 
         (4, "d", None)]
 
 
-@needs_pk
 def test_pipeline_example(spark, tmp_path, bootstrap):
     spec = importlib.util.spec_from_file_location("spark_pipeline", os.path.join(ROOT, "examples", "spark_pipeline.py"))
     module = importlib.util.module_from_spec(spec)
