@@ -262,12 +262,20 @@ cdef inline int timestamp_value(object v, bint ltz, int64_t *millis, int32_t *na
     if not cdt.PyDateTime_CheckExact(v):
         return 0
     tz = cdt.datetime_tzinfo(v)
+    cdef int64_t shift = 0
     if tz is not None and not (ltz and tz is _UTC):
-        return 0  # aware values: rejected (NTZ) or converted (LTZ) by the pure helpers
+        if not ltz:
+            return 0  # aware values are rejected for NTZ by the pure helper, with its message
+        # LTZ: any zone (zoneinfo's UTC from pyarrow, fixed offsets, DST zones) by its offset
+        off = v.utcoffset()
+        if off is None:
+            return 0
+        shift = ((<int64_t> cdt.timedelta_days(off) * 86400 + cdt.timedelta_seconds(off)) * 1000000
+                 + cdt.timedelta_microseconds(off))
     cdef int64_t days = ff_days_from_civil(cdt.datetime_year(v), cdt.datetime_month(v),
                                               cdt.datetime_day(v))
     cdef int64_t micros = ((days * 86400 + cdt.datetime_hour(v) * 3600 + cdt.datetime_minute(v) * 60
-                            + cdt.datetime_second(v)) * 1000000 + cdt.datetime_microsecond(v))
+                            + cdt.datetime_second(v)) * 1000000 + cdt.datetime_microsecond(v)) - shift
     cdef int64_t ms = micros // 1000
     cdef int64_t rem = micros % 1000
     if rem < 0:

@@ -355,3 +355,18 @@ def test_sync_facade(fluss_server, unique_name):
         assert len(snap.to_pandas()) == 3
     finally:
         conn.close()
+
+
+async def test_missing_partition_and_bad_delete(conn, unique_name):
+    fields = [pa.field("region", pa.string()), pa.field("id", pa.int32()), pa.field("v", pa.string())]
+    path, t = await make_pk(conn, unique_name(), fields, ["region", "id"], partition_keys=["region"])
+    w = t.new_upsert().create_writer()
+    with pytest.raises(fluss.FlussError, match="partition 'XX' does not exist") as e:
+        w.upsert({"region": "XX", "id": 1, "v": "a"})
+    assert e.value.error_code == 36
+    with pytest.raises(fluss.FlussError, match="Unknown field 'v'"):
+        w.delete({"region": "XX", "id": 1, "v": "a"})  # a delete takes the primary key only
+    with pytest.raises(fluss.FlussError, match="non-nullable field 'id'"):
+        w.delete({"region": "XX"})
+    with pytest.raises(fluss.FlussError, match="partition 'XX' does not exist"):
+        w.upsert_arrow(pa.table({"region": ["XX"], "id": pa.array([1], pa.int32())}))

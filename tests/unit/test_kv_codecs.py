@@ -211,3 +211,18 @@ def test_backpressure_holds_the_bucket_back():
     assert not by_node and wake is not None and wake >= now + 29
     by_node, _wake, _ = acc.drain(now + 31, lambda pid, b: 0, 5, 1 << 20)
     assert [b.bucket for b in by_node[0]] == [1]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.datetimes(dt.datetime(1900, 1, 1), dt.datetime(2200, 1, 1),
+                    timezones=st.sampled_from(["UTC", "Europe/Berlin", "America/New_York", "Asia/Kolkata"]).map(
+                        __import__("zoneinfo").ZoneInfo) | st.just(dt.timezone(dt.timedelta(hours=-3, minutes=-30)))),
+       st.sampled_from([3, 6, 9]))
+def test_aware_ltz_values_encode_the_same_in_both_twins(value, precision):
+    # the compiled row encoder converts any aware LTZ value by its UTC offset (pyarrow hands out
+    # zoneinfo's UTC, not datetime.timezone.utc); the pure encoder is the reference
+    from fluss_fast.codec.rows import CompactedRowEncoder_py, IndexedRowEncoder, IndexedRowEncoder_py
+
+    types = [DataType(T.TIMESTAMP_LTZ, precision=precision)]
+    assert CompactedRowEncoder(types).encode([value]) == CompactedRowEncoder_py(types).encode([value])
+    assert IndexedRowEncoder(types).encode([value]) == IndexedRowEncoder_py(types).encode([value])
