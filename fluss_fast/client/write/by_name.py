@@ -31,7 +31,10 @@ def by_name(batch: pa.RecordBatch, names: list, table_name: str) -> pa.RecordBat
             parts.append(f"missing column(s) {', '.join(map(repr, missing))}")
         if unknown:
             parts.append(f"column(s) {', '.join(map(repr, unknown))} the table does not have")
-        raise FlussError(f"table '{table_name}': the Arrow data has {'; '.join(parts)} "
+        # pyfluss's words for a count mismatch, so code matching its message keeps working
+        count = (f"the Arrow data has {len(got)} columns but the table has {len(names)}: "
+                 if len(got) != len(names) else "the Arrow data has ")
+        raise FlussError(f"table '{table_name}': {count}{'; '.join(parts)} "
                          f"(Arrow columns: {', '.join(got)}; table columns: {', '.join(names)}); "
                          f"columns are matched by name")
     return batch.select(names)
