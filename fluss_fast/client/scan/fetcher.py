@@ -65,10 +65,11 @@ _REFRESH_CODES = frozenset((12, 44, 24, 21, 23))
 _RETRY_CODES = frozenset((10, 11, 26, -1))
 
 _RETRY_BACKOFF_S = 0.05
+_MAX_BACKOFF_S = 1.0
 #: codes poll() retries quietly (besides every retriable one): leader moves and unknown buckets
 _TRANSIENT_CODES = frozenset((NETWORK_EXCEPTION, 25)) | _REFRESH_CODES
-_MAX_BACKOFF_S = 1.0
-#: consecutive transport failures of one node before the error reaches poll()
+#: consecutive transport failures of one node before the error is reported (poll() keeps retrying
+#: it; a bounded read raises it once it outlasts request-timeout)
 _NODE_FAILURES_BEFORE_ERROR = 3
 #: fetch results per bucket, decoded but unconsumed or still being decoded, before the bucket
 #: stops being fetched
@@ -86,7 +87,6 @@ _U64 = 1 << 64
 _DECODE_THREADS = max(1, min(2, os.cpu_count() or 1))
 
 
-# -- FetchLogResponse, walked by hand so that `records` stays a view of the response buffer ------
 def _is_transient(err: FlussError) -> bool:
     # corrupt data is "retriable" for the Java client, but re-reading the same bytes cannot help
     if err.error_code == CORRUPT_MESSAGE:
@@ -94,6 +94,7 @@ def _is_transient(err: FlussError) -> bool:
     return err.error_code in _TRANSIENT_CODES or bool(getattr(err, "is_retriable", False))
 
 
+# -- FetchLogResponse, walked by hand so that `records` stays a view of the response buffer ------
 def _varint(mv, pos: int) -> Tuple[int, int]:
     result = 0
     shift = 0
