@@ -86,6 +86,7 @@ class Target:
         elif fault == "cut":
             p.cut_next_answer(node)
             time.sleep(0.3)
+            p.cut_next_answer(node, on=False)  # the fault is over: a later answer goes through
         elif fault == "delay":
             p.delay(0.25, node)
             time.sleep(1.0)
@@ -112,10 +113,16 @@ class Target:
 FAULTS = ["drop", "reset", "cut", "delay", "freeze", "kill9"]
 
 
-async def run_with_faults(target: Target, fault: str, work, rounds: int = 2, pause: float = 0.4, node=None):
+#: a freeze lasts longer than request-timeout; once is enough to cost a timeout and a reconnect
+ROUNDS = {"freeze": 1}
+
+
+async def run_with_faults(target: Target, fault: str, work, rounds=None, pause: float = 0.4, node=None):
     """Runs ``work(done)`` while ``fault`` is injected ``rounds`` times from a thread; ``done`` is a
     ``threading.Event`` set once the last fault is over, so the work can keep going until then."""
     done = threading.Event()
+    if rounds is None:
+        rounds = ROUNDS.get(fault, 2)
 
     def injector():
         try:

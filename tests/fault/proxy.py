@@ -255,10 +255,11 @@ class FaultProxy:
                 _rst(link.uwriter)
         return self._each_link(node, f)
 
-    def cut_next_answer(self, node=None) -> int:
-        """The next answer on every current connection stops mid-frame and the connection resets."""
+    def cut_next_answer(self, node=None, on: bool = True) -> int:
+        """The next answer on every current connection stops mid-frame and the connection resets
+        (``on=False`` disarms what has not fired yet)."""
         def f(link):
-            link.cut_next = True
+            link.cut_next = on
         return self._each_link(node, f)
 
     def delay(self, seconds: float, node=None) -> None:

@@ -38,7 +38,7 @@ async def test_writer_exactly_once_through_faults(target, kind, fault, unique_na
     table = await conn.get_table(path)
     writer = kind.open(table)
     rows = await run_with_faults(target, fault, lambda done: write_until(kind, writer, done))
-    assert target.injected == 2
+    assert target.injected >= 1
     ids = await kind.read_ids(table)
     assert len(ids) == rows, f"{len(ids) - len(set(ids))} duplicates, {rows - len(set(ids))} missing of {rows}"
     assert sorted(ids) == list(range(rows))

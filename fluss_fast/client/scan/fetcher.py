@@ -64,10 +64,11 @@ _REFRESH_CODES = frozenset((12, 44, 24, 21, 23))
 _RETRY_CODES = frozenset((10, 11, 26, -1))
 
 _RETRY_BACKOFF_S = 0.05
+_MAX_BACKOFF_S = 1.0
 #: codes poll() retries quietly (besides every retriable one): leader moves and unknown buckets
 _TRANSIENT_CODES = frozenset((NETWORK_EXCEPTION, 25)) | _REFRESH_CODES
-_MAX_BACKOFF_S = 1.0
-#: consecutive transport failures of one node before the error reaches poll()
+#: consecutive transport failures of one node before the error is reported (poll() keeps retrying
+#: it; a bounded read raises it once it outlasts request-timeout)
 _NODE_FAILURES_BEFORE_ERROR = 3
 #: fetch results per bucket, decoded but unconsumed or still being decoded, before the bucket
 #: stops being fetched
@@ -83,7 +84,6 @@ _INLINE_DECODE_BYTES = 128 * 1024
 _U64 = 1 << 64
 
 
-# -- FetchLogResponse, walked by hand so that `records` stays a view of the response buffer ------
 def _is_transient(err: FlussError) -> bool:
     # corrupt data is "retriable" for the Java client, but re-reading the same bytes cannot help
     if err.error_code == CORRUPT_MESSAGE:
@@ -91,6 +91,7 @@ def _is_transient(err: FlussError) -> bool:
     return err.error_code in _TRANSIENT_CODES or bool(getattr(err, "is_retriable", False))
 
 
+# -- FetchLogResponse, walked by hand so that `records` stays a view of the response buffer ------
 def _varint(mv, pos: int) -> Tuple[int, int]:
     result = 0
     shift = 0

@@ -26,15 +26,18 @@ def by_name(batch: pa.RecordBatch, names: list, table_name: str) -> pa.RecordBat
     missing = [n for n in names if n not in got]
     unknown = [n for n in got if n not in names]
     if missing or unknown:
+        # pyfluss's wording first (code written against its messages keeps working), then ours
+        if len(got) != len(names):
+            head = f"RecordBatch has {len(got)} columns but the table has {len(names)}"
+        else:
+            i = next(k for k, n in enumerate(got) if n not in names)
+            head = f"Column {i} is named '{got[i]}' but the table declares '{names[i]}'"
         parts = []
         if missing:
             parts.append(f"missing column(s) {', '.join(map(repr, missing))}")
         if unknown:
             parts.append(f"column(s) {', '.join(map(repr, unknown))} the table does not have")
-        # pyfluss's words for a count mismatch, so code matching its message keeps working
-        count = (f"the Arrow data has {len(got)} columns but the table has {len(names)}: "
-                 if len(got) != len(names) else "the Arrow data has ")
-        raise FlussError(f"table '{table_name}': {count}{'; '.join(parts)} "
+        raise FlussError(f"table '{table_name}': {head}: the Arrow data has {'; '.join(parts)} "
                          f"(Arrow columns: {', '.join(got)}; table columns: {', '.join(names)}); "
                          f"columns are matched by name")
     return batch.select(names)
