@@ -30,11 +30,11 @@ class FlussDataSource(DataSource):
         return _options.parse(self.options)
 
     def schema(self):
-        from .reader import table_meta
+        from .reader import read_meta
         from .types import spark_schema
 
         opts = self._opts()
-        meta = table_meta(opts)
+        meta = read_meta(opts)
         return spark_schema(meta.schema, opts.name)
 
     def reader(self, schema):

@@ -6,13 +6,22 @@ from typing import List, Optional
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from ..errors import ErrorCode, FlussError
-from . import connections, filters, ranges, types
+from . import connections, filters, ranges, types, virtual
 from .options import SourceOptions
 
 
 def table_meta(opts: SourceOptions):
     """The table's metadata, or a FlussError naming the table."""
     return connections.table(opts.client, opts.database, opts.table).unwrap()._meta
+
+
+def read_meta(opts: SourceOptions):
+    """The metadata a read sees: the table's, or its ``$changelog`` / ``$binlog`` view."""
+    meta = table_meta(opts)
+    if opts.virtual is None:
+        return meta
+    virtual.check(opts, meta.schema)
+    return virtual.View(meta, opts.virtual)
 
 
 def resolve_columns(meta, opts: SourceOptions, schema) -> List[str]:
@@ -41,13 +50,10 @@ class FlussBatchReader(DataSourceReader):
 
     def __init__(self, opts: SourceOptions, schema):
         self.opts = opts
-        meta = table_meta(opts)
-        if opts.virtual is not None:
-            raise FlussError(f"Virtual table '{opts.name}' is not supported by this fluss_fast "
-                             f"version; read '{opts.database}.{opts.table}'", ErrorCode.CLIENT_ERROR)
+        meta = read_meta(opts)
         self.table_id = meta.table_id
         self.schema_id = meta.schema_id
-        self.primary_key = bool(meta.schema.primary_key)
+        self.primary_key = opts.virtual is None and bool(meta.schema.primary_key)
         self.partition_keys = tuple(meta.partition_keys)
         self.columns = resolve_columns(meta, opts, schema)
         all_names = meta.schema.names
@@ -58,9 +64,13 @@ class FlussBatchReader(DataSourceReader):
         self.partition_tests = []
         self.predicate = None
         self._schema_info = meta.schema
+        self.changes = (None if opts.virtual is None else
+                        virtual.ChangeReader(opts, opts.virtual, False, self.columns, all_names))
 
     def _push(self, pushed):
         """Claims the filters it applies exactly; yields the rest back to Spark."""
+        if self.changes is not None:  # a virtual table's scan takes no filter (as in Fluss)
+            return pushed
         rest, tests, pred = filters.split_filters(
             list(pushed), self._schema_info, self.schema_id, self.partition_keys,
             predicates_allowed=not self.primary_key)
@@ -90,6 +100,8 @@ class FlussBatchReader(DataSourceReader):
             return ranges.read_snapshot(self.opts, partition, self.columns, convert)
         if not isinstance(partition, ranges.BucketRange):
             return iter(())  # Spark plans one empty partition when there is nothing to read
+        if self.changes is not None:
+            return self.changes.read(partition, convert)
         return ranges.read_range(self.opts, partition, self.projection, self.predicate, convert)
 
 

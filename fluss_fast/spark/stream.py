@@ -6,6 +6,11 @@ Offsets are the Scala connector's JSON (TableBucketOffsetsJsonSerde):
 with them; -1 marks a bucket with no offset. Spark checkpoints the end offset of every micro-batch
 before running it and plans the same ranges again after a restart, so a query resumes exactly where
 it stopped. A partition created after the query started is read from its earliest offset.
+
+``db.t$changelog`` / ``db.t$binlog`` stream the same offsets of ``t``'s log with the virtual
+columns. A primary-key table streams its changelog as upserts (inserts and the new values of
+updates; deletes are left out): in startup mode ``full`` the first micro-batch is the table's
+current state (a snapshot scan) and the log follows from the offsets that batch was planned at.
 """
 from __future__ import annotations
 
@@ -16,7 +21,8 @@ from pyspark.sql.datasource import DataSourceStreamReader
 from ..errors import ErrorCode, FlussError
 from . import ranges, types
 from .options import SourceOptions
-from .reader import resolve_columns, table_meta
+from .reader import read_meta, resolve_columns, table_meta
+from .virtual import ChangeReader
 
 try:  # Spark >= 4.2: admission control and Trigger.AvailableNow
     from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
@@ -28,6 +34,9 @@ except ImportError:  # pragma: no cover - Spark 4.0/4.1
 
 VERSION = 1
 UNKNOWN = -1
+# marks the start offset of a primary-key stream in startup mode 'full' (ours, not the Scala shape):
+# the first micro-batch reads the table's current state, the log follows from these offsets
+SNAPSHOT = "snapshot"
 Offsets = Dict[Tuple[Optional[int], int], int]
 
 
@@ -74,18 +83,19 @@ class FlussStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def __init__(self, opts: SourceOptions, schema):
         self.opts = opts
-        meta = table_meta(opts)
-        if opts.virtual is not None:
-            raise FlussError(f"Virtual table '{opts.name}' is not supported by this fluss_fast version",
-                             ErrorCode.CLIENT_ERROR)
-        if meta.schema.primary_key:
-            raise FlussError(f"Streaming reads of primary-key table '{opts.name}' are not supported "
-                             f"yet (its changelog needs the '$changelog' virtual table); read it in "
-                             f"batch for its current state", ErrorCode.CLIENT_ERROR)
+        meta = read_meta(opts)
         self.table_id = meta.table_id
         self.columns = resolve_columns(meta, opts, schema)
         names = meta.schema.names
         self.projection = None if self.columns == names else [names.index(c) for c in self.columns]
+        # virtual tables, and primary-key tables (whose log is their changelog: kept as the upsert
+        # stream of new values), read through the client's virtual-table scanner
+        self.changes = None
+        if opts.virtual is not None:
+            self.changes = ChangeReader(opts, opts.virtual, False, self.columns, names)
+        elif meta.schema.primary_key:
+            self.changes = ChangeReader(opts, "changelog", True, self.columns, names)
+        self.snapshot_first = opts.virtual is None and bool(meta.schema.primary_key)
         self.types = [meta.schema.columns[names.index(c)].type for c in self.columns]
         self.target = types.spark_arrow_schema(schema)
         self._available_now: Optional[Offsets] = None
@@ -107,6 +117,12 @@ class FlussStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         meta = self._meta()
         parts = ranges.partitions_of(opts, meta)
         mode = opts.startup_mode
+        if mode == "full" and self.snapshot_first:
+            # the current state first (read when the first micro-batch runs), then the changelog
+            # from the offsets it is planned at
+            out = to_json(self.table_id, ranges.offsets_for(opts, meta, parts, "latest"))
+            out[SNAPSHOT] = True
+            return out
         if mode in ("full", "earliest"):
             offsets = ranges.offsets_for(opts, meta, parts, "earliest")
         elif mode == "latest":
@@ -144,6 +160,8 @@ class FlussStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if start is None:  # Spark 4.0/4.1 call it without arguments
             return to_json(self.table_id, latest)
         begin = from_json(start, self.table_id, self.opts.name)
+        if start.get(SNAPSHOT):  # a micro-batch of the snapshot alone; the log follows from there
+            return to_json(self.table_id, begin)
         max_rows = None
         if ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
             max_rows = limit.max_rows
@@ -179,6 +197,11 @@ class FlussStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             earliest = ranges.offsets_for(self.opts, meta, parts, "earliest")
             begin = {**earliest, **begin}
         out = []
+        if start.get(SNAPSHOT):
+            if not names and any(pid is not None for pid, _ in begin):
+                names = {pid: name for pid, name, _ in ranges.partitions_of(self.opts, self._meta())}
+            out += [ranges.SnapshotBucket(self.table_id, pid, names.get(pid), b)
+                    for pid, b in sorted(begin, key=lambda k: (k[0] is not None, k[0] or 0, k[1]))]
         for (pid, bucket) in sorted(stop, key=lambda k: (k[0] is not None, k[0] or 0, k[1])):
             s = begin.get((pid, bucket), 0)
             out += ranges.split(self.table_id, pid, names.get(pid), bucket, s, stop[(pid, bucket)],
@@ -187,6 +210,10 @@ class FlussStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition):
         convert = types.ReadConverter(self.types, self.target)
+        if isinstance(partition, ranges.SnapshotBucket):
+            return ranges.read_snapshot(self.opts, partition, self.columns, convert)
+        if self.changes is not None:
+            return self.changes.read(partition, convert)
         return ranges.read_range(self.opts, partition, self.projection, None, convert)
 
     def commit(self, end: dict) -> None:

@@ -1,7 +1,6 @@
 """Clear errors: each names the option, table or column at fault."""
 from __future__ import annotations
 
-import datetime as dt
 import socket
 
 import pyarrow as pa

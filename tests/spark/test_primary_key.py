@@ -6,7 +6,6 @@ import importlib.util
 import os
 
 import pyarrow as pa
-import pytest
 from conftest import ROOT, create_table
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("name", pa.string()),
