@@ -22,7 +22,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import List, Optional
 
 import pyarrow as pa
 

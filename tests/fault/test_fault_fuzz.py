@@ -26,7 +26,7 @@ from fluss_fast.errors import FlussError
 from fluss_fast.metadata import TableBucket, TablePath
 from fluss_fast.rpc import fluss_api_pb2 as pb
 from fluss_fast.rpc import frame as F
-from fluss_fast.rpc.api import API_KEYS, Api, request_class
+from fluss_fast.rpc.api import API_KEYS, Api
 
 from wire import Closed, WireClient
 

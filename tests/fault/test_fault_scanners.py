@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import time
 
-import pyarrow as pa
 import pytest
 
 import fluss_fast as fluss

@@ -3,7 +3,6 @@ its connections reset) and comes back, twice: the writer keeps exactly-once and 
 reading gap-free, the buckets led by the other servers undisturbed meanwhile."""
 from __future__ import annotations
 
-import asyncio
 import time
 
 import pytest

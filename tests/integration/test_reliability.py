@@ -1,7 +1,6 @@
 """Regression tests for the defects found by the fault probe (issue 7): each one failed before its fix."""
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 

@@ -281,26 +281,29 @@ async def test_s3_tiering_and_outage_recovery(start_server, moto_s3):  # noqa: F
         bs.subscribe(0, ff.EARLIEST_OFFSET)
         assert (await bs.to_arrow()).column("id").to_pylist() == list(range(ROWS))
 
-        # the endpoint goes away under a reading scanner: a retriable error, then the read resumes
-        # when it is back (stopped before the first poll: when the downloads happen is up to the
-        # prefetcher, so this is the one order a test can rely on)
+        # the endpoint goes away under reading scanners: poll() rides the outage out (as pyfluss
+        # does) and returns nothing, a bounded read that outlasts request-timeout raises a clear
+        # retriable error naming the segment, and the poll loop resumes when the store is back
+        # (stopped before the first poll: when the downloads happen is up to the prefetcher, so
+        # this is the one order a test can rely on)
         sc = await t.new_scan().create_log_scanner()
         sc.subscribe(0, 0)
         recs = []
+        impatient = await _connect(srv.bootstrap_servers, **{"request-timeout": "2000"})
         moto_s3.stop()
-        err = None
         try:
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
-                try:
-                    recs.extend(await sc.poll(300))
-                except ff.FlussError as e:
-                    err = e
-                    break
+            for _ in range(3):
+                recs.extend(await sc.poll(300))
+            assert recs == [], "nothing can be read while the store is down"
+            bounded = await (await impatient.get_table(t.get_table_path())).new_scan() \
+                .create_record_batch_log_scanner()
+            bounded.subscribe(0, ff.EARLIEST_OFFSET)
+            with pytest.raises(ff.FlussError) as failed:
+                await asyncio.wait_for(bounded.to_arrow(), 60)
         finally:
             moto_s3.start()
-        assert err is not None, "reading on with the store down should have failed"
-        assert err.is_retriable and "remote log segment" in str(err)
+            await impatient.close()
+        assert failed.value.is_retriable and "remote log segment" in str(failed.value), failed.value
         deadline = time.monotonic() + 30
         while len(recs) < ROWS and time.monotonic() < deadline:
             recs.extend(await sc.poll(500))

@@ -9,7 +9,6 @@ memory across connection churn is measured. The figures are printed at the end (
 """
 from __future__ import annotations
 
-import asyncio
 import os
 import random
 import socket
@@ -19,7 +18,7 @@ import pytest
 
 import fluss_fast as fluss
 
-from fault.kinds import CLIENT, FAULTS, WRITERS, Target, row, run_with_faults
+from fault.kinds import CLIENT, FAULTS, WRITERS, Target, run_with_faults
 from fault.proxy import FaultProxy
 from fluss_fast.rpc import frame as F
 from fluss_fast.rpc.api import Api

@@ -455,6 +455,7 @@ class LogFetcher:
         self._errors: collections.deque = collections.deque()
         self._transient: Optional[FlussError] = None
         self._transient_since: Optional[float] = None
+        self._transient_source = "fetch"
         self._transient_limit = max(1.0, (getattr(ctx, "request_timeout_ms", None) or 30000) / 1000.0)
         self._waiter: Optional[asyncio.Future] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
@@ -518,18 +519,23 @@ class LogFetcher:
                 err, self._transient, self._transient_since = self._transient, None, None
                 raise err
 
-    def _fail(self, err: FlussError) -> None:
+    def _fail(self, err: FlussError, source: str = "fetch") -> None:
         if _is_transient(err):
             # network trouble and leader moves heal by themselves: poll() keeps retrying within
             # its timeout (as pyfluss does) instead of raising what the caller cannot act on
             self._transient = err
+            self._transient_source = source
             if self._transient_since is None:
                 self._transient_since = self._loop.time()
         else:
             self._errors.append(err)
         self._wake()
 
-    def _healthy(self) -> None:
+    def _healthy(self, source: str = "fetch") -> None:
+        # a fetch that succeeds says nothing about the remote store, nor a download about the
+        # servers: only the path that failed can heal its trouble
+        if self._transient is not None and self._transient_source != source:
+            return
         self._transient = self._transient_since = None
 
     # -- sending -------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from ...metadata import TableBucket
 from ...rpc import fluss_api_pb2 as pb
 from ...rpc.api import Api
 from ..runtime import on_runtime
-from .fetcher import CLIENT_ERROR, CORRUPT_MESSAGE, ScanSpec, _is_transient as _transient
+from .fetcher import CORRUPT_MESSAGE, ScanSpec, _is_transient as _transient
 from .records import RecordBatch
 
 __all__ = ["BatchScanner"]

@@ -347,6 +347,7 @@ class _Cursor:
             fetcher._buffer.append(_Completed(self.tb, st, start_offset, chunks, self.offset,
                                               self.high_watermark))
         st.fetch_pos = self.offset
+        fetcher._healthy(source="remote")
         fetcher._wake()
         if self.index >= len(self.segments):
             self._finish()
@@ -398,7 +399,7 @@ class _Cursor:
                 self.reader._gone_seen.add(key)
                 return
         st.retry_at = loop.time() + _RETRY_S
-        fetcher._fail(exc)
+        fetcher._fail(exc, source="remote")
 
     def close(self) -> None:
         if self.closed:
