@@ -60,7 +60,35 @@ class AppendArrow(AppendRows):
                                                   pa.array([f"v{i}" for i in ids])], schema=SCHEMA))
 
 
-WRITERS = [AppendRows(), AppendArrow()]
+class UpsertRows(AppendRows):
+    """Upserts of new keys into a primary-key table. The state would hide a batch stored twice
+    (same key, same row), so the check reads the changelog: a duplicate shows as an extra -U/+U."""
+
+    name = "upsert"
+
+    def descriptor(self):
+        schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+        return fluss.TableDescriptor(fluss.Schema(schema, primary_keys=["id"]), bucket_count=BUCKETS)
+
+    def open(self, table):
+        return table.new_upsert().create_writer()
+
+    def write(self, writer, ids) -> None:
+        for i in ids:
+            writer.upsert(row(i))
+
+    async def read_ids(self, table) -> list:
+        s = await table.new_scan().create_log_scanner()
+        s.subscribe_buckets({b: fluss.EARLIEST_OFFSET for b in range(BUCKETS)})
+        ids, idle = [], 0
+        while idle < 3:  # the changelog is complete once three polls in a row bring nothing
+            recs = list(await s.poll(500))
+            idle = 0 if recs else idle + 1
+            ids.extend(r.row["id"] for r in recs)
+        return ids
+
+
+WRITERS = [AppendRows(), AppendArrow(), UpsertRows()]
 
 
 # -- faults ----------------------------------------------------------------------------------------
