@@ -1,6 +1,7 @@
 """``fluss-fast demo``: start the embedded server (or use ``--bootstrap-servers``), create a table,
 ingest a bench_data set with progress shown, read it back, check row counts and checksums, and print
-rows/s and MB/s for every step. Exits non-zero on any mismatch; Ctrl-C stops it within a second or
+rows/s and MB/s for every step. Then the same for a primary-key table keyed by the data set's id: bulk
+upsert, per-row updates and deletes, checked by a snapshot read, concurrent lookups and the changelog. Exits non-zero on any mismatch; Ctrl-C stops it within a second or
 two, dropping the demo table and stopping the embedded server.
 
     fluss-fast demo [--rows N] [--dataset orders|clicks] [--bootstrap-servers HOST:PORT]
@@ -27,6 +28,10 @@ DEFAULT_ROWS = 5_000_000
 DATABASE = "fluss_fast_demo"
 WRITE_BATCH_ROWS = 65_536
 APPEND_ROWS_MAX = 200_000   # the per-row append step uses at most this many rows (it is the slow path)
+PK_ROWS_MAX = 1_000_000    # keys of the primary-key table (the first rows of the data set)
+PK_ROW_OPS_MAX = 100_000   # per-row updates (and half as many deletes) on the primary-key table
+LOOKUPS_MAX = 10_000       # point lookups, LOOKUP_CONCURRENCY in flight at a time
+LOOKUP_CONCURRENCY = 64
 CLEANUP_TIMEOUT_S = 2.0     # dropping the table on the way out
 CLOSE_TIMEOUT_S = 1.0       # closing the connection: pending writes to a dropped table are not worth waiting for
 
@@ -37,7 +42,8 @@ class DemoFailed(Exception):
 
 DESCRIPTION = ("Start the embedded Fluss server (or use --bootstrap-servers), create a log table, ingest a "
                "generated data set, read it back three ways, check row counts and checksums after each read, "
-               "and print rows/s and MB/s for every step.")
+               "then upsert, update and delete rows of a primary-key table and check its snapshot, lookups "
+               "and changelog, printing rows/s and MB/s for every step.")
 EPILOG = ("Exit status: 0 when every check passed, 1 on a checksum mismatch or an error, 2 on bad arguments, "
           "130 when interrupted (Ctrl-C drops the demo table and stops the embedded server).")
 
@@ -97,6 +103,7 @@ async def run_demo(fluss, bootstrap: str, dataset: str, rows: int, buckets: int,
     name = f"{dataset}_{uuid.uuid4().hex[:8]}"
     path = fluss.TablePath(DATABASE, name)
     state["table"] = f"{DATABASE}.{name}"
+    paths = [path]
     try:
         await admin.create_database(DATABASE, ignore_if_exists=True)
         await admin.create_table(path, fluss.TableDescriptor(fluss.Schema(spec.schema), bucket_count=buckets))
@@ -182,13 +189,170 @@ async def run_demo(fluss, bootstrap: str, dataset: str, rows: int, buckets: int,
         if back.column_names != proj:
             raise DemoFailed(f"projected scan returned columns {back.column_names}, expected {proj}")
         _check("projected scan", ds.checksum(back, spec.id_column, spec.short_string_column), expected_proj)
+        del back, full, extra, dicts
+
+        pk_path = fluss.TablePath(DATABASE, f"{name}_pk")
+        paths.append(pk_path)
+        state["table"] += f", {DATABASE}.{name}_pk"
+        await run_pk_part(fluss, conn, admin, pk_path, spec, data, buckets, progress)
     finally:
         # Bounded: an interrupted run must not sit on the client's request timeout. Dropping first
         # means writes still pending are refused by the server rather than delivered.
         if not keep:
-            state["dropped"] = await cleanup_step(admin.drop_table(path, ignore_if_not_exists=True),
-                                                  CLEANUP_TIMEOUT_S)
+            dropped = True
+            for p in paths:
+                dropped = await cleanup_step(admin.drop_table(p, ignore_if_not_exists=True),
+                                             CLEANUP_TIMEOUT_S) and dropped
+            state["dropped"] = dropped
         await cleanup_step(_closing(conn), CLOSE_TIMEOUT_S)
+
+
+async def run_pk_part(fluss, conn, admin, path, spec, data: pa.Table, buckets: int, progress: bool) -> None:
+    """A primary-key table keyed by the data set's id: bulk upsert, per-row updates and deletes,
+    then the current state checked three ways (snapshot, lookups, changelog counts)."""
+    key, text = spec.id_column, spec.string_column
+    n_keys = min(PK_ROWS_MAX, data.num_rows)
+    base = data.slice(0, n_keys)
+    await admin.create_table(path, fluss.TableDescriptor(fluss.Schema(spec.schema, primary_keys=[key]),
+                                                         bucket_count=buckets))
+    table = await conn.get_table(path)
+    _say(f"  created primary-key table {path.database_name}.{path.table_name} (key {key}, {buckets} buckets)")
+
+    # 5. bulk upsert of Arrow batches: every row is a new key (+I)
+    writer = table.new_upsert().create_writer()
+    arrow = hasattr(writer, "upsert_arrow")  # pyfluss 1.0 upserts row by row only
+    label = "upsert_arrow" if arrow else "upsert(dict)"
+    with Progress(n_keys, label, enabled=None if progress else False) as bar:
+        t0 = time.perf_counter()
+        for rb in base.to_batches(max_chunksize=WRITE_BATCH_ROWS):
+            if arrow:
+                writer.upsert_arrow(pa.Table.from_batches([rb]))
+            else:
+                for row in rb.to_pylist():
+                    writer.upsert(row)
+            bar.update(rb.num_rows)
+            await asyncio.sleep(0)
+        await writer.flush()
+        seconds = time.perf_counter() - t0
+    _step(f"upsert ({'upsert_arrow' if arrow else 'dicts'})", n_keys, base.nbytes, seconds)
+
+    # 6. per-row updates (a changed text column: -U/+U) and deletes (-D) of other keys
+    n_upd = min(PK_ROW_OPS_MAX, max(1, n_keys // 10))
+    n_del = min(n_upd // 2, n_keys - n_upd)
+    updated = base.slice(0, n_upd)
+    col = updated.schema.get_field_index(text)
+    new_text = pa.compute.binary_join_element_wise("updated ", pa.compute.cast(updated.column(key), pa.string()), "")
+    updated = updated.set_column(col, spec.schema.field(text), new_text)
+    upserts = updated.to_pylist()
+    deletes = [{key: k} for k in base.column(key).slice(n_upd, n_del).to_pylist()]
+    ops = n_upd + n_del
+    with Progress(ops, "upsert/delete(dict)", enabled=None if progress else False) as bar:
+        t0 = time.perf_counter()
+        step = max(1000, ops // 50)
+        for lo in range(0, n_upd, step):
+            for row in upserts[lo:lo + step]:
+                writer.upsert(row)
+            bar.update(min(step, n_upd - lo))
+            await asyncio.sleep(0)
+        for lo in range(0, n_del, step):
+            for pk in deletes[lo:lo + step]:
+                writer.delete(pk)
+            bar.update(min(step, n_del - lo))
+            await asyncio.sleep(0)
+        await writer.flush()
+        seconds = time.perf_counter() - t0
+    _step("upsert/delete (dicts)", ops, updated.nbytes, seconds)
+    expected = pa.concat_tables([updated, base.slice(n_upd + n_del)])
+    want = ds.checksum(expected, key, text)
+
+    # 7. snapshot read of the current rows (a fluss_fast extra; pyfluss has no snapshot scan)
+    scan = table.new_scan()
+    if hasattr(scan, "create_snapshot_scanner"):
+        scanner = await scan.create_snapshot_scanner()
+        t0 = time.perf_counter()
+        back = await scanner.to_arrow()
+        seconds = time.perf_counter() - t0
+        _step("snapshot read (to_arrow)", back.num_rows, expected.nbytes, seconds)
+        _check("snapshot", ds.checksum(back, key, text), want)
+        got = back.select(expected.column_names).cast(expected.schema).sort_by(key)
+        if not got.equals(expected.sort_by(key)):
+            raise DemoFailed(f"snapshot of {path.table_name}: same keys and '{text}' but other columns differ")
+        del back, got
+    else:
+        _say("  snapshot read: skipped (this client has no snapshot scan)")
+
+    # 8. point lookups, LOOKUP_CONCURRENCY at a time: updated, deleted and untouched keys
+    keys = base.column(key).to_pylist()
+    # pyfluss 1.0 answers about ten concurrent lookups a second here: one round of them is enough
+    n_look = min(LOOKUPS_MAX if hasattr(scan, "create_snapshot_scanner") else LOOKUP_CONCURRENCY, n_keys)
+    probe = [keys[(i * 7919) % n_keys] for i in range(n_look)]  # a spread over all three kinds
+    rows_by_key = {r[key]: r for r in expected.take(pa.compute.index_in(
+        pa.array(sorted(set(probe)), pa.int64()), expected.column(key)).drop_null()).to_pylist()}
+    lookuper = table.new_lookup().create_lookuper()
+    queue = iter(probe)
+    wrong: List[str] = []
+
+    async def worker() -> None:
+        for k in queue:
+            row = await lookuper.lookup({key: k})
+            if row != rows_by_key.get(k) and len(wrong) < 3:
+                wrong.append(f"{key}={k}: got {row}, expected {rows_by_key.get(k)}")
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*[worker() for _ in range(LOOKUP_CONCURRENCY)])
+    seconds = time.perf_counter() - t0
+    _step(f"lookups ({LOOKUP_CONCURRENCY} concurrent)", n_look, expected.nbytes * n_look // max(1, n_keys), seconds)
+    if wrong:
+        raise DemoFailed(f"lookup in {path.table_name}: " + "; ".join(wrong))
+    found = sum(1 for k in probe if k in rows_by_key)
+    _say(f"  lookups: {found:,} found, {n_look - found:,} deleted keys absent, rows ok")
+
+    # 9. the changelog holds exactly what was written: +I per key, -U/+U per update, -D per delete
+    want_counts = {"insert": n_keys, "update_before": n_upd, "update_after": n_upd, "delete": n_del}
+    if hasattr(scan, "create_snapshot_scanner"):  # fluss_fast: the $changelog virtual table, as Arrow
+        log = await conn.get_table(fluss.TablePath(path.database_name, f"{path.table_name}$changelog"))
+        scanner = await log.new_scan().create_record_batch_log_scanner()
+        await scanner.subscribe_all("earliest")
+        t0 = time.perf_counter()
+        changes = await scanner.to_arrow()
+        seconds = time.perf_counter() - t0
+        _step("changelog read (to_arrow)", changes.num_rows, changes.nbytes, seconds)
+        counts = {r["values"]: r["counts"]
+                  for r in pa.compute.value_counts(changes.column("_change_type")).to_pylist()}
+    else:
+        t0 = time.perf_counter()
+        counts = await _count_changes(fluss, table, buckets, sum(want_counts.values()), path.table_name)
+        seconds = time.perf_counter() - t0
+        _step("changelog read (poll)", sum(counts.values()), 0, seconds)
+    counts = {k: counts.get(k, 0) for k in want_counts} if set(counts) <= set(want_counts) else counts
+    if counts != want_counts:
+        raise DemoFailed(f"changelog of {path.table_name}: got {counts}, expected {want_counts}")
+    _say(f"  changelog: +I {n_keys:,}  -U {n_upd:,}  +U {n_upd:,}  -D {n_del:,}, counts ok")
+
+
+_CHANGE_NAMES = {1: "insert", 2: "update_before", 3: "update_after", 4: "delete"}
+
+
+async def _count_changes(fluss, table, buckets: int, total: int, name: str) -> dict:
+    """Change records per type, read record by record (clients without the $changelog table)."""
+    scanner = await table.new_scan().create_log_scanner()
+    scanner.subscribe_buckets({b: fluss.EARLIEST_OFFSET for b in range(buckets)})
+    counts: dict = {}
+    seen = 0
+    idle_since = time.perf_counter()
+    while seen < total:
+        records = await scanner.poll(500)
+        if not records.count():
+            if time.perf_counter() - idle_since > 60:
+                raise DemoFailed(f"changelog of {name} stalled at {seen} of {total} records")
+            continue
+        idle_since = time.perf_counter()
+        for recs in records.values():
+            for r in recs:
+                kind = _CHANGE_NAMES.get(int(r.change_type), str(r.change_type))
+                counts[kind] = counts.get(kind, 0) + 1
+                seen += 1
+    return counts
 
 
 async def _closing(conn) -> None:
@@ -224,10 +388,11 @@ def main(argv: Optional[List[str]] = None) -> int:
                              progress=not opts.no_progress, data=data, state=state))
     except KeyboardInterrupt:
         done = []
+        tables = "tables" if "," in state.get("table", "") else "table"
         if state.get("dropped"):
-            done.append(f"table {state['table']} dropped")
+            done.append(f"{tables} {state['table']} dropped")
         elif state.get("table") and not opts.keep:
-            done.append(f"table {state['table']} may remain")
+            done.append(f"{tables} {state['table']} may remain")
         if server is not None:
             done.append("embedded server stopped")
         print("\nfluss-fast demo: interrupted" + (f" ({', '.join(done)})" if done else ""), file=sys.stderr)

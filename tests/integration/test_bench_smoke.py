@@ -71,8 +71,12 @@ def test_demo_10k_rows(tmp_path, cache_dir):
                           capture_output=True, text=True, timeout=110, env=_env(cache_dir), cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
-    assert out.count("checksum ok") == 3, out
+    assert out.count("checksum ok") == 4, out
     assert "read back: 11,000 rows, checksum ok" in out
+    # the primary-key part: 10,000 keys, 1,000 updated and 500 deleted per row, every key looked up
+    assert "snapshot: 9,500 rows, checksum ok" in out
+    assert "lookups: 9,500 found, 500 deleted keys absent, rows ok" in out
+    assert "changelog: +I 10,000  -U 1,000  +U 1,000  -D 500, counts ok" in out
     assert "all checks passed" in out
 
 

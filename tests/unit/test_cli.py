@@ -239,6 +239,21 @@ def test_ctrl_c_stops_the_demo_and_drops_its_table(fluss_server, tmp_path):
 
 
 @pytest.mark.timeout(180)
+def test_ctrl_c_in_the_primary_key_part_drops_both_tables(fluss_server, tmp_path):
+    bootstrap = fluss_server.bootstrap_servers
+    code, took, out, err = _interrupt_after(
+        ["demo", "--bootstrap-servers", bootstrap, "--rows", "200k", "--no-progress"],
+        "created primary-key table", "stdout", tmp_path)
+    assert code == 130, out + err
+    assert took < INTERRUPT_BOUND_S, took
+    log_table = out.split("created table ", 1)[1].split()[0]
+    pk_table = out.split("created primary-key table ", 1)[1].split()[0]
+    assert err.strip().splitlines() == [f"fluss-fast demo: interrupted (tables {log_table}, {pk_table} dropped)"], err
+    left = asyncio.run(_demo_tables(bootstrap))
+    assert log_table.split(".", 1)[1] not in left and pk_table.split(".", 1)[1] not in left
+
+
+@pytest.mark.timeout(180)
 def test_ctrl_c_stops_the_bench(fluss_server, tmp_path):
     code, took, out, err = _interrupt_after(
         ["bench", "--bootstrap-servers", fluss_server.bootstrap_servers, "--scenarios", "append", "--rows", "300k",
