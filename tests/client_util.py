@@ -2,11 +2,21 @@
 bucket (fetched with a hand-built FetchLog, so a write test does not depend on the scanner)."""
 from __future__ import annotations
 
+import socket
 import threading
 
 import fluss_fast as fluss
 from fluss_fast.rpc import fluss_api_pb2 as pb
 from fluss_fast.rpc.api import Api
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on (for an address that must refuse, or a server to come)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
 
 
 async def connect(bootstrap: str, props=None) -> fluss.FlussConnection:

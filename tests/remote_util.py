@@ -5,10 +5,10 @@ from __future__ import annotations
 import glob
 import json
 import os
-import socket
 import time
 
 import pytest
+from client_util import free_port
 
 BUCKET = "fluss-remote"
 ACCESS_KEY = "test-key"
@@ -31,14 +31,6 @@ def s3_args(endpoint: str) -> list:
             "-c", "s3.path-style-access=true"]
 
 
-def _free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 class MotoS3:
     """A moto S3 server in a thread of the test process, restartable on the same port (its data
     lives in the process, so a restart keeps the objects: an outage, not a wipe)."""
@@ -47,7 +39,7 @@ class MotoS3:
         from moto.server import ThreadedMotoServer
 
         self._cls = ThreadedMotoServer
-        self.port = _free_port()
+        self.port = free_port()
         self.endpoint = f"http://127.0.0.1:{self.port}"
         self.server = None
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import pyarrow as pa
 
@@ -153,6 +153,27 @@ async def _gather_all(coros) -> list:
         raise
 
 
+async def _on_leaders(rt: TableRoute, work: Dict[int, Any], task, stopwatch=None):
+    """One connection per leader of ``work`` (node -> its part), ``task(conn, part)`` on all at
+    once, the connections closed after. The stopwatch, if given, times the tasks only, not the
+    connecting. Returns (results, seconds, stopwatch, connections) — closed connections still
+    answer their byte counts."""
+    conns: Dict[int, RawConnection] = {}
+    sw = seconds = None
+    try:
+        for node in work:
+            conns[node] = await RawConnection.open(*rt.nodes[node])
+        if stopwatch is not None:
+            sw = stopwatch()
+        results = await _gather_all((task(conns[node], part) for node, part in work.items()))
+        if sw is not None:
+            seconds = sw.stop()
+    finally:
+        for c in conns.values():
+            c.close()
+    return results, seconds, sw, conns
+
+
 async def tablet_apis(bootstrap: str) -> Dict[int, Tuple[int, int]]:
     """The API keys (with version ranges) a tablet server of this cluster announces."""
     conn = await RawConnection.open(*_split(bootstrap))
@@ -186,25 +207,30 @@ def encode_requests(table: pa.Table, rt: TableRoute, buckets: List[int]) -> List
     return out
 
 
-async def _produce_to(conn: RawConnection, reqs: List[Tuple[int, bytes, int]], start: Dict[int, int]) -> int:
-    """Replays ``reqs`` with IN_FLIGHT outstanding; checks every base offset; returns rows acked."""
-    pending: Dict[int, Tuple[int, int]] = {}
-    next_offset = dict(start)
-    acked = 0
-    it = iter(reqs)
+async def _pipelined(conn: RawConnection, api: int, items, in_flight: int, body_at: int):
+    """Sends ``item[body_at]`` of every item with up to ``in_flight`` requests outstanding; yields
+    (item, response body) as the answers come in."""
+    pending: Dict[int, Any] = {}
+    it = iter(items)
     done = False
     while True:
-        while not done and len(pending) < IN_FLIGHT:
+        while not done and len(pending) < in_flight:
             item = next(it, None)
             if item is None:
                 done = True
                 break
-            bucket, body, count = item
-            pending[await conn.send(Api.PRODUCE_LOG, body)] = (bucket, count)
+            pending[await conn.send(api, item[body_at])] = item
         if not pending:
             break
         rid, body = await conn.receive()
-        bucket, count = pending.pop(rid)
+        yield pending.pop(rid), body
+
+
+async def _produce_to(conn: RawConnection, reqs: List[Tuple[int, bytes, int]], start: Dict[int, int]) -> int:
+    """Replays ``reqs`` with IN_FLIGHT outstanding; checks every base offset; returns rows acked."""
+    next_offset = dict(start)
+    acked = 0
+    async for (bucket, _, count), body in _pipelined(conn, Api.PRODUCE_LOG, reqs, IN_FLIGHT, 1):
         resp = pb.ProduceLogResponse.FromString(body)
         for b in resp.buckets_resp:
             if b.error_code:
@@ -245,17 +271,8 @@ async def cleanup_produce(env: Env, shared: dict) -> None:
 
 async def run_produce(client: Optional[Client], env: Env, shared: dict) -> Outcome:
     rt: TableRoute = shared["route"]
-    conns: Dict[int, RawConnection] = {}
-    try:
-        for node in shared["requests"]:
-            conns[node] = await RawConnection.open(*rt.nodes[node])
-        sw = env.stopwatch()
-        counts = await _gather_all((_produce_to(conns[node], reqs, shared["offsets"])
-                                     for node, reqs in shared["requests"].items()))
-        seconds = sw.stop()
-    finally:
-        for c in conns.values():
-            c.close()
+    counts, seconds, sw, conns = await _on_leaders(
+        rt, shared["requests"], lambda conn, reqs: _produce_to(conn, reqs, shared["offsets"]), env.stopwatch)
     rows = sum(counts)
     if rows != env.rows:
         raise Mismatch(f"ceiling produce: {rows} rows acknowledged, expected {env.rows}")
@@ -306,17 +323,9 @@ async def _fetch_from(conn: RawConnection, table_id: int, buckets: List[int]) ->
 
 async def run_fetch(client: Optional[Client], env: Env, name: str) -> Outcome:
     rt = await route(env.bootstrap, name)
-    conns: Dict[int, RawConnection] = {}
-    try:
-        for node in rt.buckets_by_leader():
-            conns[node] = await RawConnection.open(*rt.nodes[node])
-        sw = env.stopwatch()
-        res = await _gather_all((_fetch_from(conns[node], rt.table_id, buckets)
-                                 for node, buckets in rt.buckets_by_leader().items()))
-        seconds = sw.stop()
-    finally:
-        for c in conns.values():
-            c.close()
+    res, seconds, sw, conns = await _on_leaders(
+        rt, rt.buckets_by_leader(), lambda conn, buckets: _fetch_from(conn, rt.table_id, buckets),
+        env.stopwatch)
     rows = sum(r[0] for r in res)
     if rows != env.rows:
         raise Mismatch(f"ceiling fetch of {DATABASE}.{name}: {rows} records, expected {env.rows}")
@@ -379,21 +388,8 @@ def encode_put_kv(rows: List[dict], rt: TableRoute) -> Dict[int, List[Tuple[byte
 
 
 async def _put_kv_to(conn: RawConnection, reqs: List[Tuple[bytes, int]]) -> int:
-    pending: Dict[int, int] = {}
     acked = 0
-    it = iter(reqs)
-    done = False
-    while True:
-        while not done and len(pending) < IN_FLIGHT:
-            item = next(it, None)
-            if item is None:
-                done = True
-                break
-            pending[await conn.send(Api.PUT_KV, item[0])] = item[1]
-        if not pending:
-            break
-        rid, body = await conn.receive()
-        count = pending.pop(rid)
+    async for (_, count), body in _pipelined(conn, Api.PUT_KV, reqs, IN_FLIGHT, 0):
         for b in pb.PutKvResponse.FromString(body).buckets_resp:
             if b.error_code:
                 raise FlussError(f"{conn.where}: put to bucket {b.bucket_id} failed: "
@@ -419,16 +415,7 @@ async def prepare_put_kv(env: Env) -> dict:
 
 async def run_put_kv(client: Optional[Client], env: Env, shared: dict) -> Outcome:
     rt: TableRoute = shared["route"]
-    conns: Dict[int, RawConnection] = {}
-    try:
-        for node in shared["requests"]:
-            conns[node] = await RawConnection.open(*rt.nodes[node])
-        sw = env.stopwatch()
-        counts = await _gather_all((_put_kv_to(conns[node], reqs) for node, reqs in shared["requests"].items()))
-        seconds = sw.stop()
-    finally:
-        for c in conns.values():
-            c.close()
+    counts, seconds, sw, conns = await _on_leaders(rt, shared["requests"], _put_kv_to, env.stopwatch)
     rows = sum(counts)
     if rows != env.rows:
         raise Mismatch(f"ceiling put_kv: {rows} records acknowledged, expected {env.rows}")
@@ -443,12 +430,7 @@ async def prepare_lookup(env: Env, keys_per_request: int = 1) -> dict:
 
     shared = await prepare_put_kv(env)
     rt: TableRoute = shared["route"]
-    conns = {node: await RawConnection.open(*rt.nodes[node]) for node in shared["requests"]}
-    try:
-        await _gather_all((_put_kv_to(conns[node], reqs) for node, reqs in shared["requests"].items()))
-    finally:
-        for c in conns.values():
-            c.close()
+    await _on_leaders(rt, shared["requests"], _put_kv_to)
     _, pk_enc, bk_enc = _pk_route_codecs(rt)
     names = rt.descriptor.schema.names
     n = len(rt.leaders)
@@ -474,21 +456,8 @@ async def prepare_lookup_batch(env: Env) -> dict:
 
 
 async def _lookup_at(conn: RawConnection, bodies: List[Tuple[bytes, int]]) -> int:
-    pending = set()
     found = 0
-    it = iter(bodies)
-    done = False
-    while True:
-        while not done and len(pending) < LOOKUP_IN_FLIGHT:
-            item = next(it, None)
-            if item is None:
-                done = True
-                break
-            pending.add(await conn.send(Api.LOOKUP, item[0]))
-        if not pending:
-            break
-        rid, body = await conn.receive()
-        pending.discard(rid)
+    async for _, body in _pipelined(conn, Api.LOOKUP, bodies, LOOKUP_IN_FLIGHT, 0):
         for b in pb.LookupResponse.FromString(body).buckets_resp:
             if b.error_code:
                 raise FlussError(f"{conn.where}: lookup in bucket {b.bucket_id} failed: "
@@ -499,16 +468,7 @@ async def _lookup_at(conn: RawConnection, bodies: List[Tuple[bytes, int]]) -> in
 
 async def run_lookup(client: Optional[Client], env: Env, shared: dict) -> Outcome:
     rt: TableRoute = shared["route"]
-    conns: Dict[int, RawConnection] = {}
-    try:
-        for node in shared["lookups"]:
-            conns[node] = await RawConnection.open(*rt.nodes[node])
-        sw = env.stopwatch()
-        found = await _gather_all((_lookup_at(conns[node], bodies) for node, bodies in shared["lookups"].items()))
-        seconds = sw.stop()
-    finally:
-        for c in conns.values():
-            c.close()
+    found, seconds, sw, _ = await _on_leaders(rt, shared["lookups"], _lookup_at, env.stopwatch)
     asked = sum(k for bodies in shared["lookups"].values() for _, k in bodies)
     if sum(found) != asked:
         raise Mismatch(f"ceiling lookup: {sum(found)} of {asked} keys found")

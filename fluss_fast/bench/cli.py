@@ -406,6 +406,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     }
     print(format_meta(report["meta"]))
     print(format_table(summaries))
+    from .plot import plot
+
+    _write_outputs(opts, report, plot)
+    bad = [s for s in summaries if s["status"] in (FAILED, ERROR)]
+    return 1 if bad else 0
+
+
+def _write_outputs(opts, report, draw) -> None:
+    """The JSON report and the chart (drawn by ``draw(report, path)``), each where asked."""
     if opts.json:
         json_path = output_path(opts.json)
         os.makedirs(os.path.dirname(json_path), exist_ok=True)
@@ -413,14 +422,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             json.dump(report, f, indent=2)
         _log(f"results written to {json_path}")
     if opts.plot:
-        from .plot import plot
-
         plot_path = output_path(opts.plot)
         os.makedirs(os.path.dirname(plot_path), exist_ok=True)
-        plot(report, plot_path)
+        draw(report, plot_path)
         _log(f"chart written to {plot_path}")
-    bad = [s for s in summaries if s["status"] in (FAILED, ERROR)]
-    return 1 if bad else 0
 
 
 def output_path(name: str) -> str:
@@ -444,19 +449,9 @@ def _report_sweep(opts, argv, clients, repeat, sweep, started) -> int:
         print(format_table(step["results"]))
     print("\n" + format_sweep(sweep))
     report = {"meta": meta, "sweep": sweep}
-    if opts.json:
-        json_path = output_path(opts.json)
-        os.makedirs(os.path.dirname(json_path), exist_ok=True)
-        with open(json_path, "w") as f:
-            json.dump(report, f, indent=2)
-        _log(f"results written to {json_path}")
-    if opts.plot:
-        from .plot import plot_sweep
+    from .plot import plot_sweep
 
-        plot_path = output_path(opts.plot)
-        os.makedirs(os.path.dirname(plot_path), exist_ok=True)
-        plot_sweep(report, plot_path)
-        _log(f"chart written to {plot_path}")
+    _write_outputs(opts, report, plot_sweep)
     bad = [r for step in sweep for r in step["results"] if r["status"] in (FAILED, ERROR)]
     return 1 if bad else 0
 

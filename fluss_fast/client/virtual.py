@@ -28,7 +28,7 @@ from ..errors import FlussError
 from ..metadata import EARLIEST_OFFSET, TablePath
 from .runtime import on_runtime
 from .scan.records import Chunk, RowSource, ScanRecords
-from .scan.scanner import _BOUNDED_POLL_S, _MAX_BATCHES_PER_POLL, BATCH, LogScanner
+from .scan.scanner import _MAX_BATCHES_PER_POLL, BATCH, LogScanner
 
 CLIENT_ERROR = -2
 CHANGELOG = "$changelog"
@@ -310,21 +310,13 @@ class VirtualScanner(LogScanner):
 
     async def _read_virtual(self) -> pa.Table:
         stops, read = await self._start_bounded()
-        f = self._fetcher
         batches = []
         try:
             while True:
-                done = [tb for tb, stop in stops.items() if f._position(tb) >= stop]
-                if done:
-                    f.unassign(done)
-                    for tb in done:
-                        stops.pop(tb, None)
-                if not stops:
+                got = await self._next_bounded(stops, self._convert)
+                if not got:
                     break
-                chunks = await f.poll_chunks(_BOUNDED_POLL_S, max_chunks=_MAX_BATCHES_PER_POLL,
-                                             stops=stops)
-                conv = self._convert(chunks)
-                batches.extend(c.arrow() for cs in conv.values() for c in cs)
+                batches.extend(got)
         finally:
             self._end_bounded(read)
         return pa.Table.from_batches(batches, schema=self._schema_v)

@@ -123,6 +123,21 @@ cdef inline bint _null(Col *c, Py_ssize_t r) noexcept nogil:
     return c.kind == K_NULL or (c.valid != NULL and not c.valid[r])
 
 
+cdef int _put_key(Buf *buf, Col *cols, int *idx, Py_ssize_t n, Py_ssize_t r) except -1:
+    """Row r's key over the columns idx[0..n) into buf, replacing what it held; a null key
+    column raises KeyNullError."""
+    cdef Py_ssize_t i, bound = 0
+    for i in range(n):
+        if _null(&cols[idx[i]], r):
+            raise KeyNullError(idx[i], r)
+        bound += _bound(&cols[idx[i]], r)
+    buf.n = 0
+    _reserve(buf, bound)
+    for i in range(n):
+        buf.n += _field(buf.p + buf.n, &cols[idx[i]], r)
+    return 0
+
+
 cdef const uint8_t *_ptr(object arr, list keep) except? NULL:
     if arr is None:
         return NULL
@@ -182,25 +197,9 @@ def encode_kv_columns(specs, key_cols, bucket_cols, value_cols, Py_ssize_t nrows
         nbits = (nv + 7) >> 3 if nv > 0 else 0
         for r in range(nrows):
             # the key, into its scratch buffer
-            bound = 0
-            for i in range(nk):
-                if _null(&cols[kc[i]], r):
-                    raise KeyNullError(kc[i], r)
-                bound += _bound(&cols[kc[i]], r)
-            key.n = 0
-            _reserve(&key, bound)
-            for i in range(nk):
-                key.n += _field(key.p + key.n, &cols[kc[i]], r)
+            _put_key(&key, cols, kc, nk, r)
             if nbk:
-                bound = 0
-                for i in range(nbk):
-                    if _null(&cols[bc[i]], r):
-                        raise KeyNullError(bc[i], r)
-                    bound += _bound(&cols[bc[i]], r)
-                bkey.n = 0
-                _reserve(&bkey, bound)
-                for i in range(nbk):
-                    bkey.n += _field(bkey.p + bkey.n, &cols[bc[i]], r)
+                _put_key(&bkey, cols, bc, nbk, r)
                 bucket = ffm_bucket(bkey.p, bkey.n, num_buckets)
             else:
                 bucket = ffm_bucket(key.p, key.n, num_buckets)

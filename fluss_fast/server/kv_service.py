@@ -17,6 +17,7 @@ from ..errors import FlussError
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
 from ..rpc.errors import Errors
+from .bucket_reqs import bucket_reply, check_acks, set_error
 from .kvstore import KvManager, Merger, put_batch
 
 SCANNER_TTL_S = 600.0          # kv.scanner.ttl
@@ -108,11 +109,22 @@ class KvService:
         bkv = self.kv.cached(blog)
         return bkv if bkv is not None else await self.kv.bucket(entry, blog)
 
+    async def _each_bucket(self, ctx, req, resp):
+        """(table entry, partition id, bucket request, its reply entry, BucketKv) of every bucket
+        request of a read that resolves; the others get their error in their reply entry."""
+        entry = self.tablet._table(req.table_id)
+        for breq in req.buckets_req:
+            pid, out = bucket_reply(resp, breq)
+            try:
+                bkv = await self._bucket(ctx, entry, req.table_id, pid, breq.bucket_id)
+            except FlussError as e:
+                set_error(out, e)
+                continue
+            yield entry, pid, breq, out, bkv
+
     # -- PUT_KV ----------------------------------------------------------------------------------
     async def put_kv(self, ctx, version, req):
-        if req.acks not in (-1, 0, 1):
-            raise FlussError(f"Invalid required acks {req.acks} for table id {req.table_id}: must be -1, 0 or 1",
-                             Errors.INVALID_REQUIRED_ACKS)
+        check_acks(req)
         entry = self.tablet._table(req.table_id)
         resp = pb.PutKvResponse()
         merger = merger_error = None
@@ -123,43 +135,27 @@ class KvService:
             except FlussError as e:
                 merger_error = e
         for breq in req.buckets_req:
-            pid = breq.partition_id if breq.HasField("partition_id") else None
-            out = resp.buckets_resp.add(bucket_id=breq.bucket_id)
-            if pid is not None:
-                out.partition_id = pid
+            pid, out = bucket_reply(resp, breq)
             try:
                 bkv = await self._bucket(ctx, entry, req.table_id, pid, breq.bucket_id)
                 if merger_error is not None:
                     raise merger_error
                 out.log_end_offset = await put_batch(self.kv.table(entry), merger, bkv, breq.records)
             except FlussError as e:
-                out.error_code = e.error_code
-                out.error_message = e.message
+                set_error(out, e)
         return resp
 
     # -- LOOKUP / PREFIX_LOOKUP ------------------------------------------------------------------
     async def lookup(self, ctx, version, req):
-        entry = self.tablet._table(req.table_id)
         resp = pb.LookupResponse()
-        for breq in req.buckets_req:
-            pid = breq.partition_id if breq.HasField("partition_id") else None
-            out = resp.buckets_resp.add(bucket_id=breq.bucket_id)
-            if pid is not None:
-                out.partition_id = pid
-            try:
-                bkv = await self._bucket(ctx, entry, req.table_id, pid, breq.bucket_id)
-            except FlussError as e:
-                out.error_code = e.error_code
-                out.error_message = e.message
-                continue
+        async for entry, pid, breq, out, bkv in self._each_bucket(ctx, req, resp):
             keys = list(breq.keys)
             values = bkv.multi_get(keys)
             if req.insert_if_not_exists and any(v is None for v in values):
                 try:
                     values = await self._insert_missing(entry, bkv, pid, keys, values)
                 except FlussError as e:
-                    out.error_code = e.error_code
-                    out.error_message = e.message
+                    set_error(out, e)
                     continue
             for value in values:
                 v = out.values.add()
@@ -201,19 +197,8 @@ class KvService:
         return bkv.multi_get(keys)
 
     async def prefix_lookup(self, ctx, version, req):
-        entry = self.tablet._table(req.table_id)
         resp = pb.PrefixLookupResponse()
-        for breq in req.buckets_req:
-            pid = breq.partition_id if breq.HasField("partition_id") else None
-            out = resp.buckets_resp.add(bucket_id=breq.bucket_id)
-            if pid is not None:
-                out.partition_id = pid
-            try:
-                bkv = await self._bucket(ctx, entry, req.table_id, pid, breq.bucket_id)
-            except FlussError as e:
-                out.error_code = e.error_code
-                out.error_message = e.message
-                continue
+        async for _, _, breq, out, bkv in self._each_bucket(ctx, req, resp):
             for prefix in breq.keys:
                 out.value_lists.add().values.extend(bkv.prefix(bytes(prefix)))
         return resp

@@ -25,7 +25,9 @@ from ..errors import FlussError
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
 from ..rpc.errors import Errors
+from ..rpc.records_request import varint as _varint
 from . import logstore
+from .bucket_reqs import bucket_reply, check_acks, set_error
 from .logstore import LogManager, now_ms, read_segment
 from .remote import RemoteLogManager
 from .settings import Settings
@@ -34,19 +36,6 @@ log = logging.getLogger("fluss_fast.server.tablet")
 
 _DEFAULT_MAX_WAIT_MS = 100  # Java's wait when a fetch gives min_bytes but no max_wait_ms
 _SMALL_CHUNK = 16 * 1024    # record data below this is copied into the framing buffer
-
-
-def _varint(n: int) -> bytes:
-    if n < 0:
-        n &= (1 << 64) - 1
-    if n < 0x80:
-        return bytes((n,))
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 class _Bucket:
@@ -331,16 +320,11 @@ class TabletService:
 
     # -- PRODUCE_LOG -----------------------------------------------------------------------------
     async def produce_log(self, ctx, version, req):
-        if req.acks not in (-1, 0, 1):
-            raise FlussError(f"Invalid required acks {req.acks} for table id {req.table_id}: "
-                             f"must be -1, 0 or 1", Errors.INVALID_REQUIRED_ACKS)
+        check_acks(req)
         entry = self._table(req.table_id)
         resp = pb.ProduceLogResponse()
         for breq in req.buckets_req:
-            pid = breq.partition_id if breq.HasField("partition_id") else None
-            out = resp.buckets_resp.add(bucket_id=breq.bucket_id)
-            if pid is not None:
-                out.partition_id = pid
+            pid, out = bucket_reply(resp, breq)
             blog, err = self._resolve(ctx, entry, req.table_id, pid, breq.bucket_id)
             if err is not None:
                 out.error_code, out.error_message = err
@@ -361,8 +345,7 @@ class TabletService:
             try:
                 result = await blog.append(records, info)
             except FlussError as e:
-                out.error_code = e.error_code
-                out.error_message = e.message
+                set_error(out, e)
                 continue
             out.base_offset = result.base_offset
         return resp

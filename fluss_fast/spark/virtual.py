@@ -22,9 +22,6 @@ from .ranges import BucketRange
 
 # the change types a primary-key table's stream keeps: the rows' new values (an upsert stream)
 _UPSERT_KINDS = pa.array(["insert", "update_after"])
-# a wait for the next batch of a range that Spark planned (its offsets exist on the server)
-_POLL_S = 1.0
-_MAX_CHUNKS = 100
 
 
 def schema_info(base: T.SchemaInfo, kind: str) -> T.SchemaInfo:
@@ -60,19 +57,7 @@ class View:
 
 async def _next(scanner, stops) -> List[pa.RecordBatch]:
     """The next converted batches of a bounded virtual read; [] once every bucket is done."""
-    f = scanner._fetcher
-    while True:
-        done = [tb for tb, stop in stops.items() if f._position(tb) >= stop]
-        if done:
-            f.unassign(done)
-            for tb in done:
-                stops.pop(tb, None)
-        if not stops:
-            return []
-        chunks = await f.poll_chunks(_POLL_S, max_chunks=_MAX_CHUNKS, stops=stops)
-        out = [c.arrow() for cs in scanner._convert(chunks).values() for c in cs]
-        if out:
-            return out
+    return await scanner._next_bounded(stops, scanner._convert)
 
 
 def read_changes(opts: SourceOptions, r: BucketRange, kind: str) -> Iterator[pa.RecordBatch]:

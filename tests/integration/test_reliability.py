@@ -125,16 +125,22 @@ async def test_timed_out_connection_is_replaced(fluss_server, unique_name):
         proxy.close()
 
 
+async def _one_row_written(start_server, unique_name):
+    """A server, a connection with a 1 s request timeout, and a writer whose first row is acked."""
+    srv = start_server(sasl=False)
+    conn = await connect(srv.bootstrap_servers, {"request-timeout": "1000"})
+    _, t = await make_table(conn, unique_name(), bucket_count=1)
+    w = t.new_append().create_writer()
+    w.append({"a": 0, "b": 0})
+    await w.flush()
+    return srv, conn, w
+
+
 # -- 6: every wait bounded by the configuration, and its message true --------------------------------
 async def test_flush_against_a_frozen_server_is_bounded_and_truthful(start_server, unique_name):
     import re
     import signal
-    srv = start_server(sasl=False)
-    conn = await connect(srv.bootstrap_servers, {"request-timeout": "1000"})
-    path, t = await make_table(conn, unique_name(), bucket_count=1)
-    w = t.new_append().create_writer()
-    w.append({"a": 0, "b": 0})
-    await w.flush()
+    srv, conn, w = await _one_row_written(start_server, unique_name)
     srv.proc.send_signal(signal.SIGSTOP)
     try:
         w.append({"a": 1, "b": 1})
@@ -154,12 +160,7 @@ async def test_flush_against_a_frozen_server_is_bounded_and_truthful(start_serve
 
 # -- 7: close() reports what it could not deliver ---------------------------------------------------
 async def test_connection_close_raises_with_the_undelivered_count(start_server, unique_name):
-    srv = start_server(sasl=False)
-    conn = await connect(srv.bootstrap_servers, {"request-timeout": "1000"})
-    path, t = await make_table(conn, unique_name(), bucket_count=1)
-    w = t.new_append().create_writer()
-    w.append({"a": 0, "b": 0})
-    await w.flush()
+    srv, conn, w = await _one_row_written(start_server, unique_name)
     srv.kill()
     for i in range(7):
         w.append({"a": i, "b": i})

@@ -1,10 +1,10 @@
 """Clear errors: each names the option, table or column at fault."""
 from __future__ import annotations
 
-import socket
 
 import pyarrow as pa
 import pytest
+from client_util import free_port
 from conftest import append_arrow, create_table
 
 
@@ -14,14 +14,6 @@ def _fails(fn, *needles):
     text = str(info.value)
     for needle in needles:
         assert needle in text, f"{needle!r} not in the error: {text[:2000]}"
-
-
-def _free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def test_bad_options(spark, conn, database, bootstrap, unique_name):
@@ -80,7 +72,7 @@ def test_overwrite_refused(spark, conn, database, bootstrap, unique_name):
 
 
 def test_server_down(spark, database):
-    addr = f"127.0.0.1:{_free_port()}"
+    addr = f"127.0.0.1:{free_port()}"
     read = (spark.read.format("fluss").option("bootstrap.servers", addr).option("connect-timeout", "2000")
             .option("request-timeout", "2000"))
     _fails(lambda: read.load(f"{database}.anything").schema, "bootstrap.servers", addr)

@@ -200,8 +200,10 @@ class LogScanner:
             f.unassign(read)
         f.set_stops(None)
 
-    async def _next_bounded(self, stops: Dict[TableBucket, int]):
-        """The next batches of a bounded read (empty list once every bucket reached its stop)."""
+    async def _next_bounded(self, stops: Dict[TableBucket, int], convert=None):
+        """The next batches of a bounded read (empty list once every bucket reached its stop).
+        ``convert`` maps the polled chunks by bucket first (the virtual tables' columns); the
+        buckets that reached their stop are unassigned and leave ``stops``."""
         f = self._fetcher
         while True:
             done = [tb for tb, stop in stops.items() if f._position(tb) >= stop]
@@ -213,6 +215,8 @@ class LogScanner:
                 return []
             chunks = await f.poll_chunks(_BOUNDED_POLL_S, max_chunks=_MAX_BATCHES_PER_POLL,
                                          stops=stops)
+            if convert is not None:
+                chunks = convert(chunks)
             out = [c.arrow() for cs in chunks.values() for c in cs]
             if out:
                 return out

@@ -12,7 +12,8 @@ import struct
 
 from ...codec.crc32c import crc32c
 from ...codec.kvbatch import KV_HEADER_SIZE, KV_MAGIC
-from .sender import _varint
+from ...rpc.records_request import PUT_KV_BUCKETS_TAG, encode_records_request
+from ...rpc.records_request import varint as _varint
 
 _HEAD = struct.Struct("<ibI")      # length, magic, crc
 _TAIL = struct.Struct("<hbqii")    # schema id, attributes, writer id, batch sequence, count
@@ -76,46 +77,8 @@ class KvRecordBuilder:
         return out
 
 
-_COALESCE_BELOW = 64 * 1024
-
-
 def encode_put_kv_request(acks: int, table_id: int, timeout_ms: int, target_columns, buckets) -> list:
-    """Serialized ``PutKvRequest`` as bytes-like chunks, batches not copied (see
-    ``sender.encode_produce_log_request``). Fields: acks=1, table_id=2, timeout_ms=3,
-    target_columns=4 (packed), buckets_req=5 {partition_id=1, bucket_id=2, records=3}."""
-    out = []
-    cur = bytearray(b"\x08")
-    cur += _varint(acks)
-    cur += b"\x10"
-    cur += _varint(table_id)
-    cur += b"\x18"
-    cur += _varint(timeout_ms)
-    if target_columns:
-        packed = b"".join(_varint(c) for c in target_columns)
-        cur += b"\x22"
-        cur += _varint(len(packed))
-        cur += packed
-    for partition_id, bucket_id, records in buckets:
-        views = [c if isinstance(c, (bytes, bytearray)) else memoryview(c).cast("B") for c in records]
-        rec_len = sum(len(v) for v in views)
-        sub = bytearray()
-        if partition_id is not None:
-            sub += b"\x08"
-            sub += _varint(partition_id)
-        sub += b"\x10"
-        sub += _varint(bucket_id)
-        sub += b"\x1a"
-        sub += _varint(rec_len)
-        cur += b"\x2a"
-        cur += _varint(len(sub) + rec_len)
-        cur += sub
-        for v in views:
-            if len(v) < _COALESCE_BELOW:
-                cur += v
-            else:
-                out.append(bytes(cur))
-                out.append(v)
-                cur = bytearray()
-    if cur:
-        out.append(bytes(cur))
-    return out
+    """Serialized ``PutKvRequest`` as bytes-like chunks, batches not copied
+    (``rpc.records_request``)."""
+    return encode_records_request(acks, table_id, timeout_ms, buckets, PUT_KV_BUCKETS_TAG,
+                                  target_columns)

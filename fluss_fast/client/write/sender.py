@@ -32,6 +32,7 @@ from ...rpc import errors as codes
 from ...rpc.errors import Errors
 from ...rpc import fluss_api_pb2 as pb
 from ...rpc.api import Api
+from ...rpc.records_request import PRODUCE_LOG_BUCKETS_TAG, encode_records_request
 from ..workers import OrderedGate, codec_workers
 
 log = logging.getLogger(__name__)
@@ -57,62 +58,10 @@ _INLINE_ENCODE_BYTES = 64 * 1024
 # serializes to, fields in number order): the protobuf message would copy every batch into itself
 # and again into the serialized string. Field numbers: ProduceLogRequest acks=1, table_id=2,
 # timeout_ms=3, buckets_req=4; PbProduceLogReqForBucket partition_id=1, bucket_id=2, records=3.
-_COALESCE_BELOW = 64 * 1024  # smaller payloads are joined to their framing: fewer socket writes
-
-
-def _varint(value: int) -> bytes:
-    if value < 0:
-        value += 1 << 64  # negative int32/int64 are sign-extended to ten bytes
-    if value < 0x80:
-        return bytes((value,))
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def encode_produce_log_request(acks: int, table_id: int, timeout_ms: int, buckets) -> list:
-    """Serialized ``ProduceLogRequest`` as a list of bytes-like chunks (to be written in order).
-
-    ``buckets`` is ``[(partition_id | None, bucket_id, [records_chunk, ...]), ...]``; the records
-    of one bucket are the concatenation of its chunks (batch header, payload). Large chunks are
-    passed through as they are, not copied.
-    """
-    out = []
-    cur = bytearray(b"\x08")
-    cur += _varint(acks)
-    cur += b"\x10"
-    cur += _varint(table_id)
-    cur += b"\x18"
-    cur += _varint(timeout_ms)
-    for partition_id, bucket_id, records in buckets:
-        views = [c if isinstance(c, (bytes, bytearray)) else memoryview(c).cast("B") for c in records]
-        rec_len = 0
-        for v in views:
-            rec_len += len(v)
-        sub = bytearray()
-        if partition_id is not None:
-            sub += b"\x08"
-            sub += _varint(partition_id)
-        sub += b"\x10"
-        sub += _varint(bucket_id)
-        sub += b"\x1a"
-        sub += _varint(rec_len)
-        cur += b"\x22"
-        cur += _varint(len(sub) + rec_len)
-        cur += sub
-        for v in views:
-            if len(v) < _COALESCE_BELOW:
-                cur += v
-            else:
-                out.append(bytes(cur))
-                out.append(v)
-                cur = bytearray()
-    if cur:
-        out.append(bytes(cur))
-    return out
+    """Serialized ``ProduceLogRequest`` as a list of bytes-like chunks (to be written in order);
+    ``buckets`` as ``rpc.records_request.encode_records_request`` takes them."""
+    return encode_records_request(acks, table_id, timeout_ms, buckets, PRODUCE_LOG_BUCKETS_TAG)
 
 
 class Sender:

@@ -10,9 +10,7 @@ The bulk Arrow methods (``upsert_arrow`` ...) build the records column by column
 """
 from __future__ import annotations
 
-import asyncio
 import re
-import threading
 from typing import List, Optional
 
 import pyarrow as pa
@@ -23,13 +21,11 @@ from ...codec.keys import KeyEncoder, key_columns
 from ...codec.rows import CompactedRowEncoder, IndexedRowEncoder
 from ...errors import FlussError
 from ..runtime import on_runtime
-from .accumulator import RecordAccumulator
 from .assigners import make_no_key_assigner
 from .batch import KIND_KV, WriteResultHandle
-from .idempotence import MAX_INFLIGHT_FOR_IDEMPOTENCE, IdempotenceManager
 from .kvrecords import KvRecordBuilder, kv_record
-from .sender import Sender
-from .writer import PARTITION_NOT_EXISTS, _done_future, parse_acks, partition_value_text
+from .pipeline import BufferedWriter, delivery_settings
+from .writer import _done_future, partition_value_text
 
 CLIENT_ERROR = -2
 _MISSING = object()
@@ -194,7 +190,7 @@ class KvLayout:
         return murmur.bucket_for_key(bkey, self.num_buckets)
 
 
-class UpsertWriter:
+class UpsertWriter(BufferedWriter):
     """Upserts and deletes rows of a primary-key table; optionally a partial update."""
 
     def __init__(self, table, target_columns: Optional[List[int]] = None):
@@ -220,95 +216,20 @@ class UpsertWriter:
         self._row_shaper = RowShaper(schema, range(n) if target_columns is None else target_columns,
                                      sparse=True)
         self._pk_shaper = RowShaper(schema, lay.pk_pos, sparse=True)
-        acks = parse_acks(cfg.writer_acks)
-        retries = cfg.writer_retries
-        max_inflight = cfg.writer_max_inflight_requests_per_bucket
-        idem = bool(cfg.writer_enable_idempotence)
-        if idem:
-            if acks != -1:
-                raise FlussError(f"Idempotent writes require acks='all' (-1), but got acks="
-                                 f"'{cfg.writer_acks}'; set writer.enable-idempotence=false to use it")
-            if retries <= 0:
-                raise FlussError(f"Idempotent writes require retries > 0, but got retries={retries}")
-            if max_inflight > MAX_INFLIGHT_FOR_IDEMPOTENCE:
-                raise FlussError(f"Idempotent writes require max-inflight-requests-per-bucket <= "
-                                 f"{MAX_INFLIGHT_FOR_IDEMPOTENCE}, but got {max_inflight}")
-        if max_inflight < 1:
-            raise FlussError(f"writer.max-inflight-requests-per-bucket must be >= 1, got {max_inflight}")
-        self._pids = {}
-        self._pnames = {}
-        self._closed = False
-        self._err_lock = threading.Lock()
-        self._first_error: Optional[FlussError] = None
-        self._idem = IdempotenceManager(idem)
-        self._acc = RecordAccumulator(
-            table_name=self._table_name,
-            memory_size=cfg.writer_buffer_memory_size,
-            wait_timeout_ms=cfg.writer_buffer_wait_timeout_ms,
-            batch_size=cfg.writer_batch_size,
-            dynamic=cfg.writer_dynamic_batch_size_enabled,
-            dynamic_min=cfg.writer_dynamic_batch_size_min,
-            linger_ms=cfg.writer_batch_timeout_ms,
-            assigner=make_no_key_assigner("sticky"),  # never asked: every record has its bucket
-            new_builder=KvRecordBuilder,
-            wake=self._wake,
-            runtime_thread=lambda: self._runtime._thread_id,
-            runtime=self._runtime,
-            kind=KIND_KV,
-        )
-        self._sender = Sender(
-            ctx=ctx, meta=meta, accumulator=self._acc, idempotence=self._idem, encode=self._encode,
-            table_name=self._table_name, acks=acks, retries=retries, max_inflight=max_inflight,
-            request_max_size=cfg.writer_request_max_size,
-            request_timeout_ms=ctx.request_timeout_ms if hasattr(ctx, "request_timeout_ms") else 30000,
-            on_failure=self._record_error, partition_name=self._pnames.get,
-            kv_target_columns=list(target_columns or []))
-        self._sender.start(self._runtime)
+        acks, retries, max_inflight, idem = delivery_settings(cfg)
+        self._start_sending(cfg, acks, retries, max_inflight, idem, batch_size=cfg.writer_batch_size,
+                            assigner=make_no_key_assigner("sticky"),  # never asked: every record has its bucket
+                            new_builder=KvRecordBuilder, kind=KIND_KV,
+                            kv_target_columns=list(target_columns or []))
         tracked = getattr(ctx, "writers", None)
         if tracked is not None:
             tracked.add(self)  # the connection's close() drains it
         self._bulk = None
 
-    def _wake(self):
-        self._sender.wake()
-
     def __repr__(self) -> str:
         return "UpsertWriter()"
 
-    # -- errors ---------------------------------------------------------------------------------
-    def _record_error(self, error: FlussError) -> None:
-        with self._err_lock:
-            if self._first_error is None:
-                self._first_error = error
-
-    def _take_error(self) -> Optional[FlussError]:
-        with self._err_lock:
-            e, self._first_error = self._first_error, None
-            return e
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise FlussError(f"table '{self._table_name}': the writer is closed")
-        if self._ctx.closed:
-            raise FlussError(f"table '{self._table_name}': the FlussConnection has been closed")
-
-    # -- partitions -----------------------------------------------------------------------------
-    def _partition_id(self, name: str) -> int:
-        pid = self._pids.get(name)
-        if pid is not None:
-            return pid
-        md = self._ctx.metadata
-        try:
-            pid, _ = self._runtime.call(md.partition_by_name(self._meta.path, name))
-        except FlussError as e:
-            if e.error_code == PARTITION_NOT_EXISTS:
-                raise FlussError(f"table '{self._table_name}': partition '{name}' does not exist; "
-                                 f"create it first (admin.create_partition)", PARTITION_NOT_EXISTS) from None
-            raise
-        self._pids[name] = pid
-        self._pnames[pid] = name
-        return pid
-
+    # -- placing -------------------------------------------------------------------------------
     def _place(self, values, key: bytes):
         lay = self._layout
         pid = None
@@ -402,46 +323,10 @@ class UpsertWriter:
         b.record_count = count
         b.chunks = None
 
-    # -- flush / close --------------------------------------------------------------------------
-    @on_runtime
-    async def flush(self) -> None:
-        """Wait until every upsert and delete made before this call is acknowledged; raise the
-        first error of any batch that failed since the previous flush."""
-        batches = self._acc.begin_flush()
-        self._sender.wake()
-        try:
-            if batches:
-                await asyncio.gather(*[asyncio.wrap_future(b.future) for b in batches],
-                                     return_exceptions=True)
-        finally:
-            self._acc.end_flush()
-        err = self._take_error()
-        if err is not None:
-            raise err
-
+    # -- close --------------------------------------------------------------------------------
     @on_runtime
     async def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        self._acc.set_closing()
-        try:
-            await UpsertWriter.flush.__runtime_impl__(self)
-        finally:
-            await self._sender.stop()
-
-    async def __aenter__(self) -> "UpsertWriter":
-        return self
-
-    async def __aexit__(self, exc_type=None, exc_value=None, traceback=None) -> bool:
-        if exc_type is None:
-            await self.flush()
-        else:
-            try:
-                await self.flush()
-            except FlussError:
-                pass
-        return False
+        await self._close(report_lost=False)
 
 
 def done_handle(runtime) -> WriteResultHandle:

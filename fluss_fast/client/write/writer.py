@@ -8,10 +8,7 @@ calling thread, so calling them from inside an event loop cannot deadlock the cl
 """
 from __future__ import annotations
 
-import asyncio
 import datetime as _dt
-import threading
-from typing import Optional
 
 import numpy as np
 import pyarrow as pa
@@ -24,15 +21,10 @@ from ...codec import murmur
 from ...codec.keys import RowKeyEncoder
 from ...errors import FlussError
 from ..runtime import on_runtime
-from .accumulator import RecordAccumulator
 from .assigners import bucket_of_key, buckets_of_keys, make_no_key_assigner
 from .batch import WriteResultHandle
 from .by_name import by_name
-from .idempotence import MAX_INFLIGHT_FOR_IDEMPOTENCE, IdempotenceManager
-from .sender import Sender
-
-PARTITION_NOT_EXISTS = 36
-_ACKS = {"all": -1, "-1": -1, "0": 0, "1": 1}
+from .pipeline import BufferedWriter, delivery_settings
 
 
 def _done_future():
@@ -40,13 +32,6 @@ def _done_future():
     f = concurrent.futures.Future()
     f.set_result(-1)
     return f
-
-
-def parse_acks(value: str) -> int:
-    acks = _ACKS.get(str(value).strip().lower())
-    if acks is None:
-        raise FlussError(f"Invalid value '{value}' for 'writer.acks': expected 'all', '-1', '0' or '1'")
-    return acks
 
 
 # -- partition names (values joined by '$', each value spelled as the Java/Rust clients do) ------
@@ -120,7 +105,7 @@ def partition_value_text(value, dtype: T.DataType) -> str:
     raise TypeError(f"{dtype} cannot be a partition key")
 
 
-class AppendWriter:
+class AppendWriter(BufferedWriter):
     """Writes rows, Arrow data and pandas frames to a log table."""
 
     def __init__(self, table):
@@ -137,21 +122,7 @@ class AppendWriter:
         self._ncols = len(schema.columns)
         self._arrow_schema = schema.to_arrow()
         self._num_buckets = meta.num_buckets
-        acks = parse_acks(cfg.writer_acks)
-        retries = cfg.writer_retries
-        max_inflight = cfg.writer_max_inflight_requests_per_bucket
-        idem = bool(cfg.writer_enable_idempotence)
-        if idem:
-            if acks != -1:
-                raise FlussError(f"Idempotent writes require acks='all' (-1), but got acks="
-                                 f"'{cfg.writer_acks}'; set writer.enable-idempotence=false to use it")
-            if retries <= 0:
-                raise FlussError(f"Idempotent writes require retries > 0, but got retries={retries}")
-            if max_inflight > MAX_INFLIGHT_FOR_IDEMPOTENCE:
-                raise FlussError(f"Idempotent writes require max-inflight-requests-per-bucket <= "
-                                 f"{MAX_INFLIGHT_FOR_IDEMPOTENCE}, but got {max_inflight}")
-        if max_inflight < 1:
-            raise FlussError(f"writer.max-inflight-requests-per-bucket must be >= 1, got {max_inflight}")
+        acks, retries, max_inflight, idem = delivery_settings(cfg)
         batch_size = cfg.writer_batch_size
         if batch_size <= 0:
             raise FlussError(f"writer.batch-size must be > 0, got {batch_size}")
@@ -169,8 +140,6 @@ class AppendWriter:
         self._partition_keys = list(desc.partition_keys)
         self._part_pos = [schema.index_of(k) for k in self._partition_keys]
         self._part_types = [schema.columns[i].type for i in self._part_pos]
-        self._pids = {}    # partition name -> id
-        self._pnames = {}  # partition id -> name
         self._pid_cache = {}  # ((type, value), ...) of the partition columns -> partition id
         # bucket key (log tables hash only on a declared bucket key)
         bucket_keys = list(desc.bucket_keys)
@@ -180,82 +149,18 @@ class AppendWriter:
             self._key_encoder = None
         # no partition and no bucket key: append() can skip straight to the accumulator
         self._plain = not self._part_pos and self._key_encoder is None
-        self._closed = False
-        self._err_lock = threading.Lock()
-        self._first_error: Optional[FlussError] = None
-        self._lost_batches = self._lost_records = 0  # failed since the last flush reported
-        self._lost = (0, 0)
-        self._idem = IdempotenceManager(idem)
         table_name = self._table_name
-        self._acc = RecordAccumulator(
-            table_name=table_name,
-            memory_size=cfg.writer_buffer_memory_size,
-            wait_timeout_ms=cfg.writer_buffer_wait_timeout_ms,
-            batch_size=batch_size,
-            dynamic=cfg.writer_dynamic_batch_size_enabled,
-            dynamic_min=cfg.writer_dynamic_batch_size_min,
-            linger_ms=cfg.writer_batch_timeout_ms,
-            assigner=make_no_key_assigner(cfg.writer_bucket_no_key_assigner),
-            new_builder=lambda: RowBatchBuilder(schema, table_name),
-            wake=self._wake,
-            runtime_thread=lambda: self._runtime._thread_id,
-            runtime=self._runtime,
-        )
-        self._sender = Sender(
-            ctx=ctx, meta=meta, accumulator=self._acc, idempotence=self._idem, encode=self._encode,
-            table_name=table_name, acks=acks, retries=retries, max_inflight=max_inflight,
-            request_max_size=cfg.writer_request_max_size,
-            request_timeout_ms=ctx.request_timeout_ms if hasattr(ctx, "request_timeout_ms") else 30000,
-            on_failure=self._record_error, partition_name=self._pnames.get)
-        self._sender.start(self._runtime)
+        self._start_sending(cfg, acks, retries, max_inflight, idem, batch_size=batch_size,
+                            assigner=make_no_key_assigner(cfg.writer_bucket_no_key_assigner),
+                            new_builder=lambda: RowBatchBuilder(schema, table_name))
         self._slot_append = self._acc.slot.append  # per-row fast path (codec/appendslot.py)
         self._slot_appends = {}  # (partition id, bucket) -> that slot's append, for placed rows
         self._bucket_for_key = murmur.bucket_for_key
 
-    def _wake(self):
-        self._sender.wake()
-
     def __repr__(self) -> str:
         return "AppendWriter()"
 
-    # -- errors ---------------------------------------------------------------------------------
-    def _record_error(self, error: FlussError, records: int = 0) -> None:
-        with self._err_lock:
-            if self._first_error is None:
-                self._first_error = error
-            self._lost_batches += 1
-            self._lost_records += records
-
-    def _take_error(self) -> Optional[FlussError]:
-        with self._err_lock:
-            e, self._first_error = self._first_error, None
-            self._lost = (self._lost_records, self._lost_batches)
-            self._lost_batches = self._lost_records = 0
-            return e
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise FlussError(f"table '{self._table_name}': the writer is closed")
-        if self._ctx.closed:
-            raise FlussError(f"table '{self._table_name}': the FlussConnection has been closed")
-
     # -- partitions -----------------------------------------------------------------------------
-    def _partition_id(self, name: str) -> int:
-        pid = self._pids.get(name)
-        if pid is not None:
-            return pid
-        md = self._ctx.metadata
-        try:
-            pid, _ = self._runtime.call(md.partition_by_name(self._meta.path, name))
-        except FlussError as e:
-            if e.error_code == PARTITION_NOT_EXISTS:
-                raise FlussError(f"table '{self._table_name}': partition '{name}' does not exist; "
-                                 f"create it first (admin.create_partition)", PARTITION_NOT_EXISTS) from None
-            raise
-        self._pids[name] = pid
-        self._pnames[pid] = name
-        return pid
-
     def _partition_name_of_values(self, values) -> str:
         parts = []
         for key, dtype, v in zip(self._partition_keys, self._part_types, values):
@@ -497,49 +402,8 @@ class AppendWriter:
         b.record_count = rb.num_rows
         b.chunks = None
 
-    # -- flush / close --------------------------------------------------------------------------
-    @on_runtime
-    async def flush(self) -> None:
-        """Wait until everything appended before this call is acknowledged; raise the first
-        error of any batch that failed since the previous flush."""
-        batches = self._acc.begin_flush()
-        self._sender.wake()
-        try:
-            if batches:
-                await asyncio.gather(*[asyncio.wrap_future(b.future) for b in batches],
-                                     return_exceptions=True)
-        finally:
-            self._acc.end_flush()
-        err = self._take_error()
-        if err is not None:
-            raise err
-
+    # -- close --------------------------------------------------------------------------------
     @on_runtime
     async def close(self) -> None:
         """Flush, then refuse further writes (also done by the connection's close)."""
-        if self._closed:
-            return
-        self._closed = True
-        self._acc.set_closing()
-        try:
-            await AppendWriter.flush.__runtime_impl__(self)
-        except FlussError as e:
-            # say what is lost, not only why: the caller may have dropped the handles
-            records, batches = self._lost
-            raise FlussError(f"table '{self._table_name}': close() could not deliver {records} record(s) "
-                             f"in {batches} batch(es); first error: {e.message}", e.error_code) from None
-        finally:
-            await self._sender.stop()
-
-    async def __aenter__(self) -> "AppendWriter":
-        return self
-
-    async def __aexit__(self, exc_type=None, exc_value=None, traceback=None) -> bool:
-        if exc_type is None:
-            await self.flush()
-        else:
-            try:
-                await self.flush()
-            except FlussError:
-                pass  # the body's exception is the one to report
-        return False
+        await self._close(report_lost=True)

@@ -1,0 +1,180 @@
+"""What the AppendWriter and the UpsertWriter share: the writer.* settings checks, the
+accumulator + sender pair, first-error bookkeeping, partition-id lookup, flush and close.
+
+Subclasses set ``_ctx``, ``_runtime``, ``_meta`` and ``_table_name`` and provide ``_encode``
+(turns a sealed batch into its payload on the sender's side).
+"""
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Optional
+
+from ...errors import FlussError
+from ..runtime import on_runtime
+from .accumulator import RecordAccumulator
+from .batch import KIND_LOG
+from .idempotence import MAX_INFLIGHT_FOR_IDEMPOTENCE, IdempotenceManager
+from .sender import Sender
+
+PARTITION_NOT_EXISTS = 36
+_ACKS = {"all": -1, "-1": -1, "0": 0, "1": 1}
+
+
+def parse_acks(value: str) -> int:
+    acks = _ACKS.get(str(value).strip().lower())
+    if acks is None:
+        raise FlussError(f"Invalid value '{value}' for 'writer.acks': expected 'all', '-1', '0' or '1'")
+    return acks
+
+
+def delivery_settings(cfg):
+    """(acks, retries, max in-flight per bucket, idempotent) from the config, refusing the
+    combinations the Java client refuses."""
+    acks = parse_acks(cfg.writer_acks)
+    retries = cfg.writer_retries
+    max_inflight = cfg.writer_max_inflight_requests_per_bucket
+    idem = bool(cfg.writer_enable_idempotence)
+    if idem:
+        if acks != -1:
+            raise FlussError(f"Idempotent writes require acks='all' (-1), but got acks="
+                             f"'{cfg.writer_acks}'; set writer.enable-idempotence=false to use it")
+        if retries <= 0:
+            raise FlussError(f"Idempotent writes require retries > 0, but got retries={retries}")
+        if max_inflight > MAX_INFLIGHT_FOR_IDEMPOTENCE:
+            raise FlussError(f"Idempotent writes require max-inflight-requests-per-bucket <= "
+                             f"{MAX_INFLIGHT_FOR_IDEMPOTENCE}, but got {max_inflight}")
+    if max_inflight < 1:
+        raise FlussError(f"writer.max-inflight-requests-per-bucket must be >= 1, got {max_inflight}")
+    return acks, retries, max_inflight, idem
+
+
+class BufferedWriter:
+    """Base of the table writers: rows are queued in a RecordAccumulator, a Sender on the
+    runtime thread ships them."""
+
+    def _start_sending(self, cfg, acks, retries, max_inflight, idem, *, batch_size: int, assigner,
+                       new_builder, kind=KIND_LOG, kv_target_columns=None) -> None:
+        ctx = self._ctx
+        self._closed = False
+        self._err_lock = threading.Lock()
+        self._first_error: Optional[FlussError] = None
+        self._lost_batches = self._lost_records = 0  # failed since the last flush reported
+        self._lost = (0, 0)
+        self._pids = {}    # partition name -> id
+        self._pnames = {}  # partition id -> name
+        self._idem = IdempotenceManager(idem)
+        self._acc = RecordAccumulator(
+            table_name=self._table_name,
+            memory_size=cfg.writer_buffer_memory_size,
+            wait_timeout_ms=cfg.writer_buffer_wait_timeout_ms,
+            batch_size=batch_size,
+            dynamic=cfg.writer_dynamic_batch_size_enabled,
+            dynamic_min=cfg.writer_dynamic_batch_size_min,
+            linger_ms=cfg.writer_batch_timeout_ms,
+            assigner=assigner,
+            new_builder=new_builder,
+            wake=self._wake,
+            runtime_thread=lambda: self._runtime._thread_id,
+            runtime=self._runtime,
+            kind=kind,
+        )
+        self._sender = Sender(
+            ctx=ctx, meta=self._meta, accumulator=self._acc, idempotence=self._idem,
+            encode=self._encode, table_name=self._table_name, acks=acks, retries=retries,
+            max_inflight=max_inflight, request_max_size=cfg.writer_request_max_size,
+            request_timeout_ms=ctx.request_timeout_ms if hasattr(ctx, "request_timeout_ms") else 30000,
+            on_failure=self._record_error, partition_name=self._pnames.get,
+            kv_target_columns=kv_target_columns)
+        self._sender.start(self._runtime)
+
+    def _wake(self):
+        self._sender.wake()
+
+    # -- errors ---------------------------------------------------------------------------------
+    def _record_error(self, error: FlussError, records: int = 0) -> None:
+        with self._err_lock:
+            if self._first_error is None:
+                self._first_error = error
+            self._lost_batches += 1
+            self._lost_records += records
+
+    def _take_error(self) -> Optional[FlussError]:
+        with self._err_lock:
+            e, self._first_error = self._first_error, None
+            self._lost = (self._lost_records, self._lost_batches)
+            self._lost_batches = self._lost_records = 0
+            return e
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise FlussError(f"table '{self._table_name}': the writer is closed")
+        if self._ctx.closed:
+            raise FlussError(f"table '{self._table_name}': the FlussConnection has been closed")
+
+    # -- partitions -----------------------------------------------------------------------------
+    def _partition_id(self, name: str) -> int:
+        pid = self._pids.get(name)
+        if pid is not None:
+            return pid
+        md = self._ctx.metadata
+        try:
+            pid, _ = self._runtime.call(md.partition_by_name(self._meta.path, name))
+        except FlussError as e:
+            if e.error_code == PARTITION_NOT_EXISTS:
+                raise FlussError(f"table '{self._table_name}': partition '{name}' does not exist; "
+                                 f"create it first (admin.create_partition)", PARTITION_NOT_EXISTS) from None
+            raise
+        self._pids[name] = pid
+        self._pnames[pid] = name
+        return pid
+
+    # -- flush / close --------------------------------------------------------------------------
+    async def _flush(self) -> None:
+        batches = self._acc.begin_flush()
+        self._sender.wake()
+        try:
+            if batches:
+                await asyncio.gather(*[asyncio.wrap_future(b.future) for b in batches],
+                                     return_exceptions=True)
+        finally:
+            self._acc.end_flush()
+        err = self._take_error()
+        if err is not None:
+            raise err
+
+    @on_runtime
+    async def flush(self) -> None:
+        """Wait until everything written before this call is acknowledged; raise the first
+        error of any batch that failed since the previous flush."""
+        await self._flush()
+
+    async def _close(self, report_lost: bool) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._acc.set_closing()
+        try:
+            await self._flush()
+        except FlussError as e:
+            if not report_lost:
+                raise
+            # say what is lost, not only why: the caller may have dropped the handles
+            records, batches = self._lost
+            raise FlussError(f"table '{self._table_name}': close() could not deliver {records} record(s) "
+                             f"in {batches} batch(es); first error: {e.message}", e.error_code) from None
+        finally:
+            await self._sender.stop()
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, exc_type=None, exc_value=None, traceback=None) -> bool:
+        if exc_type is None:
+            await self.flush()
+        else:
+            try:
+                await self.flush()
+            except FlussError:
+                pass  # the body's exception is the one to report
+        return False
