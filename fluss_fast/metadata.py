@@ -116,6 +116,9 @@ class ChangeType(IntEnum):
 _SHORT = {0: "+A", 1: "+I", 2: "-U", 3: "+U", 4: "-D"}
 _BY_BYTE = {int(c): c for c in ChangeType}
 
+#: joins a partition's values, in partition-key order, into its name ("2024$eu"); client and server
+PARTITION_SEPARATOR = "$"
+
 
 class TablePath:
     __slots__ = ("_db", "_table")

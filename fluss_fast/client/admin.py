@@ -6,7 +6,8 @@ import asyncio
 from typing import Dict, List, Optional
 
 from ..errors import FlussError
-from ..metadata import (DatabaseDescriptor, DatabaseInfo, LakeSnapshot, OffsetSpec, PartitionInfo, ServerNode,
+from ..rpc.errors import CLIENT_ERROR, Errors
+from ..metadata import (PARTITION_SEPARATOR, DatabaseDescriptor, DatabaseInfo, LakeSnapshot, OffsetSpec, PartitionInfo, ServerNode,
                         TableBucket, TableDescriptor, TableInfo, TablePath, _type_name, _want_instance as _check,
                         _want_str_dict)
 from ..rpc import fluss_api_pb2 as pb
@@ -14,9 +15,8 @@ from ..rpc.api import Api
 from .cluster import partition_name_of
 from .runtime import on_runtime
 
-CLIENT_ERROR = -2
-PARTITION_NOT_EXISTS = 36
-TABLE_NOT_PARTITIONED = 37
+PARTITION_NOT_EXISTS = Errors.PARTITION_NOT_EXISTS
+TABLE_NOT_PARTITIONED = Errors.TABLE_NOT_PARTITIONED_EXCEPTION
 
 
 def _check_bool(arg: str, value) -> bool:
@@ -270,7 +270,7 @@ class FlussAdmin:
         out = []
         for info in resp.partitions_info:
             spec = {kv.key: kv.value for kv in info.partition_spec.partition_key_values}
-            name = "$".join(kv.value for kv in info.partition_spec.partition_key_values)
+            name = PARTITION_SEPARATOR.join(kv.value for kv in info.partition_spec.partition_key_values)
             out.append(PartitionInfo(info.partition_id, name, spec))
         return out
 

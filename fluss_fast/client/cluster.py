@@ -12,13 +12,14 @@ from typing import Dict, List, Optional, Tuple
 
 from ..datatypes import SchemaInfo, TableDescriptorInfo
 from ..errors import FlussError
-from ..metadata import COORDINATOR_SERVER, TABLET_SERVER, ServerNode, TablePath
+from ..metadata import COORDINATOR_SERVER, PARTITION_SEPARATOR, TABLET_SERVER, ServerNode, TablePath
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
+from ..rpc.errors import Errors
 
-PARTITION_NOT_EXISTS = 36
+PARTITION_NOT_EXISTS = Errors.PARTITION_NOT_EXISTS
 _METADATA_BACKOFF_S = (0.05, 0.1, 0.2, 0.4)
-TABLE_NOT_EXIST = 7
+TABLE_NOT_EXIST = Errors.TABLE_NOT_EXIST
 
 
 @dataclass
@@ -73,7 +74,7 @@ def _parse_descriptor(path: TablePath, table_json) -> TableDescriptorInfo:
 
 def partition_name_of(spec: Dict[str, str], partition_keys) -> str:
     """Partition values joined with '$' in partition-key order."""
-    return "$".join(spec[k] for k in partition_keys)
+    return PARTITION_SEPARATOR.join(spec[k] for k in partition_keys)
 
 
 class Cluster:
@@ -214,7 +215,7 @@ class Cluster:
         try:
             resp = await self._metadata(req)
         except FlussError as exc:
-            if exc.error_code in (TABLE_NOT_EXIST, -1) and "not exist" in exc.message.lower():
+            if exc.error_code in (TABLE_NOT_EXIST, Errors.UNKNOWN_SERVER_ERROR) and "not exist" in exc.message.lower():
                 raise FlussError(f"Table '{path}' does not exist.", TABLE_NOT_EXIST) from None
             raise
         for tm in resp.table_metadata:
@@ -308,7 +309,7 @@ class Cluster:
             try:
                 name = partition_name_of(spec, keys)
             except KeyError:
-                name = "$".join(kv.value for kv in info.partition_spec.partition_key_values)
+                name = PARTITION_SEPARATOR.join(kv.value for kv in info.partition_spec.partition_key_values)
             out[name] = info.partition_id
         return out
 

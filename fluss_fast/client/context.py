@@ -9,6 +9,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 from ..config import Config
 from ..errors import FlussError
+from ..rpc.errors import CLIENT_ERROR
 from ..metadata import TablePath
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import API_KEYS, Api, COORDINATOR, TABLET_SERVER
@@ -16,7 +17,6 @@ from ..rpc.connection import NETWORK_EXCEPTION, REQUEST_TIME_OUT, Connection
 from .cluster import Cluster
 from .runtime import Runtime, get_runtime
 
-CLIENT_ERROR = -2
 
 # Requests that change nothing on the server: safe to send again after a dropped connection.
 READ_ONLY_APIS = frozenset({

@@ -22,8 +22,8 @@ from ..rpc.api import Api
 from .runtime import on_runtime
 from .write.upsert import KvLayout, RowShaper, illegal_argument
 
-PARTITION_NOT_EXISTS = 36
-_RETRY_CODES = frozenset((1, 12, 21, 44))  # the leader moved or is unknown: ask again
+PARTITION_NOT_EXISTS = codes.Errors.PARTITION_NOT_EXISTS
+_RETRY_CODES = codes.REFRESH_METADATA_CODES  # the leader moved or is unknown: ask again
 _MAX_KEYS_PER_REQUEST = 128
 _MAX_INFLIGHT = 128
 _MAX_ATTEMPTS = 5

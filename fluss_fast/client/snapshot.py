@@ -15,14 +15,14 @@ from typing import List, Optional
 import pyarrow as pa
 
 from ..errors import FlussError
+from ..rpc.errors import CLIENT_ERROR, REFRESH_METADATA_CODES
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
 from .kvread import ValueRows
 from .runtime import on_runtime
 
-CLIENT_ERROR = -2
 _BATCH_BYTES = 4 * 1024 * 1024
-_RETRY_CODES = frozenset((1, 12, 21, 44))
+_RETRY_CODES = REFRESH_METADATA_CODES
 _MAX_ATTEMPTS = 5
 
 

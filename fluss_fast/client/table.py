@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, List, Optional
 import pyarrow as pa
 
 from ..errors import FlussError
+from ..rpc.errors import CLIENT_ERROR
 from ..metadata import TableInfo
 from .deferred import deferred
 from .kv import Lookuper, PrefixLookuper, UpsertWriter
@@ -27,7 +28,6 @@ if TYPE_CHECKING:  # imported where used at run time; named here for type checke
     from ..metadata import TablePath
     from .write import AppendWriter
 
-CLIENT_ERROR = -2
 
 
 class FlussTable:

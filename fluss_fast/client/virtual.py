@@ -25,12 +25,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import FlussError
+from ..rpc.errors import CLIENT_ERROR
 from ..metadata import EARLIEST_OFFSET, TablePath
 from .runtime import on_runtime
 from .scan.records import Chunk, RowSource, ScanRecords
 from .scan.scanner import _MAX_BATCHES_PER_POLL, BATCH, LogScanner
 
-CLIENT_ERROR = -2
 CHANGELOG = "$changelog"
 BINLOG = "$binlog"
 SUFFIXES = (CHANGELOG, BINLOG)

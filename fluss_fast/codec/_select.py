@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import importlib.machinery
 import os
-from typing import Dict, Iterable, Mapping, Optional
+from typing import Dict, Iterable, Mapping, Optional, Tuple
 
 ENV_VAR = "FLUSS_FAST_NO_EXTENSIONS"
 _FALSE_WORDS = ("", "0", "false", "no", "off")
@@ -33,6 +33,11 @@ NO_EXTENSIONS = extensions_disabled()
 #: Bare names are unique across the package (a test checks), so one spelling serves every caller.
 LOADED: Dict[str, bool] = {}
 
+#: extension module's own name -> {dotted name of a pure module it serves -> the names that module
+#: offers to the extension}. Recorded whether or not the extension is in use, so a test can check
+#: every selection without keeping its own list of names.
+PICKED: Dict[str, Dict[str, Tuple[str, ...]]] = {}
+
 
 def _key(ext_module_name: str) -> str:
     return ext_module_name.rsplit(".", 1)[-1]
@@ -47,7 +52,9 @@ def pick(ext_module_name: str, py_namespace: dict, names: Iterable[str]) -> None
     pure modules; it counts as loaded only if every one of them took it.
     """
     key = _key(ext_module_name)
-    ok = _pick(ext_module_name, py_namespace, list(names))
+    names = list(names)
+    PICKED.setdefault(key, {})[py_namespace.get("__name__", "?")] = tuple(names)
+    ok = _pick(ext_module_name, py_namespace, names)
     LOADED[key] = ok and LOADED.get(key, True)
 
 

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ..rpc.errors import Errors
+
 # Fluss server error code of CorruptRecordException, so the server can answer with it directly.
-CORRUPT_MESSAGE = 3
+CORRUPT_MESSAGE = Errors.CORRUPT_MESSAGE
 
 
 class CorruptBatchError(ValueError):

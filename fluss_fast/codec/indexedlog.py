@@ -17,6 +17,7 @@ from typing import List, Optional, Sequence, Tuple
 import pyarrow as pa
 
 from . import logbatch
+from ..metadata import ChangeType
 from .errors import CorruptBatchError
 from .rows import (COMPACTED, INDEXED, CompactedRowDecoder, CompactedRowEncoder, IndexedRowDecoder,
                    IndexedRowEncoder)
@@ -25,8 +26,11 @@ __all__ = ["INDEXED", "COMPACTED", "APPEND_ONLY", "INSERT", "UPDATE_BEFORE", "UP
            "RowLogCodec", "build_row_log_batch", "build_indexed_batch", "encode_row_records",
            "decode_row_log_batch", "decode_indexed_batch", "to_arrow"]
 
-# Change-type bytes (DATA.md §2.5), the per-record attribute byte here.
-APPEND_ONLY, INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3, 4
+# Change-type bytes (DATA.md §2.5), the per-record attribute byte here, as plain ints of the one
+# definition (the public ChangeType).
+APPEND_ONLY, INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = (
+    int(ChangeType.AppendOnly), int(ChangeType.Insert), int(ChangeType.UpdateBefore),
+    int(ChangeType.UpdateAfter), int(ChangeType.Delete))
 
 _I32 = struct.Struct("<i")
 _FORMATS = (INDEXED, COMPACTED)

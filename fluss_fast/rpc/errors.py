@@ -102,6 +102,12 @@ BY_NAME: dict[str, int] = {info.name: info.code for info in ERRORS.values()}
 CLIENT_ERROR = -2
 
 
+#: Codes after which a client drops its cached leaders and asks again: the table's own refresh flag
+#: (the Java InvalidMetadataException family). Writers, lookups and snapshot reads use it as is.
+REFRESH_METADATA_CODES: frozenset[int] = frozenset(
+    code for code, row in ERRORS.items() if row.refresh_metadata)
+
+
 def info(code: int) -> ErrorInfo:
     found = ERRORS.get(code)
     if found is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 from ..errors import FlussError
 from . import fluss_api_pb2 as pb
 from .api import Api
+from .errors import Errors
 
 MECHANISM = "PLAIN"
 
@@ -24,7 +25,7 @@ async def authenticate(conn, username: str, password: str, mechanism: str = MECH
     try:
         await conn.request(Api.AUTHENTICATE, req, _handshake=True)
     except FlussError as exc:
-        if exc.error_code in (46, 51):
+        if exc.error_code in (Errors.AUTHENTICATE_EXCEPTION, Errors.RETRIABLE_AUTHENTICATE_EXCEPTION):
             raise FlussError(f"Authentication of user '{username}' at {conn.address} failed: {exc.message}",
                              exc.error_code) from None
         raise

@@ -17,6 +17,7 @@ from typing import Optional
 from ..datatypes import (ARRAY, BIGINT, DATE, INTEGER, MAP, NESTED, PARTITION_KEY_ROOTS, ROW, TIMESTAMP,
                          TIMESTAMP_LTZ, DataType, SchemaInfo, TableDescriptorInfo)
 from ..errors import FlussError
+from ..metadata import PARTITION_SEPARATOR
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
 from ..rpc.errors import Errors
@@ -30,7 +31,6 @@ MAX_BUCKET_NUM = 4096
 MAX_PARTITION_NUM = 1000
 DEFAULT_BUCKET_NUMBER = 1
 DEFAULT_REPLICATION_FACTOR = 1
-PARTITION_SEPARATOR = "$"
 HISTORICAL_PARTITION = "__historical__"
 RESERVED_COLUMNS = ("__offset", "__timestamp", "__bucket", "_change_type", "_log_offset", "_commit_timestamp")
 _NAME_RE = re.compile(r"^[A-Za-z0-9_\-]+$")

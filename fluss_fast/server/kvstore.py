@@ -22,6 +22,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..codec import logbatch
 from ..codec.errors import CorruptBatchError
+# change types of changelog records (DATA.md §2.5)
+from ..codec.indexedlog import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
 from ..codec.keys import key_columns
 from ..codec.kvbatch import encode_value, iter_kv_records, parse_kv_header
 from ..codec.rows import (INDEXED, CompactedKeyEncoder, CompactedRowDecoder, CompactedRowEncoder,
@@ -32,8 +34,6 @@ from .logstore import read_segment
 
 log = logging.getLogger("fluss_fast.server.kvstore")
 
-# change types of changelog records (DATA.md §2.5)
-INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 1, 2, 3, 4
 
 _APPLIED_FILE = "applied-offset"
 _APPLIED_EVERY = 512  # changes between two writes of the applied offset

@@ -51,22 +51,29 @@ from ...errors import FlussError
 from ...metadata import EARLIEST_OFFSET, LATEST_OFFSET, TableBucket
 from ...rpc import fluss_api_pb2 as pb
 from ...rpc.api import Api
+from ...rpc.errors import CLIENT_ERROR, Errors
 from ..workers import codec_workers
 from .records import Chunk, RowSource
 
 __all__ = ["ScanSpec", "LogFetcher", "parse_fetch_response", "BucketFetchResult"]
 
-CLIENT_ERROR = -2
-NETWORK_EXCEPTION = 1
-CORRUPT_MESSAGE = 3
-LOG_OFFSET_OUT_OF_RANGE = 19
-_REFRESH_CODES = frozenset((12, 44, 24, 21, 23))
-_RETRY_CODES = frozenset((10, 11, 26, -1))
+NETWORK_EXCEPTION = Errors.NETWORK_EXCEPTION
+CORRUPT_MESSAGE = Errors.CORRUPT_MESSAGE
+LOG_OFFSET_OUT_OF_RANGE = Errors.LOG_OFFSET_OUT_OF_RANGE_EXCEPTION
+# A fetch re-resolves the bucket's leader after these. Deliberately not the table's refresh set:
+# NETWORK_EXCEPTION is handled apart (transport failures are counted per node), and a fenced leader
+# epoch or a moved coordinator also mean the leader this fetch used is stale.
+_REFRESH_CODES = frozenset((Errors.NOT_LEADER_OR_FOLLOWER, Errors.LEADER_NOT_AVAILABLE_EXCEPTION,
+                            Errors.FENCED_LEADER_EPOCH_EXCEPTION, Errors.UNKNOWN_TABLE_OR_BUCKET_EXCEPTION,
+                            Errors.INVALID_COORDINATOR_EXCEPTION))
+# Per-bucket storage hiccups the fetch loop retries without refreshing anything.
+_RETRY_CODES = frozenset((Errors.LOG_STORAGE_EXCEPTION, Errors.KV_STORAGE_EXCEPTION,
+                          Errors.STORAGE_EXCEPTION, Errors.UNKNOWN_SERVER_ERROR))
 
 _RETRY_BACKOFF_S = 0.05
 _MAX_BACKOFF_S = 1.0
 #: codes poll() retries quietly (besides every retriable one): leader moves and unknown buckets
-_TRANSIENT_CODES = frozenset((NETWORK_EXCEPTION, 25)) | _REFRESH_CODES
+_TRANSIENT_CODES = frozenset((NETWORK_EXCEPTION, Errors.REQUEST_TIME_OUT)) | _REFRESH_CODES
 #: consecutive transport failures of one node before the error is reported (poll() keeps retrying
 #: it; a bounded read raises it once it outlasts request-timeout)
 _NODE_FAILURES_BEFORE_ERROR = 3

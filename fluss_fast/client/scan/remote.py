@@ -39,11 +39,11 @@ from ...codec import logbatch
 from ...errors import FlussError
 from ...rpc import fluss_api_pb2 as pb
 from ...rpc.api import Api
+from ...rpc.errors import CLIENT_ERROR, Errors
 from ...server.remote_fs import client_filesystem
 
-NETWORK_EXCEPTION = 1
-CORRUPT_MESSAGE = 3
-CLIENT_ERROR = -2
+NETWORK_EXCEPTION = Errors.NETWORK_EXCEPTION
+CORRUPT_MESSAGE = Errors.CORRUPT_MESSAGE
 #: bytes of a segment decoded in one go (one buffered result)
 SLICE_BYTES = 4 << 20
 #: segments above this are downloaded as parallel ranges

@@ -11,13 +11,14 @@ import threading
 from typing import Optional
 
 from ...errors import FlussError
+from ...rpc.errors import Errors
 from ..runtime import on_runtime
 from .accumulator import RecordAccumulator
 from .batch import KIND_LOG
 from .idempotence import MAX_INFLIGHT_FOR_IDEMPOTENCE, IdempotenceManager
 from .sender import Sender
 
-PARTITION_NOT_EXISTS = 36
+PARTITION_NOT_EXISTS = Errors.PARTITION_NOT_EXISTS
 _ACKS = {"all": -1, "-1": -1, "0": 0, "1": 1}
 
 

@@ -37,9 +37,10 @@ from ..workers import OrderedGate, codec_workers
 
 log = logging.getLogger(__name__)
 
-_INVALID_METADATA = frozenset((1, 12, 21, 44))
-# After these the server may or may not have appended the batch.
-_AMBIGUOUS = frozenset((1, 25, -1))
+_INVALID_METADATA = codes.REFRESH_METADATA_CODES
+# After these the server may or may not have appended the batch: a question the table's retriable
+# flag does not answer (it calls UNKNOWN_SERVER_ERROR final), hence a set of the writer's own.
+_AMBIGUOUS = frozenset((Errors.NETWORK_EXCEPTION, Errors.REQUEST_TIME_OUT, Errors.UNKNOWN_SERVER_ERROR))
 _BACKOFF_BASE = 0.1
 _BACKOFF_MAX = 1.0
 DELIVERY_TIMEOUTS = 2

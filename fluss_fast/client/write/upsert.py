@@ -20,6 +20,8 @@ from ...codec import murmur
 from ...codec.keys import KeyEncoder, key_columns
 from ...codec.rows import CompactedRowEncoder, IndexedRowEncoder
 from ...errors import FlussError
+from ...metadata import PARTITION_SEPARATOR
+from ...rpc.errors import CLIENT_ERROR
 from ..runtime import on_runtime
 from .assigners import make_no_key_assigner
 from .batch import KIND_KV, WriteResultHandle
@@ -27,7 +29,6 @@ from .kvrecords import KvRecordBuilder, kv_record
 from .pipeline import BufferedWriter, delivery_settings
 from .writer import _done_future, partition_value_text
 
-CLIENT_ERROR = -2
 _MISSING = object()
 _bucket_for_key = murmur.bucket_for_key
 _NULL_FIELD = re.compile(r"field '([^']*)' is null but its type")
@@ -178,7 +179,7 @@ class KvLayout:
             except (TypeError, ValueError, AttributeError) as e:
                 raise FlussError(f"Field '{key}': table '{self.table_name}', partition column "
                                  f"({dtype}): bad value {v!r}: {e}") from None
-        return "$".join(parts)
+        return PARTITION_SEPARATOR.join(parts)
 
     def bucket_of(self, key: bytes, full_values=None, bucket_values=None) -> int:
         if self.bucket_same:

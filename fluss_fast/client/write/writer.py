@@ -20,6 +20,7 @@ from ...codec.indexedlog import RowLogCodec
 from ...codec import murmur
 from ...codec.keys import RowKeyEncoder
 from ...errors import FlussError
+from ...metadata import PARTITION_SEPARATOR
 from ..runtime import on_runtime
 from .assigners import bucket_of_key, buckets_of_keys, make_no_key_assigner
 from .batch import WriteResultHandle
@@ -171,7 +172,7 @@ class AppendWriter(BufferedWriter):
             except (TypeError, ValueError, AttributeError) as e:
                 raise FlussError(f"table '{self._table_name}', partition column '{key}' ({dtype}): "
                                  f"bad value {v!r}: {e}") from None
-        return "$".join(parts)
+        return PARTITION_SEPARATOR.join(parts)
 
     def _row_values(self, row, positions, names):
         if isinstance(row, dict):
