@@ -9,8 +9,7 @@ import pyarrow as pa
 from ..codec.rows import CompactedRowDecoder, IndexedRowDecoder
 from ..codec.valuebatch import iter_value_records
 from ..errors import FlussError
-
-CORRUPT_MESSAGE = 40
+from ..rpc.errors import Errors
 
 
 class ValueRows:
@@ -33,7 +32,7 @@ class ValueRows:
                 out.append(dec(row))
         except ValueError as e:
             raise FlussError(f"table '{self.meta.path}': corrupt value batch: {e}",
-                             getattr(e, "error_code", CORRUPT_MESSAGE)) from None
+                             getattr(e, "error_code", Errors.CORRUPT_MESSAGE)) from None
         return out
 
     def to_batch(self, rows: List[list]) -> pa.RecordBatch:
