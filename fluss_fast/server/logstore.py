@@ -250,6 +250,7 @@ class BucketLog:
         self._recent: Dict[int, Tuple[Segment, int, int]] = {}
         self.flush_policy = None  # server.flush_policy.FlushPolicy, set by the LogManager
         self.flushed_offset = 0  # everything below is known to be fsynced
+        self.unflushed_records = 0  # appended since the last fsync (FlushPolicy)
         os.makedirs(directory, exist_ok=True)
         self._recover()
 
