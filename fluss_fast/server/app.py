@@ -672,7 +672,7 @@ class FlussServer:
             lock.acquire()  # before anything reads the directory another server may be writing
             self._dir_lock = lock
         self.catalog = Catalog(os.path.join(self.data_dir, "catalog"))
-        self.replicas = ReplicaManager(self, self.data_dir, self.settings, self.flush_policy, self.remote_dir)
+        self.replicas = ReplicaManager(self.catalog, self.data_dir, self.settings, self.flush_policy, self.remote_dir)
         self.replicas.recover(self._is_live)
         self.tablet_service = TabletService(self, self.replicas)
         self.replicas.start()

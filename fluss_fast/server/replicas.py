@@ -20,11 +20,11 @@ from .settings import Settings
 
 
 class ReplicaManager:
-    def __init__(self, server, data_dir: str, settings: Settings, flush_policy: FlushPolicy,
+    def __init__(self, catalog, data_dir: str, settings: Settings, flush_policy: FlushPolicy,
                  remote_dir: Optional[str] = None):
         segment_bytes = settings.get("log.segment.file-size") if "log.segment.file-size" in settings else None
         self.logs = LogManager(os.path.join(data_dir, "log"), segment_bytes=segment_bytes, flush_policy=flush_policy)
-        self.remote = RemoteLogManager(server, self.logs, settings, remote_dir)
+        self.remote = RemoteLogManager(catalog, self.logs, settings, remote_dir, data_dir)
         self.kv = KvManager(self.logs)
         # scan id -> cursor of a SCAN_KV session (kv_service._Scanner); a drop ends the table's cursors
         self.scanners: Dict[bytes, object] = {}
