@@ -50,6 +50,9 @@ from .auth import PLAINTEXT, PlainAuthenticator
 from .catalog import Catalog
 from .datadir_lock import DataDirLock
 from .flush_policy import FlushPolicy
+from .replicas import ReplicaManager
+from .settings import Settings
+from .tablet import TabletService
 from .utf8 import repair_strings
 
 log = logging.getLogger("fluss_fast.server")
@@ -604,7 +607,8 @@ class FlussServer:
     def __init__(self, data_dir: str, listen: str = "127.0.0.1:9123", sasl_listen: Optional[str] = None,
                  sasl_users: Optional[dict] = None, tablet_servers: int = 1,
                  idle_timeout: float = DEFAULT_IDLE_TIMEOUT_S, auto_partition_interval: float = 5.0,
-                 log_flush_interval_messages: Optional[int] = None):
+                 log_flush_interval_messages: Optional[int] = None, settings: Optional[Settings] = None,
+                 remote_dir: Optional[str] = None):
         if tablet_servers < 1:
             raise ValueError(f"tablet_servers must be >= 1, got {tablet_servers}")
         self.data_dir = os.path.abspath(os.path.expanduser(data_dir))
@@ -616,8 +620,10 @@ class FlussServer:
         self.auto_partition_interval = float(auto_partition_interval)
         self.shutdown_grace = 2.0
         self.catalog: Optional[Catalog] = None
-        self.logs = None  # the LogManager, set by the TabletService
-        self.tablet_service = None
+        self.settings = settings if settings is not None else Settings()
+        self.remote_dir = remote_dir
+        self.replicas: Optional[ReplicaManager] = None
+        self.tablet_service: Optional[TabletService] = None
         self.coordinator = None
         self._listeners: dict[str, list[_Listener]] = {}
         self._connections: set = set()
@@ -666,15 +672,14 @@ class FlussServer:
             lock.acquire()  # before anything reads the directory another server may be writing
             self._dir_lock = lock
         self.catalog = Catalog(os.path.join(self.data_dir, "catalog"))
-        self.tablet_service = _load_tablet_service(self)
-        if self.tablet_service is not None and hasattr(self.tablet_service, "start"):
-            await _maybe_await(self.tablet_service.start())
-        self.coordinator = Coordinator(self)
+        self.replicas = ReplicaManager(self.catalog, self.data_dir, self.settings, self.flush_policy, self.remote_dir)
+        self.replicas.recover(self._is_live)
+        self.tablet_service = TabletService(self, self.replicas)
+        self.replicas.start()
+        self.coordinator = Coordinator(self, self.replicas)
         coord_handlers = self.coordinator.handlers()
         tablet_handlers = dict(coord_handlers)
-        tablet_handlers.update(self.coordinator.tablet_fallback_handlers())
-        if self.tablet_service is not None:
-            tablet_handlers.update(self.tablet_service.handlers())
+        tablet_handlers.update(self.tablet_service.handlers())
         try:
             await self._open_family(PLAINTEXT_LISTENER, self.listen, coord_handlers, tablet_handlers)
             if self.sasl_listen:
@@ -686,6 +691,12 @@ class FlussServer:
         loop = asyncio.get_running_loop()
         self._background.append(loop.create_task(self._idle_sweeper()))
         self._started = True
+
+    def _is_live(self, table_id: int, partition_id: Optional[int]) -> bool:
+        entry = self.catalog.table_by_id(table_id)
+        if entry is None:
+            return False
+        return partition_id is None or partition_id in entry.partitions
 
     async def _open_family(self, name, addr, coord_handlers, tablet_handlers) -> None:
         host, port = addr
@@ -774,12 +785,8 @@ class FlussServer:
             conn.close()
         if self.coordinator is not None:
             await self.coordinator.stop()
-        if self.tablet_service is not None:
-            for name in ("close", "stop"):
-                fn = getattr(self.tablet_service, name, None)
-                if fn is not None:
-                    await _maybe_await(fn())
-                    break
+        if self.replicas is not None:
+            self.replicas.close()
         if self.catalog is not None:
             try:
                 self.catalog.close()
@@ -796,30 +803,6 @@ class FlussServer:
         if self.sasl_bootstrap_servers:
             line += f" sasl.bootstrap.servers={self.sasl_bootstrap_servers}"
         return line
-
-
-async def _maybe_await(value):
-    if asyncio.iscoroutine(value) or isinstance(value, asyncio.Future):
-        return await value
-    return value
-
-
-def _load_tablet_service(server: FlussServer):
-    """The data plane lives in ``server.tablet`` (another part of the tree); without it the tablet
-    listeners still answer metadata and report the data APIs as not implemented."""
-    import importlib
-
-    try:
-        tablet = importlib.import_module(__package__ + ".tablet")
-    except ModuleNotFoundError as e:
-        if e.name in ("fluss_fast.server.tablet",):
-            return None
-        log.error("fluss_fast.server.tablet failed to import; data APIs are disabled:\n%s", traceback.format_exc())
-        return None
-    except Exception:  # noqa: BLE001
-        log.error("fluss_fast.server.tablet failed to import; data APIs are disabled:\n%s", traceback.format_exc())
-        return None
-    return tablet.TabletService(server)
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:

@@ -99,12 +99,10 @@ def main(argv=None) -> int:
         server = FlussServer(args.data_dir or default_data_dir(), listen=args.listen, sasl_listen=args.sasl_listen,
                              sasl_users=users, tablet_servers=args.tablet_servers, idle_timeout=args.idle_timeout,
                              auto_partition_interval=args.auto_partition_interval,
-                             log_flush_interval_messages=flush_every)
+                             log_flush_interval_messages=flush_every, settings=settings,
+                             remote_dir=args.remote_dir)
     except ValueError as e:
         parser.error(str(e))
-    # read by the tablet service when the server starts
-    server.settings = settings
-    server.remote_dir = args.remote_dir
     if args.sasl_listen and not users:
         logging.getLogger("fluss_fast.server").warning("SASL listener without users: nobody can authenticate")
     loop = new_event_loop()

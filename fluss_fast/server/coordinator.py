@@ -682,8 +682,9 @@ def _path(tp) -> str:
 
 
 class Coordinator:
-    def __init__(self, server):
+    def __init__(self, server, replicas):
         self.server = server
+        self.replicas = replicas
         self.catalog = server.catalog
         self._task: Optional[asyncio.Task] = None
         self._nodes_cache: dict = {}
@@ -733,10 +734,6 @@ class Coordinator:
             Api.GET_CLUSTER_HEALTH: self.get_cluster_health,
         }
 
-    def tablet_fallback_handlers(self) -> dict:
-        """Tablet-role answers that do not need the log store (the TabletService may override them)."""
-        return {Api.GET_FILESYSTEM_SECURITY_TOKEN: self.get_filesystem_security_token}
-
     # -- helpers -------------------------------------------------------------------------------
     def _table(self, tp) -> TableEntry:
         entry = self.catalog.table(tp.database_name, tp.table_name)
@@ -757,22 +754,11 @@ class Coordinator:
             self._meta_cache.pop(table_id, None)
         else:
             self._pmeta_cache.pop(partition_id, None)
-        logs = getattr(self.server, "logs", None)
-        if logs is None:
-            return
         try:
             if partition_id is None:
-                if hasattr(logs, "drop_table"):
-                    result = logs.drop_table(table_id)
-                else:
-                    return
-            elif hasattr(logs, "drop_partition"):
-                result = logs.drop_partition(table_id, partition_id)
+                self.replicas.drop_table(table_id)
             else:
-                return
-            if asyncio.iscoroutine(result):
-                task = asyncio.get_running_loop().create_task(result)
-                task.add_done_callback(_log_task_failure)
+                self.replicas.drop_partition(table_id, partition_id)
         except Exception:  # noqa: BLE001 - metadata is already gone; leftover files are only garbage
             log.exception("cleaning up data of table %s partition %s failed", table_id, partition_id)
 
@@ -1107,11 +1093,8 @@ class Coordinator:
                          Errors.KV_SNAPSHOT_NOT_EXIST)
 
     async def get_filesystem_security_token(self, ctx, version, req):
-        # the tablet service knows the remote store (file system or S3 credentials); ask it
-        tablet = self.server.tablet_service
-        if tablet is not None:
-            return await tablet.get_filesystem_security_token(ctx, version, req)
-        return pb.GetFileSystemSecurityTokenResponse(schema="file", token=b"")
+        # the replicas know the remote store (file system or S3 credentials)
+        return self.replicas.filesystem_security_token()
 
     async def security_disabled(self, ctx, version, req):
         raise FlussError("No Authorizer is configured.", Errors.SECURITY_DISABLED_EXCEPTION)
@@ -1204,8 +1187,3 @@ def _rf_of(entry: TableEntry) -> int:
         return int(entry.descriptor.properties.get("table.replication.factor", "1"))
     except ValueError:
         return 1
-
-
-def _log_task_failure(task: asyncio.Task) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.error("background cleanup failed: %r", task.exception())

@@ -35,7 +35,7 @@ class FlushPolicy:
         """Called after an append to ``seg`` of ``blog``, before it is acknowledged."""
         if self.interval is None:
             return
-        blog.unflushed_records = getattr(blog, "unflushed_records", 0) + records
+        blog.unflushed_records += records
         if blog.unflushed_records < self.interval:
             return
         blog.unflushed_records = 0
@@ -49,7 +49,7 @@ class FlushPolicy:
             # a new segment file is only durable once its directory entry is
             await asyncio.to_thread(_fsync_dir, os.path.dirname(seg.stem))
             self._dirs_synced.add(seg.stem)
-        blog.flushed_offset = max(getattr(blog, "flushed_offset", 0), upto)
+        blog.flushed_offset = max(blog.flushed_offset, upto)
 
     def sync_now(self, blog) -> None:
         """Clean shutdown: everything appended so far goes to disk (as Java flushes on close)."""

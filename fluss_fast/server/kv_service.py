@@ -18,7 +18,7 @@ from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
 from ..rpc.errors import Errors
 from .bucket_reqs import bucket_reply, check_acks, set_error
-from .kvstore import KvManager, Merger, put_batch
+from .kvstore import Merger, put_batch
 
 SCANNER_TTL_S = 600.0          # kv.scanner.ttl
 MAX_SCANNERS_PER_BUCKET = 8
@@ -72,12 +72,11 @@ class _Scanner:
 
 
 class KvService:
-    def __init__(self, server, tablet) -> None:
+    def __init__(self, server, tablet, replicas) -> None:
         self.server = server
         self.tablet = tablet
-        self.kv = KvManager(tablet.logs)
-        tablet.logs.drop_hooks.append(self._dropped)
-        self._scanners: Dict[bytes, _Scanner] = {}
+        self.kv = replicas.kv
+        self._scanners: Dict[bytes, _Scanner] = replicas.scanners
 
     def handlers(self) -> dict:
         return {
@@ -86,16 +85,6 @@ class KvService:
             Api.PREFIX_LOOKUP: self.prefix_lookup,
             Api.SCAN_KV: self.scan_kv,
         }
-
-    def close(self) -> None:
-        self._scanners.clear()
-        self.kv.close()
-
-    def _dropped(self, table_id: int, partition_id: Optional[int]) -> None:
-        for sid, sc in list(self._scanners.items()):
-            if sc is not None and sc.key[0] == table_id and (partition_id is None or sc.key[1] == partition_id):
-                del self._scanners[sid]
-        self.kv.drop(table_id, partition_id)
 
     # -- resolution ------------------------------------------------------------------------------
     async def _bucket(self, ctx, entry, table_id, pid, bucket):

@@ -250,6 +250,7 @@ class BucketLog:
         self._recent: Dict[int, Tuple[Segment, int, int]] = {}
         self.flush_policy = None  # server.flush_policy.FlushPolicy, set by the LogManager
         self.flushed_offset = 0  # everything below is known to be fsynced
+        self.unflushed_records = 0  # appended since the last fsync (FlushPolicy)
         os.makedirs(directory, exist_ok=True)
         self._recover()
 
@@ -782,8 +783,6 @@ class LogManager:
         if self.segment_bytes < 1:
             raise ValueError(f"segment_bytes must be positive, got {self.segment_bytes}")
         self.logs: Dict[Tuple[int, Optional[int], int], BucketLog] = {}
-        # fn(table_id, partition_id | None) run before a drop removes files (the KV stores close)
-        self.drop_hooks: list = []
         self._table_dirs: Dict[int, str] = {}
         os.makedirs(self.root, exist_ok=True)
         self._writer_id_path = os.path.join(self.root, "writer-id")
@@ -884,8 +883,6 @@ class LogManager:
     # -- drops ---------------------------------------------------------------------------------
     def drop_table(self, table_id: int) -> None:
         """Forget the table's logs at once; their files go in the background when a loop runs."""
-        for hook in self.drop_hooks:
-            hook(table_id, None)
         for key in [k for k in self.logs if k[0] == table_id]:
             self.logs.pop(key).close()
         tdir = self._table_dirs.pop(table_id, None)
@@ -893,8 +890,6 @@ class LogManager:
             _remove_tree(tdir)
 
     def drop_partition(self, table_id: int, partition_id: int) -> None:
-        for hook in self.drop_hooks:
-            hook(table_id, partition_id)
         for key in [k for k in self.logs if k[0] == table_id and k[1] == partition_id]:
             self.logs.pop(key).close()
         tdir = self._table_dirs.get(table_id)

@@ -158,13 +158,13 @@ def _table_int(entry, settings: Settings, key: str, default: int) -> int:
 class RemoteLogManager:
     """Tiering, retention and remote look-ups for every bucket log of the server."""
 
-    def __init__(self, server, logs, settings: Settings, remote_dir: Optional[str]):
-        self.server = server
+    def __init__(self, catalog, logs, settings: Settings, remote_dir: Optional[str], data_dir: str):
+        self.catalog = catalog
         self.logs = logs
         self.settings = settings
         location = remote_dir or settings.raw("remote.data.dir")
         self.store = open_store(location, settings) if location else None
-        self.index_cache = os.path.join(server.data_dir, INDEX_CACHE_DIR)
+        self.index_cache = os.path.join(data_dir, INDEX_CACHE_DIR)
         self.tablets: Dict[tuple, RemoteTablet] = {}
         self.interval_ms = int(settings.get("remote.log.task-interval-duration"))
         self.retention_check_ms = int(settings.get("log.retention.check-interval"))
@@ -232,7 +232,7 @@ class RemoteLogManager:
         rt = self.tablets.get(key)
         if rt is not None:
             return rt
-        catalog = self.server.catalog
+        catalog = self.catalog
         entry = catalog.table_by_id(blog.table_id) if catalog is not None else None
         if entry is None:
             return None
@@ -259,7 +259,7 @@ class RemoteLogManager:
             return
         self._busy.add(key)
         try:
-            entry = self.server.catalog.table_by_id(blog.table_id)
+            entry = self.catalog.table_by_id(blog.table_id)
             if entry is None:
                 return
             rt = self.tablet(blog)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from typing import Optional
 
 from ..codec import logbatch
@@ -28,9 +27,9 @@ from ..rpc.errors import Errors
 from ..rpc.records_request import varint as _varint
 from . import logstore
 from .bucket_reqs import bucket_reply, check_acks, set_error
-from .logstore import LogManager, now_ms, read_segment
-from .remote import RemoteLogManager
-from .settings import Settings
+from .kv_service import KvService
+from .logstore import now_ms, read_segment
+from .replicas import ReplicaManager
 
 log = logging.getLogger("fluss_fast.server.tablet")
 
@@ -242,31 +241,13 @@ class TabletService:
     """The data plane of every tablet server of the process (they share one LogManager; leadership
     is checked per request against the listener's node id)."""
 
-    def __init__(self, server, log_manager: Optional[LogManager] = None):
+    def __init__(self, server, replicas: ReplicaManager):
         self.server = server
-        settings = getattr(server, "settings", None) or Settings()
-        if log_manager is None:
-            log_manager = getattr(server, "logs", None)
-        if log_manager is None:
-            segment_bytes = settings.get("log.segment.file-size") if "log.segment.file-size" in settings else None
-            log_manager = LogManager(os.path.join(server.data_dir, "log"), segment_bytes=segment_bytes,
-                                     flush_policy=getattr(server, "flush_policy", None))
-        self.logs = log_manager
-        server.logs = log_manager
-        self.remote = RemoteLogManager(server, log_manager, settings, getattr(server, "remote_dir", None))
+        self.replicas = replicas
+        self.logs = replicas.logs
+        self.remote = replicas.remote
         self._codecs: dict = {}
-        catalog = getattr(server, "catalog", None)
-        if catalog is not None:
-            self.logs.purge(self._is_live)
-        from .kv_service import KvService
-
-        self.kv = server.kv = KvService(server, self)
-
-    def _is_live(self, table_id: int, partition_id: Optional[int]) -> bool:
-        entry = self.server.catalog.table_by_id(table_id)
-        if entry is None:
-            return False
-        return partition_id is None or partition_id in entry.partitions
+        self.kv = KvService(server, self, replicas)
 
     def handlers(self) -> dict:
         return {
@@ -278,14 +259,6 @@ class TabletService:
             Api.GET_FILESYSTEM_SECURITY_TOKEN: self.get_filesystem_security_token,
             **self.kv.handlers(),
         }
-
-    def start(self) -> None:
-        self.remote.start()
-
-    def close(self) -> None:
-        self.remote.stop()
-        self.kv.close()
-        self.logs.close()
 
     # -- resolution ------------------------------------------------------------------------------
     def _table(self, table_id: int):
@@ -316,7 +289,7 @@ class TabletService:
             return None, (Errors.NOT_LEADER_OR_FOLLOWER,
                           f"Leader of table {entry.path}{where} bucket {bucket} is tablet server {leader}, "
                           f"not {ctx.node_id}")
-        return self.logs.get(entry, part, bucket), None
+        return self.replicas.create(entry, part, bucket), None
 
     # -- PRODUCE_LOG -----------------------------------------------------------------------------
     async def produce_log(self, ctx, version, req):
@@ -587,12 +560,7 @@ class TabletService:
             resp.error_code, resp.error_message = err
             return resp
         if entry.has_primary_key:
-            kv = getattr(self.server, "kv", None)
-            if kv is not None and hasattr(kv, "limit_scan"):
-                return await kv.limit_scan(ctx, version, req)
-            resp.error_code = Errors.UNKNOWN_SERVER_ERROR
-            resp.error_message = f"Limit scan of primary-key table {entry.path} is not supported yet"
-            return resp
+            return await self.kv.limit_scan(ctx, version, req)
         if req.limit < 0:
             resp.error_code = Errors.UNKNOWN_SERVER_ERROR
             resp.error_message = f"Limit {req.limit} for {blog.name} must not be negative"
@@ -611,8 +579,4 @@ class TabletService:
         return pb.InitWriterResponse(writer_id=self.logs.next_writer_id())
 
     async def get_filesystem_security_token(self, ctx, version, req):
-        scheme, token, info = self.remote.token()
-        resp = pb.GetFileSystemSecurityTokenResponse(schema=scheme, token=token)
-        for k, v in info.items():
-            resp.addition_info.add(key=k, value=v)
-        return resp
+        return self.replicas.filesystem_security_token()
