@@ -21,6 +21,7 @@ from ..metadata import PARTITION_SEPARATOR
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
 from ..rpc.errors import Errors
+from ..rpc.wire import partition_metadata_field, table_metadata_field
 from .catalog import BUILTIN_DATABASE, PartitionEntry, TableEntry, now_ms
 
 log = logging.getLogger("fluss_fast.server")
@@ -808,7 +809,7 @@ class Coordinator:
             tm.table_path.table_name = entry.table_name
             if not entry.is_partitioned:
                 self._fill_buckets(tm.bucket_metadata, entry.table_id, None, entry)
-            cached = (key, _field(3, tm.SerializeToString()))
+            cached = (key, table_metadata_field(tm.SerializeToString()))
             self._meta_cache[entry.table_id] = cached
         return cached[1]
 
@@ -818,7 +819,7 @@ class Coordinator:
             pm = pb.PbPartitionMetadata(table_id=entry.table_id, partition_name=part.name,
                                         partition_id=part.partition_id)
             self._fill_buckets(pm.bucket_metadata, entry.table_id, part.partition_id, entry)
-            cached = self._pmeta_cache[part.partition_id] = _field(4, pm.SerializeToString())
+            cached = self._pmeta_cache[part.partition_id] = partition_metadata_field(pm.SerializeToString())
         return cached
 
     # -- databases -----------------------------------------------------------------------------
@@ -1163,23 +1164,6 @@ class Coordinator:
         if changed and commit:
             await self.catalog.commit()
         return changed
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def _field(number: int, payload: bytes) -> bytes:
-    """A length-delimited protobuf field: tag, length, bytes."""
-    return _varint((number << 3) | 2) + _varint(len(payload)) + payload
 
 
 def _rf_of(entry: TableEntry) -> int:

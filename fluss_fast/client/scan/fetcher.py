@@ -52,6 +52,7 @@ from ...metadata import EARLIEST_OFFSET, LATEST_OFFSET, TableBucket
 from ...rpc import fluss_api_pb2 as pb
 from ...rpc.api import Api
 from ...rpc.errors import CLIENT_ERROR, Errors
+from ...rpc.wire import BucketFetchResult, parse_fetch_response
 from ..workers import codec_workers
 from .records import Chunk, RowSource
 
@@ -88,7 +89,6 @@ _BOUNDED_BUCKET_BYTES = 4 * 1024 * 1024
 _DEFAULT_BUCKET_BYTES = 1024 * 1024
 #: responses with fewer record bytes are decoded on the loop: a thread hop would cost more
 _INLINE_DECODE_BYTES = 128 * 1024
-_U64 = 1 << 64
 
 
 def _is_transient(err: FlussError) -> bool:
@@ -96,103 +96,6 @@ def _is_transient(err: FlussError) -> bool:
     if err.error_code == CORRUPT_MESSAGE:
         return False
     return err.error_code in _TRANSIENT_CODES or bool(getattr(err, "is_retriable", False))
-
-
-# -- FetchLogResponse, walked by hand so that `records` stays a view of the response buffer ------
-def _varint(mv, pos: int) -> Tuple[int, int]:
-    result = 0
-    shift = 0
-    while True:
-        try:
-            b = mv[pos]
-        except IndexError:
-            raise ValueError("truncated varint") from None  # the fuzzer's find: a clean decode error
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, pos
-        shift += 7
-        if shift > 63:
-            raise ValueError("varint longer than 10 bytes")
-
-
-def _signed(v: int) -> int:
-    return v - _U64 if v >= 1 << 63 else v
-
-
-def _walk(mv, pos: int, end: int):
-    """(field number, value) pairs; length-delimited values are (start, end) spans."""
-    while pos < end:
-        key, pos = _varint(mv, pos)
-        fn, wt = key >> 3, key & 7
-        if wt == 0:
-            v, pos = _varint(mv, pos)
-            yield fn, v
-        elif wt == 2:
-            n, pos = _varint(mv, pos)
-            if pos + n > end:
-                raise ValueError(f"field {fn} overruns its message")
-            yield fn, (pos, pos + n)
-            pos += n
-        elif wt == 1:
-            pos += 8
-        elif wt == 5:
-            pos += 4
-        else:
-            raise ValueError(f"unsupported wire type {wt}")
-    if pos != end:
-        raise ValueError("message overruns its end")
-
-
-class BucketFetchResult:
-    __slots__ = ("partition_id", "bucket_id", "error_code", "error_message", "high_watermark",
-                 "records", "remote", "filtered_end_offset")
-
-    def __init__(self):
-        self.partition_id = None
-        self.bucket_id = -1
-        self.error_code = 0
-        self.error_message = None
-        self.high_watermark = -1
-        self.records = None          # (start, end) inside the response body
-        self.remote = None           # serialized PbRemoteLogFetchInfo
-        self.filtered_end_offset = None
-
-
-def parse_fetch_response(mv) -> List[Tuple[int, List[BucketFetchResult]]]:
-    """[(table_id, [BucketFetchResult, ...]), ...] of a FetchLogResponse body."""
-    mv = memoryview(mv).cast("B") if not isinstance(mv, memoryview) or mv.format != "B" else mv
-    out = []
-    for fn, v in _walk(mv, 0, len(mv)):
-        if fn != 1 or not isinstance(v, tuple):
-            continue
-        table_id = None
-        buckets = []
-        for tfn, tv in _walk(mv, v[0], v[1]):
-            if tfn == 1 and not isinstance(tv, tuple):
-                table_id = _signed(tv)
-            elif tfn == 2 and isinstance(tv, tuple):
-                r = BucketFetchResult()
-                for bfn, bv in _walk(mv, tv[0], tv[1]):
-                    if bfn == 1:
-                        r.partition_id = _signed(bv)
-                    elif bfn == 2:
-                        r.bucket_id = _signed(bv)
-                    elif bfn == 3:
-                        r.error_code = _signed(bv)
-                    elif bfn == 4:
-                        r.error_message = bytes(mv[bv[0]:bv[1]]).decode("utf-8", "replace")
-                    elif bfn == 5:
-                        r.high_watermark = _signed(bv)
-                    elif bfn == 7:
-                        r.remote = bytes(mv[bv[0]:bv[1]])
-                    elif bfn == 8:
-                        r.records = bv
-                    elif bfn == 9:
-                        r.filtered_end_offset = _signed(bv)
-                buckets.append(r)
-        out.append((table_id, buckets))
-    return out
 
 
 def _relabel(t: pa.DataType) -> pa.DataType:

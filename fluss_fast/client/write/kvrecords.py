@@ -12,8 +12,8 @@ import struct
 
 from ...codec.crc32c import crc32c
 from ...codec.kvbatch import KV_HEADER_SIZE, KV_MAGIC
-from ...rpc.records_request import PUT_KV_BUCKETS_TAG, encode_records_request
-from ...rpc.records_request import varint as _varint
+from ...rpc.wire import PUT_KV
+from ...rpc.wire import encode_varint as _varint
 
 _HEAD = struct.Struct("<ibI")      # length, magic, crc
 _TAIL = struct.Struct("<hbqii")    # schema id, attributes, writer id, batch sequence, count
@@ -79,6 +79,5 @@ class KvRecordBuilder:
 
 def encode_put_kv_request(acks: int, table_id: int, timeout_ms: int, target_columns, buckets) -> list:
     """Serialized ``PutKvRequest`` as bytes-like chunks, batches not copied
-    (``rpc.records_request``)."""
-    return encode_records_request(acks, table_id, timeout_ms, buckets, PUT_KV_BUCKETS_TAG,
-                                  target_columns)
+    (``rpc.wire``)."""
+    return PUT_KV.encode(acks, table_id, timeout_ms, buckets, target_columns)

@@ -32,7 +32,7 @@ from ...rpc import errors as codes
 from ...rpc.errors import Errors
 from ...rpc import fluss_api_pb2 as pb
 from ...rpc.api import Api
-from ...rpc.records_request import PRODUCE_LOG_BUCKETS_TAG, encode_records_request
+from ...rpc.wire import PRODUCE_LOG
 from ..workers import OrderedGate, codec_workers
 
 log = logging.getLogger(__name__)
@@ -57,12 +57,11 @@ _INLINE_ENCODE_BYTES = 64 * 1024
 # -- ProduceLogRequest framing --------------------------------------------------------------------
 # The request is encoded by hand around the batches (the same bytes ``pb.ProduceLogRequest``
 # serializes to, fields in number order): the protobuf message would copy every batch into itself
-# and again into the serialized string. Field numbers: ProduceLogRequest acks=1, table_id=2,
-# timeout_ms=3, buckets_req=4; PbProduceLogReqForBucket partition_id=1, bucket_id=2, records=3.
+# and again into the serialized string (rpc/wire.py frames it).
 def encode_produce_log_request(acks: int, table_id: int, timeout_ms: int, buckets) -> list:
     """Serialized ``ProduceLogRequest`` as a list of bytes-like chunks (to be written in order);
-    ``buckets`` as ``rpc.records_request.encode_records_request`` takes them."""
-    return encode_records_request(acks, table_id, timeout_ms, buckets, PRODUCE_LOG_BUCKETS_TAG)
+    ``buckets`` as ``rpc.wire.RecordsRequest.encode`` takes them."""
+    return PRODUCE_LOG.encode(acks, table_id, timeout_ms, buckets)
 
 
 class Sender:
