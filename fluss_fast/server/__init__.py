@@ -1,4 +1,6 @@
 """The embedded Fluss-protocol server (coordinator + tablet servers in one asyncio process)."""
-from .app import FlussServer, LocalServer, RawBody, RequestContext
+from .app import FlussServer
+from .local import LocalServer
+from .protocol import RawBody, RequestContext
 
 __all__ = ["FlussServer", "LocalServer", "RawBody", "RequestContext"]

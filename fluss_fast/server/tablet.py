@@ -31,6 +31,7 @@ from . import logstore
 from .bucket_reqs import bucket_reply, check_acks, set_error
 from .kv_service import KvService
 from .logstore import now_ms, read_segment
+from .protocol import RawBody
 from .replicas import ReplicaManager
 
 log = logging.getLogger("fluss_fast.server.tablet")
@@ -163,8 +164,6 @@ class TabletService:
             finally:
                 for blog in touched:
                     blog.remove_waiter(fut)
-        from .app import RawBody
-
         return RawBody(encode_fetch_response(tables))
 
     async def _fetch_once(self, ctx, req):

@@ -372,9 +372,9 @@ def test_reading_pauses_while_big_frames_are_still_being_handled(monkeypatch):
     ``_MAX_INFLIGHT_BYTES`` of big frames in handling, the connection stops reading until they end."""
     import asyncio
 
-    from fluss_fast.server import app
+    from fluss_fast.server import protocol
 
-    monkeypatch.setattr(app, "_MAX_INFLIGHT_BYTES", 500_000)
+    monkeypatch.setattr(protocol, "_MAX_INFLIGHT_BYTES", 500_000)
     with LocalServer(tablet_servers=1) as srv:
         cl = Cluster(srv)
         try:

@@ -1,0 +1,107 @@
+"""``LocalServer``: the embedded server in the caller's event loop or on a thread of its own."""
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+import threading
+from typing import Optional
+
+from .app import FlussServer
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
+class LocalServer:
+    """An embedded server for tests and notebooks.
+
+    ``async with LocalServer() as srv`` runs it in the current event loop; ``with LocalServer() as srv``
+    runs it on a background thread with its own (uv)loop. ``data_dir=None`` uses a fresh temporary
+    directory that is removed on exit.
+    """
+
+    def __init__(self, data_dir: Optional[str] = None, listen: str = "127.0.0.1:0", sasl_listen: Optional[str] = None,
+                 sasl_users: Optional[dict] = None, tablet_servers: int = 1, **options):
+        self._own_dir = data_dir is None
+        self._data_dir = data_dir
+        self._args = dict(listen=listen, sasl_listen=sasl_listen, sasl_users=sasl_users,
+                          tablet_servers=tablet_servers, **options)
+        if sasl_users and not sasl_listen:
+            self._args["sasl_listen"] = "127.0.0.1:0"
+        self.server: Optional[FlussServer] = None
+        self._thread: Optional[threading.Thread] = None
+        self._thread_loop: Optional[asyncio.AbstractEventLoop] = None
+
+    @property
+    def data_dir(self) -> Optional[str]:
+        return self._data_dir
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return self.server.bootstrap_servers
+
+    @property
+    def sasl_bootstrap_servers(self) -> Optional[str]:
+        return self.server.sasl_bootstrap_servers
+
+    async def start(self) -> "LocalServer":
+        if self._data_dir is None:
+            self._data_dir = tempfile.mkdtemp(prefix="fluss-fast-server-")
+        self.server = FlussServer(self._data_dir, **self._args)
+        await self.server.start()
+        return self
+
+    async def stop(self) -> None:
+        if self.server is not None:
+            await self.server.stop()
+        if self._own_dir and self._data_dir:
+            shutil.rmtree(self._data_dir, ignore_errors=True)
+            self._data_dir = None
+
+    async def __aenter__(self) -> "LocalServer":
+        return await self.start()
+
+    async def __aexit__(self, *exc) -> None:
+        await self.stop()
+
+    def __enter__(self) -> "LocalServer":
+        started = threading.Event()
+        failure: list = []
+
+        def run():
+            loop = new_event_loop()
+            self._thread_loop = loop
+            asyncio.set_event_loop(loop)
+            try:
+                loop.run_until_complete(self.start())
+            except BaseException as e:  # noqa: BLE001 - handed to the caller's thread
+                failure.append(e)
+                started.set()
+                loop.close()
+                return
+            started.set()
+            try:
+                loop.run_forever()
+            finally:
+                loop.run_until_complete(self.stop())
+                loop.close()
+
+        self._thread = threading.Thread(target=run, name="fluss-fast-server", daemon=True)
+        self._thread.start()
+        started.wait()
+        if failure:
+            self._thread.join()
+            raise failure[0]
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._thread_loop is not None and self._thread is not None:
+            self._thread_loop.call_soon_threadsafe(self._thread_loop.stop)
+            self._thread.join(30)
+            self._thread = None
