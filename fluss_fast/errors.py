@@ -41,11 +41,5 @@ class FlussError(Exception):
         return cls(message or _table.default_message(code), code)
 
 
-class ErrorCode:
+class ErrorCode(_table.Errors):
     """Named constants for Fluss API error codes (every code of the server table, plus CLIENT_ERROR)."""
-
-    CLIENT_ERROR = _table.CLIENT_ERROR
-
-
-for _name, _code in _table.BY_NAME.items():
-    setattr(ErrorCode, _name, _code)
