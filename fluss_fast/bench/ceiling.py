@@ -9,7 +9,6 @@ decoding). Every client result can be read against these two numbers.
 from __future__ import annotations
 
 import asyncio
-import socket
 from typing import Any, Dict, List, Optional, Tuple
 
 import pyarrow as pa
@@ -17,99 +16,16 @@ import pyarrow as pa
 from ..datatypes import TableDescriptorInfo
 from ..errors import FlussError
 from ..rpc import fluss_api_pb2 as pb
-from ..rpc import frame
 from ..rpc.api import Api
 from ..rpc.errors import default_message
+from .raw import RawConnection, split_address
 from .scenarios import (DATABASE, Client, Env, Mismatch, Outcome, Scenario, cleanup_filled, create_table,
-                        drop_table, prepare_filled, register, table_name)
+                        drop_table, pk_schema, prepare_filled, register, table_name)
 
 IN_FLIGHT = 16
 BATCH_BYTES = 2 * 1024 * 1024   # logical Arrow bytes per pre-encoded batch (a client's batch size)
 FETCH_MAX_BYTES = 64 * 1024 * 1024
 FETCH_BUCKET_BYTES = 1024 * 1024   # the Rust client's default; larger answers were slower here
-
-
-class RawConnection:
-    """A bare Fluss RPC socket: length-prefixed frames, request ids, nothing else.
-
-    Responses are read with ``sock_recv_into`` straight into one buffer per frame (no stream buffer
-    in between), so the copy count is what a careful client could reach.
-    """
-
-    def __init__(self, sock: socket.socket, where: str) -> None:
-        self.sock = sock
-        self.where = where
-        self.loop = asyncio.get_running_loop()
-        self._next_id = 0
-        self._head = bytearray(4)
-        self.bytes_out = 0
-        self.bytes_in = 0
-
-    api_versions: Dict[int, Tuple[int, int]]
-
-    @classmethod
-    async def open(cls, host: str, port: int) -> "RawConnection":
-        loop = asyncio.get_running_loop()
-        sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-        sock.setblocking(False)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        try:
-            await loop.sock_connect(sock, (host, port))
-        except OSError as exc:
-            sock.close()
-            raise FlussError(f"cannot connect to {host}:{port}: {exc}", 1) from None
-        conn = cls(sock, f"{host}:{port}")
-        req = pb.ApiVersionsRequest(client_software_name="fluss-fast-bench", client_software_version="0.1.0")
-        resp = await conn.call(Api.API_VERSIONS, req, pb.ApiVersionsResponse)
-        conn.api_versions = {v.api_key: (v.min_version, v.max_version) for v in resp.api_versions}
-        return conn
-
-    async def send(self, api_key: int, body, version: int = 0) -> int:
-        rid = self._next_id
-        self._next_id += 1
-        head = frame.REQUEST_HEADER.pack(frame.REQUEST_HEADER_SIZE + len(body), api_key, version, rid)
-        await self.loop.sock_sendall(self.sock, head)
-        await self.loop.sock_sendall(self.sock, body)
-        self.bytes_out += len(head) + len(body)
-        return rid
-
-    async def _fill(self, view: memoryview) -> None:
-        got, n = 0, len(view)
-        while got < n:
-            k = await self.loop.sock_recv_into(self.sock, view[got:])
-            if k == 0:
-                raise FlussError(f"{self.where}: connection closed by the server", 1)
-            got += k
-
-    async def receive(self) -> Tuple[int, memoryview]:
-        """(request_id, body) of the next success response; FlussError for error responses."""
-        await self._fill(memoryview(self._head))
-        (length,) = frame.LENGTH.unpack(self._head)
-        data = bytearray(length)
-        await self._fill(memoryview(data))
-        self.bytes_in += 4 + length
-        kind, rid = frame.response_kind_and_id(data)
-        if kind != frame.SUCCESS_RESPONSE:
-            off = 1 if kind == frame.SERVER_FAILURE else 5
-            err = pb.ErrorResponse.FromString(bytes(data[off:]))
-            raise FlussError(f"{self.where}: request {rid} failed: "
-                             f"{err.error_message or default_message(err.error_code)}", err.error_code)
-        return rid, memoryview(data)[frame.RESPONSE_HEADER_SIZE:]
-
-    async def call(self, api_key: int, request, response_cls):
-        rid = await self.send(api_key, request.SerializeToString())
-        got, body = await self.receive()
-        if got != rid:
-            raise FlussError(f"{self.where}: response for request {got}, expected {rid}")
-        return response_cls.FromString(body)
-
-    def close(self) -> None:
-        self.sock.close()
-
-
-def _split(addr: str) -> Tuple[str, int]:
-    host, port = addr.split(",")[0].strip().rsplit(":", 1)
-    return host, int(port)
 
 
 class TableRoute:
@@ -131,7 +47,7 @@ class TableRoute:
 
 
 async def route(bootstrap: str, name: str) -> TableRoute:
-    conn = await RawConnection.open(*_split(bootstrap))
+    conn = await RawConnection.open(*split_address(bootstrap))
     try:
         req = pb.MetadataRequest(table_path=[pb.PbTablePath(database_name=DATABASE, table_name=name)])
         return TableRoute(await conn.call(Api.GET_METADATA, req, pb.MetadataResponse))
@@ -172,21 +88,6 @@ async def _on_leaders(rt: TableRoute, work: Dict[int, Any], task, stopwatch=None
         for c in conns.values():
             c.close()
     return results, seconds, sw, conns
-
-
-async def tablet_apis(bootstrap: str) -> Dict[int, Tuple[int, int]]:
-    """The API keys (with version ranges) a tablet server of this cluster announces."""
-    conn = await RawConnection.open(*_split(bootstrap))
-    try:
-        md = await conn.call(Api.GET_METADATA, pb.MetadataRequest(), pb.MetadataResponse)
-    finally:
-        conn.close()
-    if not md.tablet_servers:
-        raise FlussError(f"cluster at {bootstrap} reports no tablet servers")
-    node = md.tablet_servers[0]
-    tablet = await RawConnection.open(node.host, node.port)
-    tablet.close()
-    return tablet.api_versions
 
 
 def encode_requests(table: pa.Table, rt: TableRoute, buckets: List[int]) -> List[Tuple[int, bytes, int]]:
@@ -399,10 +300,8 @@ async def _put_kv_to(conn: RawConnection, reqs: List[Tuple[bytes, int]]) -> int:
 
 
 async def _create_raw_pk(env: Env, tag: str) -> Tuple[str, TableRoute]:
-    from .scenarios import _pk_schema
-
     name = table_name(tag)
-    await create_table(env.verifier, name, _pk_schema(env.spec), env.buckets, primary_keys=[env.spec.id_column])
+    await create_table(env.verifier, name, pk_schema(env.spec), env.buckets, primary_keys=[env.spec.id_column])
     return name, await route(env.bootstrap, name)
 
 

@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from ..rpc.api import API_KEYS, Api
 from . import datasets as ds
+from .raw import tablet_apis
 from .util import Progress
 
 DATABASE = "fluss_fast_bench"
@@ -556,7 +557,7 @@ CONCURRENCY = 64
 LOOKUP_BUDGET_S = 15.0
 
 
-def _pk_schema(spec: ds.DatasetSpec, extra_not_null=()) -> pa.Schema:
+def pk_schema(spec: ds.DatasetSpec, extra_not_null=()) -> pa.Schema:
     fields = []
     for f in spec.schema:
         fields.append(f.with_nullable(False) if f.name == spec.id_column or f.name in extra_not_null else f)
@@ -573,8 +574,6 @@ async def probe_pk(client: Client, env: Env) -> None:
     writer retrying until the scenario timeout.
     """
     if "server" not in env.pk_support:
-        from .ceiling import tablet_apis
-
         missing = [k for k in (Api.PUT_KV, Api.LOOKUP) if k not in await tablet_apis(env.bootstrap)]
         env.pk_support["server"] = (f"the server does not offer {', '.join(API_KEYS[k].name for k in missing)}"
                                     if missing else "")
@@ -639,10 +638,10 @@ async def _create_pk(client: Client, env: Env, tag: str, *, prefix: bool = False
     name = table_name(tag)
     try:
         if prefix:
-            table = await create_table(client, name, _pk_schema(spec, ("user_id",)), env.buckets,
+            table = await create_table(client, name, pk_schema(spec, ("user_id",)), env.buckets,
                                        primary_keys=["user_id", spec.id_column], bucket_keys=["user_id"])
         else:
-            table = await create_table(client, name, _pk_schema(spec), env.buckets,
+            table = await create_table(client, name, pk_schema(spec), env.buckets,
                                        primary_keys=[spec.id_column])
         writer = table.new_upsert().create_writer()
     except Exception as exc:
