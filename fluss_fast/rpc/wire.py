@@ -113,10 +113,18 @@ def walk(buf, pos: int, end: int):
     """(field number, value) pairs of the message in ``buf[pos:end]``: varints as unsigned ints,
     length-delimited fields as (start, end) spans of ``buf``, fixed-width fields skipped."""
     while pos < end:
-        key, pos = read_varint(buf, pos, end)
+        key = buf[pos]
+        if key < 0x80:
+            pos += 1
+        else:
+            key, pos = read_varint(buf, pos, end)
         fn, wt = key >> 3, key & 7
         if wt == VARINT:
-            v, pos = read_varint(buf, pos, end)
+            v = buf[pos] if pos < end else 0x80
+            if v < 0x80:
+                pos += 1
+            else:
+                v, pos = read_varint(buf, pos, end)
             yield fn, v
         elif wt == LENGTH_DELIMITED:
             n, pos = read_varint(buf, pos, end)
@@ -249,7 +257,11 @@ class RecordsRequest:
         f_acks, f_table_id, f_timeout_ms = self._acks, self._table_id, self._timeout_ms
         f_buckets, f_target_columns = self._buckets, self._target_columns
         while pos < end:
-            key, pos = read_varint(buf, pos, end)
+            key = buf[pos]
+            if key < 0x80:
+                pos += 1
+            else:
+                key, pos = read_varint(buf, pos, end)
             fn, wt = key >> 3, key & 7
             if wt == VARINT and (fn == f_acks or fn == f_table_id or fn == f_timeout_ms):
                 v, pos = read_varint(buf, pos, end)
@@ -292,7 +304,11 @@ class RecordsRequest:
         out = RawRecordsBucket()
         f_partition_id, f_bucket_id, f_records = self._partition_id, self._bucket_id, self._records
         while pos < end:
-            key, pos = read_varint(buf, pos, end)
+            key = buf[pos]
+            if key < 0x80:
+                pos += 1
+            else:
+                key, pos = read_varint(buf, pos, end)
             fn, wt = key >> 3, key & 7
             if wt == VARINT and (fn == f_partition_id or fn == f_bucket_id):
                 v, pos = read_varint(buf, pos, end)

@@ -3,6 +3,9 @@ bytes SerializeToString gives, every parser reads what ParseFromString reads (ne
 and empty values included), and the parsers leave record bytes where they are."""
 from __future__ import annotations
 
+import pathlib
+import re
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -87,6 +90,15 @@ def test_walk_spans_and_skips():
         list(wire.walk(b"\x12\x05ab", 0, 4))
     with pytest.raises(ValueError, match="wire type"):
         list(wire.walk(b"\x0b", 0, 1))
+
+
+def test_protobuf_varints_live_only_in_the_wire_module():
+    # codec/ has the row formats' own varints (bit-width bounded, no protobuf sign extension)
+    root = pathlib.Path(wire.__file__).resolve().parents[1]
+    defining = [str(p.relative_to(root)) for p in root.rglob("*.py")
+                if p.parts[len(root.parts)] != "codec" and p != pathlib.Path(wire.__file__).resolve()
+                and re.search(r"^\s*def \w*varint\w*\(", p.read_text(encoding="utf-8"), re.M)]
+    assert defining == []
 
 
 # -- ProduceLog / PutKv ------------------------------------------------------------------------------
