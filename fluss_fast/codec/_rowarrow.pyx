@@ -11,6 +11,8 @@ from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.string cimport memcpy, memset
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_CheckExact
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
+from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
+from libc.stdint cimport uintptr_t
 
 import array as _array
 
@@ -70,6 +72,7 @@ cdef struct Buf:
     char* p
     Py_ssize_t n
     Py_ssize_t cap
+    PyObject* owner  # the pa.ResizableBuffer holding p (a strong reference)
 
 cdef struct Col:
     int out
@@ -97,8 +100,13 @@ for _i in range(1, 39):
 
 
 cdef int buf_reserve(Buf* b, Py_ssize_t need) except -1:
+    """Ensures ``need`` bytes of capacity; new bytes are zeroed (bitmaps rely on it).
+
+    The memory is a resizable Arrow buffer from pyarrow's pool: ``buf_take`` hands it to the
+    RecordBatch without a copy, and the pool keeps freed pages warm for the next batch.
+    """
     cdef Py_ssize_t cap
-    cdef char* p
+    cdef object owner
     if need <= b.cap:
         return 0
     cap = b.cap * 2
@@ -106,79 +114,79 @@ cdef int buf_reserve(Buf* b, Py_ssize_t need) except -1:
         cap = need
     if cap < 64:
         cap = 64
-    p = <char*>realloc(b.p, cap)
-    if p == NULL:
-        raise MemoryError()
-    b.p = p
+    if b.owner == NULL:
+        owner = pa.allocate_buffer(cap, resizable=True)
+        Py_INCREF(owner)
+        b.owner = <PyObject*>owner
+    else:
+        owner = <object>b.owner
+        owner.resize(cap)
+    b.p = <char*><uintptr_t>owner.address
+    memset(b.p + b.cap, 0, cap - b.cap)
     b.cap = cap
     return 0
 
 
 cdef inline void buf_free(Buf* b):
-    free(b.p)
+    Py_XDECREF(b.owner)
+    b.owner = NULL
     b.p = NULL
     b.n = 0
     b.cap = 0
 
 
-cdef inline int set_bit(Buf* b, Py_ssize_t i, bint bit) except -1:
-    cdef Py_ssize_t need = (i >> 3) + 1
-    if need > b.cap:
-        buf_reserve(b, need)
+cdef object buf_take(Buf* b, Py_ssize_t nbytes):
+    """The first ``nbytes`` as an Arrow buffer; the Buf lets go of its memory."""
+    if b.owner == NULL:
+        return pa.py_buffer(b"")
+    out = (<object>b.owner).slice(0, nbytes)
+    buf_free(b)
+    return out
+
+
+# The per-row buffers (validity and BOOLEAN bitmaps, fixed-width data, offsets) always have room for
+# the row being added: RowArrowBuilder grows them all before a row starts (``_room``), so these
+# writers need no checks. Only variable-length data grows inside a row.
+cdef inline void set_bit(Buf* b, Py_ssize_t i, bint bit) noexcept nogil:
     if bit:
         (<uint8_t*>b.p)[i >> 3] |= <uint8_t>(1 << (i & 7))
     else:
         (<uint8_t*>b.p)[i >> 3] &= <uint8_t>~(1 << (i & 7))
-    return 0
 
 
-cdef inline int put_fixed(Col* c, const void* src) except -1:
+cdef inline void put_fixed(Col* c, const void* src) noexcept nogil:
     """Appends one value of c.width bytes (src in native = little-endian order)."""
-    cdef Py_ssize_t at = c.data.n
-    if at + c.width > c.data.cap:
-        buf_reserve(&c.data, at + c.width)
-    memcpy(c.data.p + at, src, c.width)
-    c.data.n = at + c.width
-    return 0
+    memcpy(c.data.p + c.data.n, src, c.width)
+    c.data.n += c.width
 
 
 cdef inline int put_var(Col* c, const uint8_t* src, Py_ssize_t n) except -1:
     cdef Py_ssize_t at = c.data.n
-    cdef Py_ssize_t o = c.offs.n
     if at + n > 0x7FFFFFFF:
         raise ValueError("more than 2 GiB of variable-length data in one column")
     if at + n > c.data.cap:
         buf_reserve(&c.data, at + n)
     memcpy(c.data.p + at, src, n)
     c.data.n = at + n
-    if o + 4 > c.offs.cap:
-        buf_reserve(&c.offs, o + 4)
-    (<int32_t*>(c.offs.p + o))[0] = <int32_t>(at + n)
-    c.offs.n = o + 4
+    (<int32_t*>(c.offs.p + c.offs.n))[0] = <int32_t>(at + n)
+    c.offs.n += 4
     return 0
 
 
-cdef inline int put_null(Col* c, Py_ssize_t row) except -1:
-    cdef Py_ssize_t o
+cdef inline void put_null(Col* c, Py_ssize_t row) noexcept nogil:
     set_bit(&c.valid, row, 0)
     if c.out == O_BOOL:
         set_bit(&c.data, row, 0)
     elif c.out == O_VAR:
-        o = c.offs.n
-        if o + 4 > c.offs.cap:
-            buf_reserve(&c.offs, o + 4)
-        (<int32_t*>(c.offs.p + o))[0] = <int32_t>c.data.n
-        c.offs.n = o + 4
+        (<int32_t*>(c.offs.p + c.offs.n))[0] = <int32_t>c.data.n
+        c.offs.n += 4
     elif c.out != O_NESTED:
-        if c.data.n + c.width > c.data.cap:
-            buf_reserve(&c.data, c.data.n + c.width)
         memset(c.data.p + c.data.n, 0, c.width)
         c.data.n += c.width
-    return 0
 
 
 cdef inline int read_var(const uint8_t* b, Py_ssize_t* pos, Py_ssize_t end, int max_bytes,
-                         uint64_t* out) nogil:
+                         uint64_t* out) noexcept nogil:
     """Unsigned LEB128 of at most max_bytes: 0 ok, 1 runs past end, 2 too long."""
     cdef uint64_t r = 0
     cdef int shift = 0
@@ -451,7 +459,10 @@ cdef class RowArrowBuilder:
     cdef Col* cols
     cdef int ncols
     cdef Py_ssize_t n
+    cdef Py_ssize_t room   # rows the per-row buffers have space for
     cdef list nested
+    cdef int last_sid
+    cdef _Plan last_plan
 
     def __cinit__(self, RowsToArrow conv):
         cdef int j
@@ -482,6 +493,7 @@ cdef class RowArrowBuilder:
         cdef int j
         cdef Col* c
         self.n = 0
+        self.room = 0
         for j in range(self.ncols):
             c = &self.cols[j]
             c.data.n = 0
@@ -506,6 +518,8 @@ cdef class RowArrowBuilder:
                 buf_reserve(&c.offs, (rows + 1) * 4)
             elif c.out != O_NESTED:
                 buf_reserve(&c.data, rows * c.width)
+        if rows > self.room:
+            self.room = rows
         return 0
 
     cdef void _rollback(self):
@@ -556,7 +570,15 @@ cdef class RowArrowBuilder:
                 raise ValueError(f"row {self.n}: a value of {end - start} bytes has no schema id")
             schema_id = ff_le_get16(d + start)
             start += 2
-        cdef _Plan plan = self.conv._plan(schema_id)
+        cdef _Plan plan
+        if schema_id == self.last_sid and self.last_plan is not None:
+            plan = self.last_plan
+        else:
+            plan = self.conv._plan(schema_id)
+            self.last_sid = schema_id
+            self.last_plan = plan
+        if self.n >= self.room:
+            self._reserve(max(self.room * 2, 64))
         try:
             self._decode(d, start, end, plan)
         except BaseException:
@@ -576,7 +598,7 @@ cdef class RowArrowBuilder:
         cdef Py_ssize_t p = pos + plan.header
         cdef Py_ssize_t vslot = pos + plan.nbytes
         cdef Py_ssize_t n, q
-        cdef int k, rc, j
+        cdef int k, rc, j, code
         cdef Field* f
         cdef Col* c
         cdef uint64_t u
@@ -812,14 +834,13 @@ cdef class RowArrowBuilder:
                 for i in range(n):
                     if not (vb[i >> 3] & (1 << (i & 7))):
                         nulls += 1
-                validity = None if nulls == 0 else pa.py_buffer(PyBytes_FromStringAndSize(c.valid.p, nb))
+                validity = None if nulls == 0 else buf_take(&c.valid, nb)
                 if c.out == O_BOOL:
-                    bufs = [validity, pa.py_buffer(PyBytes_FromStringAndSize(c.data.p, nb))]
+                    bufs = [validity, buf_take(&c.data, nb)]
                 elif c.out == O_VAR:
-                    bufs = [validity, pa.py_buffer(PyBytes_FromStringAndSize(c.offs.p, (n + 1) * 4)),
-                            pa.py_buffer(PyBytes_FromStringAndSize(c.data.p, c.data.n))]
+                    bufs = [validity, buf_take(&c.offs, (n + 1) * 4), buf_take(&c.data, c.data.n)]
                 else:
-                    bufs = [validity, pa.py_buffer(PyBytes_FromStringAndSize(c.data.p, c.data.n))]
+                    bufs = [validity, buf_take(&c.data, c.data.n)]
                 arrays.append(pa.Array.from_buffers(t, n, bufs, null_count=nulls))
         finally:
             self._start()

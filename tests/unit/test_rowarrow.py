@@ -453,3 +453,20 @@ def test_twins_and_the_old_path_agree(case, fmt):
 def test_extension_is_in_use_when_built():
     if not _select.extensions_disabled() and _select.LOADED.get("_rowarrow") is not None:
         assert RA.RowsToArrow is not RA.RowsToArrow_py
+
+
+@pytest.mark.parametrize("fmt", FMTS)
+def test_builder_grows_over_many_batches_and_rows(impl, fmt):
+    schema = schema_of([T(D.BIGINT, False), T(D.BOOLEAN), T(D.STRING), T(D.BINARY, length=3),
+                        T(D.DECIMAL, precision=30, scale=2), T(D.ARRAY, element=T(D.INTEGER))])
+    enc = encoder(fmt, schema)
+    b = impl.RTA(schema, fmt).builder()
+    for size in (1000, 3, 0, 130):
+        data = [[i, None if i % 7 == 0 else i % 2 == 0, None if i % 5 == 0 else "v" * (i % 40),
+                 None if i % 3 else b"abc", decimal.Decimal(i) / 4 if i % 2 else None, [i] if i % 4 else None]
+                for i in range(size)]
+        for r in data:
+            b.add_value(value(1, enc.encode(r)))
+        ref = RowBatchBuilder_py(schema, "t")
+        ref.extend(data)
+        assert b.finish().equals(ref.build())
