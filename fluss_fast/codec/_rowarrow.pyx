@@ -376,6 +376,11 @@ cdef class RowsToArrow:
         p.header = p.nbytes + 4 * nvar if self._indexed else p.nbytes
         return p
 
+    def add_schema(self, int schema_id, schema):
+        """Makes rows written under ``schema_id`` (an older schema of the table) readable."""
+        self.schemas[schema_id] = schema
+        self._plans.pop(schema_id, None)
+
     def builder(self):
         return RowArrowBuilder(self)
 

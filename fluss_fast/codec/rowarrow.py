@@ -13,6 +13,7 @@ API (both twins)::
     conv.rows(buf, starts, ends, schema_id) # spans of bare rows written under one schema id
     conv.value_list([value, ...])           # stored values as separate bytes-likes
     conv.value_batch(records)               # the records of a LIMIT_SCAN / SCAN_KV answer
+    conv.add_schema(schema_id, schema)      # after an UnknownSchemaError (a ValueError)
     b = conv.builder()                      # one row at a time, no copy of the row bytes:
     b.add_value(buf, start, end); b.add_row(buf, start, end, schema_id); len(b); b.finish()
 
@@ -48,7 +49,7 @@ from ..datatypes import SchemaInfo
 from . import rows as R
 from ._select import pick
 
-__all__ = ["RowsToArrow", "RowArrowBuilder", "column_mapping"]
+__all__ = ["RowsToArrow", "RowArrowBuilder", "UnknownSchemaError", "column_mapping"]
 
 _i16 = struct.Struct("<h")
 _i32 = struct.Struct("<i")
@@ -112,8 +113,17 @@ def timestamp_value(millis: int, nanos: int, precision: int) -> int:
     return v
 
 
+class UnknownSchemaError(ValueError):
+    """A row written under a schema id the decoder was not given: fetch that schema, ``add_schema``
+    it and decode again."""
+
+    def __init__(self, schema_id: int, latest: int) -> None:
+        super().__init__(f"unknown schema id {schema_id} (latest {latest})")
+        self.schema_id = schema_id
+
+
 def unknown_schema(schema_id: int, latest: int) -> ValueError:
-    return ValueError(f"unknown schema id {schema_id} (latest {latest})")
+    return UnknownSchemaError(schema_id, latest)
 
 
 def row_error(fmt: str, table: str, index: int, column: str, detail) -> ValueError:
@@ -441,6 +451,11 @@ class RowsToArrow:
                 raise unknown_schema(schema_id, self.schema_id)
             plan = self._plans[schema_id] = _SourcePlan(self, source)
         return plan
+
+    def add_schema(self, schema_id: int, schema: SchemaInfo) -> None:
+        """Makes rows written under ``schema_id`` (an older schema of the table) readable."""
+        self.schemas[schema_id] = schema
+        self._plans.pop(schema_id, None)
 
     def builder(self) -> "RowArrowBuilder":
         return _PyBuilder(self)
