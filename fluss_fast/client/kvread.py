@@ -1,9 +1,10 @@
-"""Current rows of primary-key buckets as Arrow: value batches (LIMIT_SCAN, SCAN_KV) decoded with
-``codec.rowarrow`` straight into record batches of the table's Arrow schema.
+"""Stored rows of primary-key tables read by the client: value batches (LIMIT_SCAN, SCAN_KV) decoded
+with ``codec.rowarrow`` straight into record batches of the table's Arrow schema, and looked-up
+values (LOOKUP, PREFIX_LOOKUP) as dicts.
 
-Each stored row carries the schema id it was written under. Rows of an older schema (before an
-added column) are mapped into the schema the client knows, new columns null; a schema the client
-has not seen is fetched once with GET_TABLE_SCHEMA.
+Each stored row carries the schema id it was written under (DATA.md §7). Rows of an older schema
+(before an added column) are mapped into the schema the client knows, by column id, new columns
+null; a schema the client has not seen is fetched once with GET_TABLE_SCHEMA.
 """
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import json
 
 import pyarrow as pa
 
-from ..codec.rowarrow import RowsToArrow, UnknownSchemaError
+from ..codec.rowarrow import RowsToArrow, UnknownSchemaError, column_mapping
+from ..codec.rows import CompactedRowDecoder, IndexedRowDecoder
 from ..datatypes import SchemaInfo
 from ..errors import FlussError
 from ..rpc import fluss_api_pb2 as pb
@@ -49,13 +51,43 @@ class ValueRows:
         return FlussError(f"table '{self.meta.path}': corrupt value batch: {e}", Errors.CORRUPT_MESSAGE)
 
     async def _fetch_schema(self, schema_id: int) -> None:
-        req = pb.GetTableSchemaRequest()
-        self.meta.path._to_pb(req.table_path)
-        req.schema_id = schema_id
-        resp = await self._ctx.coordinator(Api.GET_TABLE_SCHEMA, req)
-        try:
-            schema = SchemaInfo.from_json(json.loads(resp.schema_json))
-        except (ValueError, TypeError) as e:
-            raise FlussError(f"table '{self.meta.path}': unreadable schema {schema_id}: {e}",
-                             Errors.CORRUPT_MESSAGE) from None
-        self._conv.add_schema(schema_id, schema)
+        self._conv.add_schema(schema_id, await fetch_schema(self._ctx, self.meta, schema_id))
+
+
+async def fetch_schema(ctx, meta, schema_id: int) -> SchemaInfo:
+    """Schema ``schema_id`` of the table (GET_TABLE_SCHEMA)."""
+    req = pb.GetTableSchemaRequest()
+    meta.path._to_pb(req.table_path)
+    req.schema_id = schema_id
+    resp = await ctx.coordinator(Api.GET_TABLE_SCHEMA, req)
+    try:
+        return SchemaInfo.from_json(json.loads(resp.schema_json))
+    except (ValueError, TypeError, KeyError) as e:
+        raise FlussError(f"table '{meta.path}': unreadable schema {schema_id}: {e}",
+                         Errors.CORRUPT_MESSAGE) from None
+
+
+class OlderRows:
+    """Looked-up values written under another schema id than the client's: a dict by the current
+    column names (columns the row's schema lacks are None)."""
+
+    def __init__(self, meta, ctx):
+        self.meta = meta
+        self._ctx = ctx
+        self._plans = {}
+
+    async def row_dict(self, schema_id: int, data: bytes) -> dict:
+        plan = self._plans.get(schema_id)
+        if plan is None:
+            source = await fetch_schema(self._ctx, self.meta, schema_id)
+            cls = IndexedRowDecoder if self.meta.descriptor.kv_format == "INDEXED" else CompactedRowDecoder
+            plan = self._plans[schema_id] = (cls(source.types, source.names),
+                                             column_mapping(self.meta.schema, source))
+        decoder, mapping = plan
+        values = decoder.decode(data, 2, len(data))
+        names = self.meta.schema.names
+        out = dict.fromkeys(names)
+        for k, j in enumerate(mapping):
+            if j >= 0:
+                out[names[j]] = values[k]
+        return out

@@ -1,5 +1,5 @@
-"""Reads of a primary-key table's current state (snapshot scan, limit scan) after a column was
-added: rows stored under the old schema id come back in the new schema, the new column null.
+"""Reads of a primary-key table's current state (snapshot scan, limit scan, lookup) after a column
+was added: rows stored under the old schema id come back in the new schema, the new column null.
 
 Neither the embedded server nor pyfluss 1.0.0's admin API has ALTER TABLE, so the column is added
 the way a catalog migration would: the server is stopped, its catalog gets schema 2 (schema 1 plus
@@ -86,5 +86,10 @@ async def test_rows_of_an_older_schema_are_read_in_the_new_one(start_server, uni
             parts.append(await bs.to_arrow())
         limited = pa.concat_tables(parts).sort_by("id")
         assert limited.to_pydict() == expected
+
+        lk = t.new_lookup().create_lookuper()
+        assert await lk.lookup({"id": 2}) == {"id": 2, "name": "old2", "score": None}
+        assert await lk.lookup({"id": 1}) == {"id": 1, "name": "new1", "score": 10}
+        assert await lk.lookup({"id": 5}) is None
     finally:
         await conn.close()
