@@ -470,3 +470,33 @@ def test_builder_grows_over_many_batches_and_rows(impl, fmt):
         ref = RowBatchBuilder_py(schema, "t")
         ref.extend(data)
         assert b.finish().equals(ref.build())
+
+
+def test_corrupt_value_batches_are_value_errors(impl):
+    schema = schema_of([T(D.INTEGER, False), T(D.STRING)])
+    enc = encoder("COMPACTED", schema)
+    good = build_value_batch([(1, enc.encode([i, f"s{i}"])) for i in range(3)])
+    conv = impl.RTA(schema, "COMPACTED", {1: schema})
+    assert conv.value_batch(good + good).num_rows == 6
+    bad = [good[:5], good[:-1], good + b"\x00", good[:4] + b"\x01" + good[5:],  # truncated / trailing / magic
+           struct.pack("<i", 9999) + good[4:], good[:5] + struct.pack("<i", -1) + good[9:],
+           good[:9] + struct.pack("<i", 1) + good[13:]]                          # length, count, record length
+    for blob in bad:
+        with pytest.raises(ValueError):
+            conv.value_batch(blob)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(case=table_and_rows(), extra=st.lists(_types, min_size=1, max_size=3), fmt=st.sampled_from(FMTS),
+       data=st.data())
+def test_older_schema_rows_agree_in_both_twins(case, extra, fmt, data):
+    old, rows_ = case
+    new = schema_of(list(old.types) + [t.with_nullable(True) for t in extra])
+    newer_rows = [r + [data.draw(_values(t.with_nullable(True))) for t in extra] for r in rows_]
+    vals = [value(1, encoder(fmt, old).encode(r)) for r in rows_]
+    vals += [value(2, encoder(fmt, new).encode(r)) for r in newer_rows]
+    ref = RowBatchBuilder_py(new, "t")
+    ref.extend([r + [None] * len(extra) for r in rows_] + newer_rows)
+    ref = ref.build()
+    for i in IMPLS:
+        assert i.RTA(new, fmt, {1: old, 2: new}).value_list(vals).equals(ref), i.name
