@@ -1,18 +1,18 @@
 # cython: language_level=3, cdivision=True, boundscheck=False, wraparound=False
 """Compiled twin of :mod:`fluss_fast.codec.rowarrow` (see there for the API and the rules).
 
-Flat columns are decoded from the row bytes straight into C buffers (validity bitmap, data,
-int32 offsets) that become ``pa.Array.from_buffers``; no Python object is made per value. Nested
+Flat columns are decoded from the row bytes straight into Arrow buffers from pyarrow's memory pool
+(validity bitmap, data, int32 offsets) that become ``pa.Array.from_buffers`` without a copy; no
+Python object is made per value. Nested
 columns (ARRAY, MAP, ROW) go through the pure module's converter, one Python value each. Every read
 is bounds-checked against the row's end: a malformed row raises ValueError, never reads past it.
 """
-from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from libc.stdlib cimport malloc, calloc, realloc, free
+from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t, uintptr_t
+from libc.stdlib cimport calloc, free
 from libc.string cimport memcpy, memset
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_CheckExact
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
 from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
-from libc.stdint cimport uintptr_t
 
 import array as _array
 
