@@ -203,6 +203,7 @@ class _LookupBase:
         fmt = meta.descriptor.kv_format
         self._decoder = (IndexedRowDecoder if fmt == "INDEXED" else CompactedRowDecoder)(types, names)
         self._schema_id = meta.schema_id
+        self._older = None
         self._pids: Dict[str, Optional[int]] = {}
 
     async def _partition_id(self, values) -> Optional[int]:
@@ -223,11 +224,18 @@ class _LookupBase:
         self._pids[name] = pid
         return pid
 
-    def _row(self, value) -> dict:
+    async def _row(self, value) -> dict:
         if value is None:
             return None
         data = bytes(value)
         try:
+            sid = int.from_bytes(data[:2], "little", signed=True)
+            if sid != self._schema_id and len(data) >= 2:
+                # written under an older schema: map its columns into the current one
+                if self._older is None:
+                    from .kvread import OlderRows
+                    self._older = OlderRows(self._meta, self._ctx)
+                return await self._older.row_dict(sid, data)
             return self._decoder.decode_dict(data, 2, len(data))
         except (ValueError, TypeError) as e:
             raise FlussError(f"table '{self._meta.path}': cannot decode a looked-up row: {e}") from None
@@ -256,7 +264,7 @@ class Lookuper(_LookupBase):
             if pid is None:
                 return None
         value = await LookupClient.of(self._ctx).submit(self._meta.table_id, pid, bucket, key, False)
-        return self._row(value)
+        return await self._row(value)
 
     def __repr__(self) -> str:
         return "Lookuper()"
@@ -329,7 +337,7 @@ class PrefixLookuper(_LookupBase):
             if pid is None:
                 return []
         values = await LookupClient.of(self._ctx).submit(self._meta.table_id, pid, bucket, bkey, True)
-        return [self._row(v) for v in values]
+        return [await self._row(v) for v in values]
 
     def __repr__(self) -> str:
         return "PrefixLookuper()"

@@ -40,7 +40,7 @@ class SnapshotScanner:
         self._runtime = table._runtime
         self._meta = meta
         self._projection = projection
-        self._values = ValueRows(meta)
+        self._values = ValueRows(meta, self._ctx)
         full = self._values.arrow_schema
         self.schema = full if projection is None else pa.schema([full.field(i) for i in projection])
 
@@ -85,7 +85,7 @@ class SnapshotScanner:
                 if resp.HasField("scanner_id"):
                     scanner_id = resp.scanner_id
                 if resp.HasField("records") and resp.records:
-                    rb = self._values.batch_of(resp.records)
+                    rb = await self._values.batch_of(resp.records)
                     if rb.num_rows:
                         out.append(self._project(rb))
                 if not resp.has_more_results:

@@ -188,28 +188,42 @@ class TableKv:
         return encode_value(self.latest_schema_id, self._encoder.encode(values))
 
     # -- changelog batches ---------------------------------------------------------------------
-    def build_changelog(self, rows: List[list], change_types: bytearray, writer_id: int,
+    def build_changelog(self, rows, change_types: bytearray, writer_id: int,
                         batch_sequence: int) -> bytes:
+        """One changelog batch. ``rows``: latest-schema value lists, or the table's rows already in
+        Arrow — a ``rowarrow.RowArrowBuilder`` (finished here) or a ``pa.RecordBatch`` of the
+        latest schema — which skips the per-row Python values entirely (DATA.md §8)."""
         sid = self.latest_schema_id
-        if not rows:
+        batch = None
+        n = len(rows) if isinstance(rows, (list, tuple)) else None
+        if n is None:
+            batch = rows.finish() if hasattr(rows, "finish") else rows
+            n = batch.num_rows
+            if len(change_types) != n:
+                raise ValueError(f"{len(change_types)} change types for {n} changelog rows")
+        if n == 0:
             return logbatch.build_batch(b"", schema_id=sid, record_count=0, append_only=False,
                                         writer_id=writer_id, batch_sequence=batch_sequence)
         if self.log_format == "ARROW":
-            from ..codec.columns import RowBatchBuilder
-
             if self._changelog is None:
                 from ..codec.arrowlog import ArrowLogCodec
 
                 self._changelog = ArrowLogCodec(self.schema, self._compression[0], self._compression[1],
                                                 table_name=self.path)
-            # a builder per call: changelogs of several buckets may be built on threads at once
-            builder = RowBatchBuilder(self.schema, self.path)
-            builder.extend(rows)
-            batch = builder.build()
+            if batch is None:
+                from ..codec.columns import RowBatchBuilder
+
+                # a builder per call: changelogs of several buckets may be built on threads at once
+                builder = RowBatchBuilder(self.schema, self.path)
+                builder.extend(rows)
+                batch = builder.build()
             return self._changelog.build(batch, schema_id=sid, writer_id=writer_id,
                                          batch_sequence=batch_sequence, change_types=bytes(change_types))
         from ..codec.indexedlog import build_row_log_batch
 
+        if batch is not None:
+            cols = [c.to_pylist() for c in batch.columns]
+            rows = [list(r) for r in zip(*cols)]
         return build_row_log_batch(rows, self.schema.types, fmt=self.log_format, schema_id=sid,
                                    change_types=bytes(change_types), writer_id=writer_id,
                                    batch_sequence=batch_sequence)

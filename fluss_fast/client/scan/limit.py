@@ -75,7 +75,7 @@ class BatchScanner:
         if resp.HasField("is_log_table") and not resp.is_log_table:
             # a primary-key bucket answers with its current rows (a value batch), not its log
             from ..kvread import ValueRows
-            rb = ValueRows(self._table._meta).batch_of(raw)
+            rb = await ValueRows(self._table._meta, self._ctx).batch_of(raw)
             if rb.num_rows > self._limit:
                 rb = rb.slice(0, self._limit)
             out = spec.output_of_full(rb)
