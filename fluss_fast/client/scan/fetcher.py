@@ -1,4 +1,14 @@
-"""The log fetcher: FetchLog requests, response decoding and the bucket positions of one scanner.
+"""The log fetcher: FetchLog requests and the bucket positions of one scanner.
+
+The read path, in modules of one concern each:
+
+* ``fetcher.py`` (this module): the wire form of a FetchLog answer (``parse_fetch_response``) and
+  the fetch loop (``LogFetcher``): what to fetch from whom, errors and retries, handing out;
+* ``buckets.py``: each bucket's positions and the decoded results waiting to be handed out;
+* ``decode.py``: what one scanner reads (``ScanSpec``) and how fetched records become chunks;
+* ``decode_jobs.py``: decoding on the codec worker threads, results applied in arrival order;
+* ``remote.py``: buckets whose data lies in remote (tiered) segments;
+* ``records.py`` / ``convert.py``: what a poll hands out (records, row dicts, Arrow batches).
 
 Everything in ``LogFetcher`` except the subscription methods runs on the client runtime loop.
 
@@ -43,7 +53,6 @@ import threading
 from typing import Dict, List, Optional, Tuple
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ...codec import logbatch
 from ...codec.errors import CorruptBatchError
@@ -53,7 +62,10 @@ from ...rpc import fluss_api_pb2 as pb
 from ...rpc.api import Api
 from ...rpc.errors import CLIENT_ERROR, Errors
 from ..workers import codec_workers
-from .records import Chunk, RowSource
+from .buckets import BucketState as _BucketState, Completed as _Completed, rows_below as _rows_below
+from .decode import ScanSpec
+from .decode_jobs import InOrder, decode_response
+from .records import Chunk
 
 __all__ = ["ScanSpec", "LogFetcher", "parse_fetch_response", "BucketFetchResult"]
 
@@ -195,231 +207,6 @@ def parse_fetch_response(mv) -> List[Tuple[int, List[BucketFetchResult]]]:
     return out
 
 
-def _relabel(t: pa.DataType) -> pa.DataType:
-    if pa.types.is_list(t):
-        f = t.value_field
-        return pa.list_(pa.field("item", _relabel(f.type), f.nullable))
-    if pa.types.is_map(t):
-        return pa.map_(pa.field("key", _relabel(t.key_type), False),
-                       pa.field("value", _relabel(t.item_type), t.item_field.nullable))
-    if pa.types.is_struct(t):
-        return pa.struct([pa.field(f.name, _relabel(f.type), f.nullable) for f in t])
-    return t
-
-
-def pyfluss_labels(schema: pa.Schema) -> pa.Schema:
-    """``schema`` with pyfluss's nested field names (list items are called ``item``).
-
-    Names never travel on the wire, so decoding straight into this schema costs nothing.
-    """
-    return pa.schema([pa.field(f.name, _relabel(f.type), f.nullable) for f in schema])
-
-
-# -- what one scanner reads -------------------------------------------------------------------------
-class ScanSpec:
-    """Everything fixed when a scanner is created: table, projection, filter, decoders."""
-
-    def __init__(self, meta, *, projection: Optional[List[int]] = None, predicate=None):
-        from ...codec.arrowlog import ArrowLogCodec
-
-        self.meta = meta
-        self.path = meta.path
-        self.table_id = meta.table_id
-        self.schema = meta.schema
-        self.schema_id = meta.schema_id
-        self.num_buckets = meta.num_buckets
-        self.partitioned = meta.is_partitioned
-        desc = meta.descriptor
-        self.log_format = desc.log_format
-        self.full_arrow = pyfluss_labels(self.schema.to_arrow())
-        ncols = len(self.schema.columns)
-        self.user_fields = list(projection) if projection is not None else None
-        self.predicate = predicate
-        needed = set(range(ncols)) if projection is None else set(projection)
-        if predicate is not None:
-            needed |= set(predicate.columns)
-        fetch = sorted(needed)
-        self.arrow_format = self.log_format == "ARROW"
-        # The server projects ARROW batches only (INDEXED answers 34); others are projected here.
-        self.pushdown = self.arrow_format and len(fetch) < ncols
-        self.fetch_fields = fetch if self.pushdown else None
-        decoded = fetch if self.pushdown else list(range(ncols))
-        self.decoded_schema = pa.schema([self.full_arrow.field(i) for i in decoded])
-        pos_in_decoded = {f: k for k, f in enumerate(decoded)}
-        self.pred_positions = pos_in_decoded
-        out_fields = list(range(ncols)) if projection is None else list(projection)
-        self.out_select = None if out_fields == decoded else [pos_in_decoded[f] for f in out_fields]
-        self.out_schema = pa.schema([self.full_arrow.field(i) for i in out_fields])
-        # Projected batches carry a stale CRC (the server rewrites them without recomputing it).
-        self.check_crc = not self.pushdown
-        # records received from the server and decoded, before the exact filter: what pushdown saves
-        self.records_fetched = 0
-        table_name = str(self.path)
-        if self.arrow_format:
-            self.codec = ArrowLogCodec(self.schema, desc.compression, desc.compression_level,
-                                       table_name=table_name)
-            self.row_codec = None
-        else:
-            from ...codec.indexedlog import RowLogCodec
-
-            self.codec = None
-            self.row_codec = RowLogCodec(self.schema.types, self.log_format, self.schema.names)
-
-    def where(self, bucket) -> str:
-        part = f", partition {bucket.partition_id}" if bucket.partition_id is not None else ""
-        return f"table '{self.path}'{part}, bucket {bucket.bucket_id}"
-
-    def empty_table(self) -> pa.Table:
-        return self.out_schema.empty_table()
-
-    # -- decoding one bucket's records ---------------------------------------------------------
-    def _decode_batch(self, mv, h, full: bool = False):
-        """(record batch, change types) of batch ``h``; ``full`` when the server did not project."""
-        if self.arrow_format:
-            if self.pushdown and not full:
-                return self.codec.decode(mv, h, projected=self.decoded_schema)
-            return self.codec.decode(mv, h, arrow_schema=self.full_arrow)
-        from ...codec.indexedlog import to_arrow
-
-        decoded = self.row_codec.decode(mv, h)
-        rb = to_arrow([values for _, values in decoded], self.full_arrow)
-        cts = None if h.append_only else bytes(ct for ct, _ in decoded)
-        return rb, cts
-
-    def decode_full_batches(self, bucket, mv, start: int = 0, end: Optional[int] = None):
-        """[(header, full-schema record batch, change types)] of every complete batch, CRC checked
-        (LIMIT_SCAN answers are never projected by the server)."""
-        out = []
-        for h in logbatch.iter_batches(mv, start, end):
-            if h.schema_id != self.schema_id:
-                raise FlussError(
-                    f"{self.where(bucket)}: batch at offset {h.base_offset} was written with schema "
-                    f"id {h.schema_id}, the scanner reads schema id {self.schema_id}", CLIENT_ERROR)
-            if not logbatch.verify_crc(mv, h.position):
-                raise FlussError(f"{self.where(bucket)}: corrupt batch at offset {h.base_offset} "
-                                 f"(CRC mismatch)", CORRUPT_MESSAGE)
-            if h.record_count > 0:
-                rb, cts = self._decode_batch(mv, h, full=True)
-                out.append((h, rb, cts))
-        return out
-
-    def output_of_full(self, rb: pa.RecordBatch) -> pa.RecordBatch:
-        """The user's columns, in the user's order, of a full-schema batch."""
-        if self.user_fields is None:
-            return rb
-        return rb.select(self.user_fields)
-
-    def decode_records(self, bucket, mv, start: int, end: int, fetch_offset: int):
-        """(chunks, next fetch offset) for the records blob ``mv[start:end]`` fetched at
-        ``fetch_offset``; rows below the fetch offset are dropped."""
-        chunks = []
-        next_offset = fetch_offset
-        complete = 0
-        for h in logbatch.iter_batches(mv, start, end):
-            complete += 1
-            if fetch_offset >= 0 and h.next_offset <= fetch_offset:
-                continue
-            if h.schema_id != self.schema_id:
-                raise FlussError(
-                    f"{self.where(bucket)}: batch at offset {h.base_offset} was written with schema "
-                    f"id {h.schema_id}, the scanner reads schema id {self.schema_id}; "
-                    f"create a new scanner after a schema change", CLIENT_ERROR)
-            if self.check_crc and not logbatch.verify_crc(mv, h.position):
-                raise FlussError(
-                    f"{self.where(bucket)}: corrupt batch at offset {h.base_offset} "
-                    f"(CRC mismatch)", CORRUPT_MESSAGE)
-            if h.record_count > 0:
-                self.records_fetched += h.record_count
-                rb, cts = self._decode_batch(mv, h)
-                chunk = self._chunk(bucket, h, rb, cts, fetch_offset)
-                if chunk is not None:
-                    chunks.append(chunk)
-            next_offset = h.next_offset
-        if complete == 0 and end > start:
-            raise FlussError(
-                f"{self.where(bucket)}: the batch at offset {fetch_offset} does not fit into the "
-                f"fetch size ({end - start} bytes returned); raise "
-                f"scanner.log.fetch.max-bytes-for-bucket", CLIENT_ERROR)
-        return chunks, next_offset
-
-    def _chunk(self, bucket, h, rb, cts, fetch_offset: int):
-        base = h.base_offset
-        if fetch_offset > base:
-            skip = fetch_offset - base
-            rb = rb.slice(skip)
-            if cts is not None:
-                cts = cts[skip:]
-            base = fetch_offset
-        offsets = None
-        if self.predicate is not None and rb.num_rows:
-            mask = self.predicate.mask(rb, self.pred_positions)
-            kept = mask.true_count
-            if kept == 0:
-                return None
-            if kept < rb.num_rows:
-                idx = pc.indices_nonzero(mask)
-                offsets = pc.add(idx, pa.scalar(base, pa.uint64())).to_pylist()
-                if cts is not None:
-                    cts = bytes(cts[i] for i in idx.to_pylist())
-                rb = rb.filter(mask)
-                base = offsets[0]
-                if offsets[-1] - base + 1 == len(offsets):
-                    offsets = None
-        if rb.num_rows == 0:
-            return None
-        if self.out_select is not None:
-            rb = rb.select(self.out_select)
-        return Chunk(bucket, RowSource(rb), 0, rb.num_rows, base, offsets, cts,
-                     h.commit_timestamp, h.next_offset)
-
-
-# -- per-bucket state -------------------------------------------------------------------------------
-class _BucketState:
-    """``offset`` is the position handed out to the user so far; ``fetch_pos`` (None: same as
-    ``offset``) is where the next FetchLog starts, ahead of ``offset`` while results are buffered."""
-
-    __slots__ = ("offset", "fetch_pos", "high_watermark", "retry_at", "starved", "need_bytes",
-                 "inflight", "decoding", "rounds", "remote")
-
-    def __init__(self, offset: int):
-        self.offset = offset
-        self.fetch_pos = None
-        # part of a FetchLog that has not been answered yet
-        self.inflight = False
-        # responses of this bucket handed to the decode worker and not back yet
-        self.decoding = 0
-        # answered fetches with data: a bounded read's budget grows with them, so that the first
-        # answers are small and decoding starts early
-        self.rounds = 0
-        # got only part of a batch: the server sends the first batch of a request's first bucket
-        # whole, so this bucket goes first next time
-        self.starved = False
-        # size of the batch that did not fit: asked for in full next time
-        self.need_bytes = 0
-        self.high_watermark = -1
-        self.retry_at = 0.0
-        # a remote.py cursor while the bucket reads tiered segments instead of fetching
-        self.remote = None
-
-    @property
-    def fetch_at(self) -> int:
-        return self.offset if self.fetch_pos is None else self.fetch_pos
-
-
-class _Completed:
-    """Decoded result of one bucket of one FetchLog response, consumed chunk by chunk."""
-
-    __slots__ = ("bucket", "state", "fetch_offset", "chunks", "next_offset", "high_watermark")
-
-    def __init__(self, bucket, state, fetch_offset, chunks, next_offset, high_watermark):
-        self.bucket = bucket
-        self.state = state
-        self.fetch_offset = fetch_offset
-        self.chunks = collections.deque(chunks)
-        self.next_offset = next_offset
-        self.high_watermark = high_watermark
-
-
 async def _connection(ctx, node: int):
     conn = ctx.connection(node)
     if inspect.isawaitable(conn):
@@ -446,12 +233,8 @@ class LogFetcher:
         self._buffer: collections.deque = collections.deque()
         # FetchLogs in flight per tablet server
         self._node_reqs: Dict[int, int] = {}
-        # responses of this fetcher on the decode workers: submitted (``_decode_seq``), applied
-        # (``_decode_next``), finished early and waiting for their turn (``_decode_done``)
-        self._decode_jobs = 0
-        self._decode_seq = 0
-        self._decode_next = 0
-        self._decode_done: Dict[int, tuple] = {}
+        # responses of this fetcher on the decode workers, applied in the order they arrived
+        self._decodes = InOrder(self._workers, self._decoded)
         # a bounded read may raise the per-bucket budget unless the user chose one
         self._bounded_budget = self.max_bytes_for_bucket == _DEFAULT_BUCKET_BYTES
         self._tasks: set = set()
@@ -732,48 +515,14 @@ class LogFetcher:
                 if r.records is not None:
                     size += r.records[1] - r.records[0]
             self.send_fetches()
-            job = functools.partial(self._decode_all, mv, todo)
-            if self._decode_jobs == 0 and size < _INLINE_DECODE_BYTES:
+            job = functools.partial(decode_response, self.spec, mv, todo)
+            if self._decodes.pending == 0 and size < _INLINE_DECODE_BYTES:
                 # small (polling) answers: no thread hop; nothing is queued ahead of this one
                 self._decoded(node, todo, job(), None)
             else:
-                seq = self._decode_seq
-                self._decode_seq += 1
-                self._decode_jobs += 1
-                self._workers.submit_to_loop(self._loop, job,
-                                             functools.partial(self._decoded_async, seq, node, todo))
+                self._decodes.submit(self._loop, job, node, todo)
         if error is not None:
             raise error
-
-    def _decode_all(self, mv, todo):
-        """Decoded results of one response's buckets (on the decode worker for large responses);
-        stops at the first failure, returning what was decoded before it and the error."""
-        spec = self.spec
-        out = []
-        for tb, st, off, r in todo:
-            try:
-                chunks, nxt = [], off
-                if r.records is not None and r.records[1] > r.records[0]:
-                    chunks, nxt = spec.decode_records(tb, mv, r.records[0], r.records[1], off)
-                if r.filtered_end_offset is not None and r.filtered_end_offset > nxt:
-                    nxt = r.filtered_end_offset
-            except BaseException as exc:  # noqa: BLE001 - reported by _decoded on the loop
-                return out, exc
-            out.append((chunks, nxt))
-        return out, None
-
-    def _decoded_async(self, seq: int, node: int, todo, result, exc) -> None:
-        """A worker's result, back on the loop: applied in submission order, which keeps every
-        bucket's results in offset order."""
-        done = self._decode_done
-        done[seq] = (node, todo, result, exc)
-        nxt = self._decode_next
-        while nxt in done:
-            args = done.pop(nxt)
-            nxt += 1
-            self._decode_next = nxt
-            self._decode_jobs -= 1
-            self._decoded(*args)
 
     def _decoded(self, node: int, todo, result, exc) -> None:
         """Buffer the decoded results of one response in order, report a failure."""
@@ -1143,12 +892,3 @@ class LogFetcher:
                 if st is not None and st.offset == LATEST_OFFSET and tb in latest:
                     st.offset = latest[tb]
         return latest
-
-
-def _rows_below(ch: Chunk, stop: int) -> int:
-    """How many leading rows of ``ch`` have an offset below ``stop``."""
-    if ch.offsets is None:
-        return max(0, min(ch.count, stop - ch.base_offset))
-    import bisect
-
-    return bisect.bisect_left(ch.offsets, stop)
