@@ -7,6 +7,8 @@ The read path, in modules of one concern each:
 * ``buckets.py``: each bucket's positions and the decoded results waiting to be handed out;
 * ``decode.py``: what one scanner reads (``ScanSpec``) and how fetched records become chunks;
 * ``decode_jobs.py``: decoding on the codec worker threads, results applied in arrival order;
+* ``offsets.py``: ListOffsets with retries (LATEST subscriptions, where a bounded read stops);
+* ``retry.py``: which per-bucket error codes re-resolve the leader and which are retried;
 * ``remote.py``: buckets whose data lies in remote (tiered) segments;
 * ``records.py`` / ``convert.py``: what a poll hands out (records, row dicts, Arrow batches).
 
@@ -65,25 +67,16 @@ from ..workers import codec_workers
 from .buckets import BucketState as _BucketState, Completed as _Completed, rows_below as _rows_below
 from .decode import ScanSpec
 from .decode_jobs import InOrder, decode_response
+from .offsets import list_offsets
 from .records import Chunk
+from .retry import (MAX_BACKOFF_S as _MAX_BACKOFF_S, REFRESH_CODES as _REFRESH_CODES,
+                    RETRY_BACKOFF_S as _RETRY_BACKOFF_S, RETRY_CODES as _RETRY_CODES)
 
 __all__ = ["ScanSpec", "LogFetcher", "parse_fetch_response", "BucketFetchResult"]
 
 NETWORK_EXCEPTION = Errors.NETWORK_EXCEPTION
 CORRUPT_MESSAGE = Errors.CORRUPT_MESSAGE
 LOG_OFFSET_OUT_OF_RANGE = Errors.LOG_OFFSET_OUT_OF_RANGE_EXCEPTION
-# A fetch re-resolves the bucket's leader after these. Deliberately not the table's refresh set:
-# NETWORK_EXCEPTION is handled apart (transport failures are counted per node), and a fenced leader
-# epoch or a moved coordinator also mean the leader this fetch used is stale.
-_REFRESH_CODES = frozenset((Errors.NOT_LEADER_OR_FOLLOWER, Errors.LEADER_NOT_AVAILABLE_EXCEPTION,
-                            Errors.FENCED_LEADER_EPOCH_EXCEPTION, Errors.UNKNOWN_TABLE_OR_BUCKET_EXCEPTION,
-                            Errors.INVALID_COORDINATOR_EXCEPTION))
-# Per-bucket storage hiccups the fetch loop retries without refreshing anything.
-_RETRY_CODES = frozenset((Errors.LOG_STORAGE_EXCEPTION, Errors.KV_STORAGE_EXCEPTION,
-                          Errors.STORAGE_EXCEPTION, Errors.UNKNOWN_SERVER_ERROR))
-
-_RETRY_BACKOFF_S = 0.05
-_MAX_BACKOFF_S = 1.0
 #: codes poll() retries quietly (besides every retriable one): leader moves and unknown buckets
 _TRANSIENT_CODES = frozenset((NETWORK_EXCEPTION, Errors.REQUEST_TIME_OUT)) | _REFRESH_CODES
 #: consecutive transport failures of one node before the error is reported (poll() keeps retrying
@@ -676,82 +669,8 @@ class LogFetcher:
     # -- ListOffsets -----------------------------------------------------------------------------
     async def list_offsets(self, buckets, offset_type: int, attempts: int = 5) -> Dict[TableBucket, int]:
         """{bucket: offset} (offset_type 0 EARLIEST, 1 LATEST), retrying leader moves."""
-        spec = self.spec
-        md = self.ctx.metadata
-        todo = list(buckets)
-        out: Dict[TableBucket, int] = {}
-        last_err: Optional[FlussError] = None
-        # a restarting server takes longer than a few quick attempts: keep going for request-timeout
-        give_up_at = asyncio.get_running_loop().time() + self._transient_limit
-        attempt = -1
-        while True:
-            attempt += 1
-            if not todo or (attempt >= attempts and asyncio.get_running_loop().time() >= give_up_at):
-                break
-            if attempt:
-                await asyncio.sleep(min(_RETRY_BACKOFF_S * (2 ** attempt), _MAX_BACKOFF_S))
-            groups: Dict[Tuple[int, Optional[int]], list] = {}
-            retry = []
-            for tb in todo:
-                try:
-                    node = await md.leader_for(spec.table_id, tb.partition_id, tb.bucket_id)
-                except FlussError as exc:
-                    if exc.error_code in _REFRESH_CODES or exc.error_code == NETWORK_EXCEPTION:
-                        last_err = exc
-                        retry.append(tb)
-                        continue
-                    raise
-                groups.setdefault((node, tb.partition_id), []).append(tb)
-
-            async def one(node, pid, tbs):
-                req = pb.ListOffsetsRequest()
-                req.follower_server_id = -1
-                req.offset_type = offset_type
-                req.table_id = spec.table_id
-                if pid is not None:
-                    req.partition_id = pid
-                req.bucket_id.extend(tb.bucket_id for tb in tbs)
-                return await self.ctx.tablet(node, Api.LIST_OFFSETS, req)
-
-            keys = list(groups)
-            results = await asyncio.gather(*(one(n, p, groups[(n, p)]) for n, p in keys),
-                                           return_exceptions=True)
-            for (node, pid), res in zip(keys, results):
-                tbs = groups[(node, pid)]
-                if isinstance(res, BaseException):
-                    if isinstance(res, FlussError) and (res.is_retriable or res.error_code in _REFRESH_CODES):
-                        last_err = res
-                        for tb in tbs:
-                            md.invalidate(spec.table_id, tb.partition_id)
-                        retry.extend(tbs)
-                        continue
-                    if isinstance(res, FlussError):
-                        raise res
-                    raise FlussError(f"Listing offsets of table '{spec.path}' failed: {res}", NETWORK_EXCEPTION)
-                by_bucket = {b.bucket_id: b for b in res.buckets_resp}
-                for tb in tbs:
-                    b = by_bucket.get(tb.bucket_id)
-                    if b is None:
-                        last_err = FlussError(f"{spec.where(tb)}: no offset in the ListOffsets answer", -1)
-                        retry.append(tb)
-                    elif b.HasField("error_code") and b.error_code:
-                        err = FlussError(f"Listing offsets of {spec.where(tb)} failed: "
-                                         f"{b.error_message or b.error_code}", b.error_code)
-                        if b.error_code in _REFRESH_CODES or b.error_code in _RETRY_CODES:
-                            md.invalidate(spec.table_id, tb.partition_id)
-                            last_err = err
-                            retry.append(tb)
-                        else:
-                            raise err
-                    elif not b.HasField("offset"):
-                        raise FlussError(f"{spec.where(tb)}: ListOffsets answer carries neither "
-                                         f"an offset nor an error", -1)
-                    else:
-                        out[tb] = b.offset
-            todo = retry
-        if todo:
-            raise last_err or FlussError(f"Listing offsets of table '{spec.path}' failed", -1)
-        return out
+        return await list_offsets(self.ctx, self.spec, buckets, offset_type, self._transient_limit,
+                                  attempts)
 
     # -- consuming -------------------------------------------------------------------------------
     def _drain(self, max_records: Optional[int], max_chunks: Optional[int], stops=None):
