@@ -140,3 +140,26 @@ class ArrowLog:
 
     def time_decode(self, compression):
         self.codec.decode(self.blob, self.header)
+
+
+class PollRows:
+    """records.Chunk.rows(): the row dicts a record poll hands out, 500 at a time, from one decoded
+    20k-row batch (Python values converted window by window, see records.RowSource)."""
+    params = (["orders", "clicks"],)
+    param_names = ["dataset"]
+
+    def setup(self, dataset):
+        import pyarrow as pa
+
+        table = ds.load(dataset, 20_000).combine_chunks()
+        self.batch = pa.RecordBatch.from_arrays([c.chunk(0) for c in table.columns], schema=table.schema)
+
+    def time_rows_in_polls_of_500(self, dataset):
+        from fluss_fast.client.scan.records import Chunk, RowSource
+        from fluss_fast.metadata import TableBucket
+
+        src = RowSource(self.batch)
+        tb = TableBucket(1, 0)
+        n = self.batch.num_rows
+        for start in range(0, n, 500):
+            Chunk(tb, src, start, min(500, n - start), start, None, None, 0, start + 500).rows()

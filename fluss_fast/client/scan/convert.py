@@ -123,7 +123,12 @@ def _flat_temporal(arr: pa.Array):
         import pyarrow.compute as pc
 
         dec = decimal.Decimal
-        return [None if s is None else dec(s) for s in pc.cast(arr, pa.string()).to_pylist()]
+        # Arrow's cast to text plus Decimal(str) measured cheaper than Decimal(int).scaleb() from
+        # the raw 128-bit words (two Decimal objects per value); map() skips a Python frame per value.
+        text = pc.cast(arr, pa.string()).to_pylist()
+        if not arr.null_count:
+            return list(map(dec, text))
+        return [None if s is None else dec(s) for s in text]
     if T.is_time(t):
         import numpy as np
 

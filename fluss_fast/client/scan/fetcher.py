@@ -1,12 +1,24 @@
-"""The log fetcher: FetchLog requests, response decoding and the bucket positions of one scanner.
+"""The log fetcher: FetchLog requests and the bucket positions of one scanner.
+
+The read path, in modules of one concern each:
+
+* ``fetcher.py`` (this module): the wire form of a FetchLog answer (``parse_fetch_response``) and
+  the fetch loop (``LogFetcher``): what to fetch from whom, errors and retries, handing out;
+* ``buckets.py``: each bucket's positions and the decoded results waiting to be handed out;
+* ``decode.py``: what one scanner reads (``ScanSpec``) and how fetched records become chunks;
+* ``decode_jobs.py``: decoding on the codec worker threads, results applied in arrival order;
+* ``offsets.py``: ListOffsets with retries (LATEST subscriptions, where a bounded read stops);
+* ``retry.py``: which per-bucket error codes re-resolve the leader and which are retried;
+* ``remote.py``: buckets whose data lies in remote (tiered) segments;
+* ``records.py`` / ``convert.py``: what a poll hands out (records, row dicts, Arrow batches).
 
 Everything in ``LogFetcher`` except the subscription methods runs on the client runtime loop.
 
 How data flows:
 
 * ``send_fetches`` groups the fetchable buckets (subscribed, not in a request already, fewer than
-  ``_MAX_AHEAD`` results waiting or being decoded, not backing off, leader known, not past the end
-  of a bounded read) by leader node and sends them in up to ``_MAX_REQUESTS_PER_NODE`` FetchLogs
+  ``_MAX_AHEAD`` results waiting or being decoded (``_MAX_AHEAD_POLL`` for a poll loop), not
+  backing off, leader known, not past the end of a bounded read) by leader node and sends them in up to ``_MAX_REQUESTS_PER_NODE`` FetchLogs
   per node. Several requests per node keep the server and the socket busy while a response is in
   transit or being decoded; each request gets ``max-bytes / requests`` so that what is in flight to
   one node stays within ``scanner.log.fetch.max-bytes``.
@@ -40,10 +52,9 @@ import collections
 import functools
 import inspect
 import threading
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ...codec import logbatch
 from ...codec.errors import CorruptBatchError
@@ -54,25 +65,19 @@ from ...rpc.api import Api
 from ...rpc.errors import CLIENT_ERROR, Errors
 from ...rpc.wire import BucketFetchResult, parse_fetch_response
 from ..workers import codec_workers
-from .records import Chunk, RowSource
+from .buckets import BucketState as _BucketState, Completed as _Completed, rows_below as _rows_below
+from .decode import ScanSpec
+from .decode_jobs import InOrder, decode_response
+from .offsets import list_offsets
+from .records import Chunk
+from .retry import (MAX_BACKOFF_S as _MAX_BACKOFF_S, REFRESH_CODES as _REFRESH_CODES,
+                    RETRY_BACKOFF_S as _RETRY_BACKOFF_S, RETRY_CODES as _RETRY_CODES)
 
 __all__ = ["ScanSpec", "LogFetcher", "parse_fetch_response", "BucketFetchResult"]
 
 NETWORK_EXCEPTION = Errors.NETWORK_EXCEPTION
 CORRUPT_MESSAGE = Errors.CORRUPT_MESSAGE
 LOG_OFFSET_OUT_OF_RANGE = Errors.LOG_OFFSET_OUT_OF_RANGE_EXCEPTION
-# A fetch re-resolves the bucket's leader after these. Deliberately not the table's refresh set:
-# NETWORK_EXCEPTION is handled apart (transport failures are counted per node), and a fenced leader
-# epoch or a moved coordinator also mean the leader this fetch used is stale.
-_REFRESH_CODES = frozenset((Errors.NOT_LEADER_OR_FOLLOWER, Errors.LEADER_NOT_AVAILABLE_EXCEPTION,
-                            Errors.FENCED_LEADER_EPOCH_EXCEPTION, Errors.UNKNOWN_TABLE_OR_BUCKET_EXCEPTION,
-                            Errors.INVALID_COORDINATOR_EXCEPTION))
-# Per-bucket storage hiccups the fetch loop retries without refreshing anything.
-_RETRY_CODES = frozenset((Errors.LOG_STORAGE_EXCEPTION, Errors.KV_STORAGE_EXCEPTION,
-                          Errors.STORAGE_EXCEPTION, Errors.UNKNOWN_SERVER_ERROR))
-
-_RETRY_BACKOFF_S = 0.05
-_MAX_BACKOFF_S = 1.0
 #: codes poll() retries quietly (besides every retriable one): leader moves and unknown buckets
 _TRANSIENT_CODES = frozenset((NETWORK_EXCEPTION, Errors.REQUEST_TIME_OUT)) | _REFRESH_CODES
 #: consecutive transport failures of one node before the error is reported (poll() keeps retrying
@@ -81,6 +86,10 @@ _NODE_FAILURES_BEFORE_ERROR = 3
 #: fetch results per bucket, decoded but unconsumed or still being decoded, before the bucket
 #: stops being fetched
 _MAX_AHEAD = 3
+#: the same for a poll loop: its rows are turned into Python objects far slower than responses
+#: decode, so a deeper queue only holds more memory (orders, 1 M rows: peak RSS 172-240 MB at 3,
+#: 144-175 MB at 2, same speed)
+_MAX_AHEAD_POLL = 2
 #: FetchLog requests one scanner keeps in flight to one tablet server
 _MAX_REQUESTS_PER_NODE = 3
 #: the per-bucket budget of a bounded read when the user kept the default one
@@ -96,231 +105,6 @@ def _is_transient(err: FlussError) -> bool:
     if err.error_code == CORRUPT_MESSAGE:
         return False
     return err.error_code in _TRANSIENT_CODES or bool(getattr(err, "is_retriable", False))
-
-
-def _relabel(t: pa.DataType) -> pa.DataType:
-    if pa.types.is_list(t):
-        f = t.value_field
-        return pa.list_(pa.field("item", _relabel(f.type), f.nullable))
-    if pa.types.is_map(t):
-        return pa.map_(pa.field("key", _relabel(t.key_type), False),
-                       pa.field("value", _relabel(t.item_type), t.item_field.nullable))
-    if pa.types.is_struct(t):
-        return pa.struct([pa.field(f.name, _relabel(f.type), f.nullable) for f in t])
-    return t
-
-
-def pyfluss_labels(schema: pa.Schema) -> pa.Schema:
-    """``schema`` with pyfluss's nested field names (list items are called ``item``).
-
-    Names never travel on the wire, so decoding straight into this schema costs nothing.
-    """
-    return pa.schema([pa.field(f.name, _relabel(f.type), f.nullable) for f in schema])
-
-
-# -- what one scanner reads -------------------------------------------------------------------------
-class ScanSpec:
-    """Everything fixed when a scanner is created: table, projection, filter, decoders."""
-
-    def __init__(self, meta, *, projection: Optional[List[int]] = None, predicate=None):
-        from ...codec.arrowlog import ArrowLogCodec
-
-        self.meta = meta
-        self.path = meta.path
-        self.table_id = meta.table_id
-        self.schema = meta.schema
-        self.schema_id = meta.schema_id
-        self.num_buckets = meta.num_buckets
-        self.partitioned = meta.is_partitioned
-        desc = meta.descriptor
-        self.log_format = desc.log_format
-        self.full_arrow = pyfluss_labels(self.schema.to_arrow())
-        ncols = len(self.schema.columns)
-        self.user_fields = list(projection) if projection is not None else None
-        self.predicate = predicate
-        needed = set(range(ncols)) if projection is None else set(projection)
-        if predicate is not None:
-            needed |= set(predicate.columns)
-        fetch = sorted(needed)
-        self.arrow_format = self.log_format == "ARROW"
-        # The server projects ARROW batches only (INDEXED answers 34); others are projected here.
-        self.pushdown = self.arrow_format and len(fetch) < ncols
-        self.fetch_fields = fetch if self.pushdown else None
-        decoded = fetch if self.pushdown else list(range(ncols))
-        self.decoded_schema = pa.schema([self.full_arrow.field(i) for i in decoded])
-        pos_in_decoded = {f: k for k, f in enumerate(decoded)}
-        self.pred_positions = pos_in_decoded
-        out_fields = list(range(ncols)) if projection is None else list(projection)
-        self.out_select = None if out_fields == decoded else [pos_in_decoded[f] for f in out_fields]
-        self.out_schema = pa.schema([self.full_arrow.field(i) for i in out_fields])
-        # Projected batches carry a stale CRC (the server rewrites them without recomputing it).
-        self.check_crc = not self.pushdown
-        # records received from the server and decoded, before the exact filter: what pushdown saves
-        self.records_fetched = 0
-        table_name = str(self.path)
-        if self.arrow_format:
-            self.codec = ArrowLogCodec(self.schema, desc.compression, desc.compression_level,
-                                       table_name=table_name)
-            self.row_codec = None
-        else:
-            from ...codec.indexedlog import RowLogCodec
-
-            self.codec = None
-            self.row_codec = RowLogCodec(self.schema.types, self.log_format, self.schema.names)
-
-    def where(self, bucket) -> str:
-        part = f", partition {bucket.partition_id}" if bucket.partition_id is not None else ""
-        return f"table '{self.path}'{part}, bucket {bucket.bucket_id}"
-
-    def empty_table(self) -> pa.Table:
-        return self.out_schema.empty_table()
-
-    # -- decoding one bucket's records ---------------------------------------------------------
-    def _decode_batch(self, mv, h, full: bool = False):
-        """(record batch, change types) of batch ``h``; ``full`` when the server did not project."""
-        if self.arrow_format:
-            if self.pushdown and not full:
-                return self.codec.decode(mv, h, projected=self.decoded_schema)
-            return self.codec.decode(mv, h, arrow_schema=self.full_arrow)
-        from ...codec.indexedlog import to_arrow
-
-        decoded = self.row_codec.decode(mv, h)
-        rb = to_arrow([values for _, values in decoded], self.full_arrow)
-        cts = None if h.append_only else bytes(ct for ct, _ in decoded)
-        return rb, cts
-
-    def decode_full_batches(self, bucket, mv, start: int = 0, end: Optional[int] = None):
-        """[(header, full-schema record batch, change types)] of every complete batch, CRC checked
-        (LIMIT_SCAN answers are never projected by the server)."""
-        out = []
-        for h in logbatch.iter_batches(mv, start, end):
-            if h.schema_id != self.schema_id:
-                raise FlussError(
-                    f"{self.where(bucket)}: batch at offset {h.base_offset} was written with schema "
-                    f"id {h.schema_id}, the scanner reads schema id {self.schema_id}", CLIENT_ERROR)
-            if not logbatch.verify_crc(mv, h.position):
-                raise FlussError(f"{self.where(bucket)}: corrupt batch at offset {h.base_offset} "
-                                 f"(CRC mismatch)", CORRUPT_MESSAGE)
-            if h.record_count > 0:
-                rb, cts = self._decode_batch(mv, h, full=True)
-                out.append((h, rb, cts))
-        return out
-
-    def output_of_full(self, rb: pa.RecordBatch) -> pa.RecordBatch:
-        """The user's columns, in the user's order, of a full-schema batch."""
-        if self.user_fields is None:
-            return rb
-        return rb.select(self.user_fields)
-
-    def decode_records(self, bucket, mv, start: int, end: int, fetch_offset: int):
-        """(chunks, next fetch offset) for the records blob ``mv[start:end]`` fetched at
-        ``fetch_offset``; rows below the fetch offset are dropped."""
-        chunks = []
-        next_offset = fetch_offset
-        complete = 0
-        for h in logbatch.iter_batches(mv, start, end):
-            complete += 1
-            if fetch_offset >= 0 and h.next_offset <= fetch_offset:
-                continue
-            if h.schema_id != self.schema_id:
-                raise FlussError(
-                    f"{self.where(bucket)}: batch at offset {h.base_offset} was written with schema "
-                    f"id {h.schema_id}, the scanner reads schema id {self.schema_id}; "
-                    f"create a new scanner after a schema change", CLIENT_ERROR)
-            if self.check_crc and not logbatch.verify_crc(mv, h.position):
-                raise FlussError(
-                    f"{self.where(bucket)}: corrupt batch at offset {h.base_offset} "
-                    f"(CRC mismatch)", CORRUPT_MESSAGE)
-            if h.record_count > 0:
-                self.records_fetched += h.record_count
-                rb, cts = self._decode_batch(mv, h)
-                chunk = self._chunk(bucket, h, rb, cts, fetch_offset)
-                if chunk is not None:
-                    chunks.append(chunk)
-            next_offset = h.next_offset
-        if complete == 0 and end > start:
-            raise FlussError(
-                f"{self.where(bucket)}: the batch at offset {fetch_offset} does not fit into the "
-                f"fetch size ({end - start} bytes returned); raise "
-                f"scanner.log.fetch.max-bytes-for-bucket", CLIENT_ERROR)
-        return chunks, next_offset
-
-    def _chunk(self, bucket, h, rb, cts, fetch_offset: int):
-        base = h.base_offset
-        if fetch_offset > base:
-            skip = fetch_offset - base
-            rb = rb.slice(skip)
-            if cts is not None:
-                cts = cts[skip:]
-            base = fetch_offset
-        offsets = None
-        if self.predicate is not None and rb.num_rows:
-            mask = self.predicate.mask(rb, self.pred_positions)
-            kept = mask.true_count
-            if kept == 0:
-                return None
-            if kept < rb.num_rows:
-                idx = pc.indices_nonzero(mask)
-                offsets = pc.add(idx, pa.scalar(base, pa.uint64())).to_pylist()
-                if cts is not None:
-                    cts = bytes(cts[i] for i in idx.to_pylist())
-                rb = rb.filter(mask)
-                base = offsets[0]
-                if offsets[-1] - base + 1 == len(offsets):
-                    offsets = None
-        if rb.num_rows == 0:
-            return None
-        if self.out_select is not None:
-            rb = rb.select(self.out_select)
-        return Chunk(bucket, RowSource(rb), 0, rb.num_rows, base, offsets, cts,
-                     h.commit_timestamp, h.next_offset)
-
-
-# -- per-bucket state -------------------------------------------------------------------------------
-class _BucketState:
-    """``offset`` is the position handed out to the user so far; ``fetch_pos`` (None: same as
-    ``offset``) is where the next FetchLog starts, ahead of ``offset`` while results are buffered."""
-
-    __slots__ = ("offset", "fetch_pos", "high_watermark", "retry_at", "starved", "need_bytes",
-                 "inflight", "decoding", "rounds", "remote")
-
-    def __init__(self, offset: int):
-        self.offset = offset
-        self.fetch_pos = None
-        # part of a FetchLog that has not been answered yet
-        self.inflight = False
-        # responses of this bucket handed to the decode worker and not back yet
-        self.decoding = 0
-        # answered fetches with data: a bounded read's budget grows with them, so that the first
-        # answers are small and decoding starts early
-        self.rounds = 0
-        # got only part of a batch: the server sends the first batch of a request's first bucket
-        # whole, so this bucket goes first next time
-        self.starved = False
-        # size of the batch that did not fit: asked for in full next time
-        self.need_bytes = 0
-        self.high_watermark = -1
-        self.retry_at = 0.0
-        # a remote.py cursor while the bucket reads tiered segments instead of fetching
-        self.remote = None
-
-    @property
-    def fetch_at(self) -> int:
-        return self.offset if self.fetch_pos is None else self.fetch_pos
-
-
-class _Completed:
-    """Decoded result of one bucket of one FetchLog response, consumed chunk by chunk."""
-
-    __slots__ = ("bucket", "state", "fetch_offset", "chunks", "next_offset", "high_watermark")
-
-    def __init__(self, bucket, state, fetch_offset, chunks, next_offset, high_watermark):
-        self.bucket = bucket
-        self.state = state
-        self.fetch_offset = fetch_offset
-        self.chunks = collections.deque(chunks)
-        self.next_offset = next_offset
-        self.high_watermark = high_watermark
 
 
 async def _connection(ctx, node: int):
@@ -349,12 +133,8 @@ class LogFetcher:
         self._buffer: collections.deque = collections.deque()
         # FetchLogs in flight per tablet server
         self._node_reqs: Dict[int, int] = {}
-        # responses of this fetcher on the decode workers: submitted (``_decode_seq``), applied
-        # (``_decode_next``), finished early and waiting for their turn (``_decode_done``)
-        self._decode_jobs = 0
-        self._decode_seq = 0
-        self._decode_next = 0
-        self._decode_done: Dict[int, tuple] = {}
+        # responses of this fetcher on the decode workers, applied in the order they arrived
+        self._decodes = InOrder(self._workers, self._decoded)
         # a bounded read may raise the per-bucket budget unless the user chose one
         self._bounded_budget = self.max_bytes_for_bucket == _DEFAULT_BUCKET_BYTES
         self._tasks: set = set()
@@ -465,6 +245,7 @@ class LogFetcher:
         spec = self.spec
         buffered = collections.Counter(c.bucket for c in self._buffer)
         stops = self._stops
+        ahead = _MAX_AHEAD if stops is not None else _MAX_AHEAD_POLL
         by_node: Dict[int, list] = {}
         need_meta = []
         need_latest = []
@@ -474,7 +255,7 @@ class LogFetcher:
         for tb, st in items:
             if st.inflight:
                 continue
-            if buffered[tb] + st.decoding >= _MAX_AHEAD or (exclude is not None and tb in exclude):
+            if buffered[tb] + st.decoding >= ahead or (exclude is not None and tb in exclude):
                 continue
             if stops is not None and (tb not in stops or st.fetch_at >= stops[tb]):
                 continue
@@ -635,48 +416,14 @@ class LogFetcher:
                 if r.records is not None:
                     size += r.records[1] - r.records[0]
             self.send_fetches()
-            job = functools.partial(self._decode_all, mv, todo)
-            if self._decode_jobs == 0 and size < _INLINE_DECODE_BYTES:
+            job = functools.partial(decode_response, self.spec, mv, todo)
+            if self._decodes.pending == 0 and size < _INLINE_DECODE_BYTES:
                 # small (polling) answers: no thread hop; nothing is queued ahead of this one
                 self._decoded(node, todo, job(), None)
             else:
-                seq = self._decode_seq
-                self._decode_seq += 1
-                self._decode_jobs += 1
-                self._workers.submit_to_loop(self._loop, job,
-                                             functools.partial(self._decoded_async, seq, node, todo))
+                self._decodes.submit(self._loop, job, node, todo)
         if error is not None:
             raise error
-
-    def _decode_all(self, mv, todo):
-        """Decoded results of one response's buckets (on the decode worker for large responses);
-        stops at the first failure, returning what was decoded before it and the error."""
-        spec = self.spec
-        out = []
-        for tb, st, off, r in todo:
-            try:
-                chunks, nxt = [], off
-                if r.records is not None and r.records[1] > r.records[0]:
-                    chunks, nxt = spec.decode_records(tb, mv, r.records[0], r.records[1], off)
-                if r.filtered_end_offset is not None and r.filtered_end_offset > nxt:
-                    nxt = r.filtered_end_offset
-            except BaseException as exc:  # noqa: BLE001 - reported by _decoded on the loop
-                return out, exc
-            out.append((chunks, nxt))
-        return out, None
-
-    def _decoded_async(self, seq: int, node: int, todo, result, exc) -> None:
-        """A worker's result, back on the loop: applied in submission order, which keeps every
-        bucket's results in offset order."""
-        done = self._decode_done
-        done[seq] = (node, todo, result, exc)
-        nxt = self._decode_next
-        while nxt in done:
-            args = done.pop(nxt)
-            nxt += 1
-            self._decode_next = nxt
-            self._decode_jobs -= 1
-            self._decoded(*args)
 
     def _decoded(self, node: int, todo, result, exc) -> None:
         """Buffer the decoded results of one response in order, report a failure."""
@@ -830,82 +577,8 @@ class LogFetcher:
     # -- ListOffsets -----------------------------------------------------------------------------
     async def list_offsets(self, buckets, offset_type: int, attempts: int = 5) -> Dict[TableBucket, int]:
         """{bucket: offset} (offset_type 0 EARLIEST, 1 LATEST), retrying leader moves."""
-        spec = self.spec
-        md = self.ctx.metadata
-        todo = list(buckets)
-        out: Dict[TableBucket, int] = {}
-        last_err: Optional[FlussError] = None
-        # a restarting server takes longer than a few quick attempts: keep going for request-timeout
-        give_up_at = asyncio.get_running_loop().time() + self._transient_limit
-        attempt = -1
-        while True:
-            attempt += 1
-            if not todo or (attempt >= attempts and asyncio.get_running_loop().time() >= give_up_at):
-                break
-            if attempt:
-                await asyncio.sleep(min(_RETRY_BACKOFF_S * (2 ** attempt), _MAX_BACKOFF_S))
-            groups: Dict[Tuple[int, Optional[int]], list] = {}
-            retry = []
-            for tb in todo:
-                try:
-                    node = await md.leader_for(spec.table_id, tb.partition_id, tb.bucket_id)
-                except FlussError as exc:
-                    if exc.error_code in _REFRESH_CODES or exc.error_code == NETWORK_EXCEPTION:
-                        last_err = exc
-                        retry.append(tb)
-                        continue
-                    raise
-                groups.setdefault((node, tb.partition_id), []).append(tb)
-
-            async def one(node, pid, tbs):
-                req = pb.ListOffsetsRequest()
-                req.follower_server_id = -1
-                req.offset_type = offset_type
-                req.table_id = spec.table_id
-                if pid is not None:
-                    req.partition_id = pid
-                req.bucket_id.extend(tb.bucket_id for tb in tbs)
-                return await self.ctx.tablet(node, Api.LIST_OFFSETS, req)
-
-            keys = list(groups)
-            results = await asyncio.gather(*(one(n, p, groups[(n, p)]) for n, p in keys),
-                                           return_exceptions=True)
-            for (node, pid), res in zip(keys, results):
-                tbs = groups[(node, pid)]
-                if isinstance(res, BaseException):
-                    if isinstance(res, FlussError) and (res.is_retriable or res.error_code in _REFRESH_CODES):
-                        last_err = res
-                        for tb in tbs:
-                            md.invalidate(spec.table_id, tb.partition_id)
-                        retry.extend(tbs)
-                        continue
-                    if isinstance(res, FlussError):
-                        raise res
-                    raise FlussError(f"Listing offsets of table '{spec.path}' failed: {res}", NETWORK_EXCEPTION)
-                by_bucket = {b.bucket_id: b for b in res.buckets_resp}
-                for tb in tbs:
-                    b = by_bucket.get(tb.bucket_id)
-                    if b is None:
-                        last_err = FlussError(f"{spec.where(tb)}: no offset in the ListOffsets answer", -1)
-                        retry.append(tb)
-                    elif b.HasField("error_code") and b.error_code:
-                        err = FlussError(f"Listing offsets of {spec.where(tb)} failed: "
-                                         f"{b.error_message or b.error_code}", b.error_code)
-                        if b.error_code in _REFRESH_CODES or b.error_code in _RETRY_CODES:
-                            md.invalidate(spec.table_id, tb.partition_id)
-                            last_err = err
-                            retry.append(tb)
-                        else:
-                            raise err
-                    elif not b.HasField("offset"):
-                        raise FlussError(f"{spec.where(tb)}: ListOffsets answer carries neither "
-                                         f"an offset nor an error", -1)
-                    else:
-                        out[tb] = b.offset
-            todo = retry
-        if todo:
-            raise last_err or FlussError(f"Listing offsets of table '{spec.path}' failed", -1)
-        return out
+        return await list_offsets(self.ctx, self.spec, buckets, offset_type, self._transient_limit,
+                                  attempts)
 
     # -- consuming -------------------------------------------------------------------------------
     def _drain(self, max_records: Optional[int], max_chunks: Optional[int], stops=None):
@@ -1046,12 +719,3 @@ class LogFetcher:
                 if st is not None and st.offset == LATEST_OFFSET and tb in latest:
                     st.offset = latest[tb]
         return latest
-
-
-def _rows_below(ch: Chunk, stop: int) -> int:
-    """How many leading rows of ``ch`` have an offset below ``stop``."""
-    if ch.offsets is None:
-        return max(0, min(ch.count, stop - ch.base_offset))
-    import bisect
-
-    return bisect.bisect_left(ch.offsets, stop)

@@ -22,25 +22,64 @@ _CHANGE_TYPES = [ChangeType(i) for i in range(5)]
 _APPEND_ONLY = ChangeType.AppendOnly
 
 
+_sliceable_cache: dict = {}
+
+
+def _flat_type(t: pa.DataType) -> bool:
+    if pa.types.is_struct(t):
+        return all(_flat_type(t.field(i).type) for i in range(t.num_fields))
+    return not (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t)
+                or pa.types.is_fixed_size_list(t))
+
+
+def _sliceable(schema: pa.Schema) -> bool:
+    hit = _sliceable_cache.get(schema)
+    if hit is None:
+        hit = _sliceable_cache[schema] = all(_flat_type(f.type) for f in schema)
+    return hit
+
+
+#: rows of a batch converted to Python values together: one C loop per column for many rows,
+#: while a 64 k-row batch handed out 500 records a poll never holds all its rows as objects
+_WINDOW_ROWS = 8192
+
+
 class RowSource:
     """One decoded batch (already projected/filtered to the user's columns), shared by its chunks.
 
-    Column lists are converted on first row access and kept: converting a whole column at once is
-    one C loop, converting value by value would be one Python call per value.
+    Column lists are converted a window of rows at a time, on first row access, and kept until a
+    row outside the window is asked for: converting a column slice at once is one C loop,
+    converting value by value would be one Python call per value. Chunks are read in row order,
+    so the window only moves forward and every value is converted once.
     """
 
-    __slots__ = ("batch", "names", "_cols")
+    __slots__ = ("batch", "names", "_cols", "_lo", "_hi")
 
     def __init__(self, batch: pa.RecordBatch):
         self.batch = batch
         self.names = batch.schema.names
         self._cols = None
+        self._lo = self._hi = 0
 
-    def columns(self) -> list:
+    def columns(self, start: int = 0, count: Optional[int] = None):
+        """``(column value lists, first row they hold)`` covering rows ``start .. start+count``."""
+        n = self.batch.num_rows
+        end = n if count is None else start + count
         cols = self._cols
-        if cols is None:
-            cols = self._cols = [column_to_pylist(c) for c in self.batch.columns]
-        return cols
+        if cols is not None and self._lo <= start and end <= self._hi:
+            return cols, self._lo
+        self._cols = None  # drop the old window before building the next one
+        # a slice of a list/map column still converts its whole child array: no windows then
+        if _sliceable(self.batch.schema):
+            hi = max(end, min(n, start + _WINDOW_ROWS))
+        else:
+            start, hi = 0, n
+        if start == 0 and hi >= n:
+            cols = [column_to_pylist(c) for c in self.batch.columns]
+        else:
+            cols = [column_to_pylist(c.slice(start, hi - start)) for c in self.batch.columns]
+        self._cols, self._lo, self._hi = cols, start, hi
+        return cols, start
 
 
 class Chunk:
@@ -103,7 +142,8 @@ class Chunk:
         rows = self._rows
         if rows is None:
             src = self.source
-            rows = self._rows = build_rows(src.names, src.columns(), self.start, self.count)
+            cols, first = src.columns(self.start, self.count)
+            rows = self._rows = build_rows(src.names, cols, self.start - first, self.count)
         return rows
 
 
