@@ -3,9 +3,9 @@ an ARROW log, COMPACTED values) handled on raw bytes.
 
 The batch is split into key and stored-value bytes (``codec.kvsplit``), the old values of the
 keys that need one come from one RocksDB multi-get, the merge is planned in one pass straight into
-a RocksDB ``WriteBatch``, and the changelog is made from the raw row bytes. Rows are decoded only
-to build the changelog's Arrow columns. The order contract of ``kvstore`` holds: the changelog is
-appended before the write batch is applied, under the bucket's lock.
+a RocksDB ``WriteBatch``, and the changelog's Arrow columns are made from the row bytes
+(``codec.rowarrow``): no row becomes Python values. The order contract of ``kvstore`` holds: the
+changelog is appended before the write batch is applied, under the bucket's lock.
 """
 from __future__ import annotations
 
@@ -32,11 +32,34 @@ def eligible(table, merger) -> bool:
             and table.image in ("FULL", "WAL") and merger.delete_behavior in ("ALLOW", "IGNORE", "DISABLE"))
 
 
+def _converter(table):
+    conv = getattr(table, "_rows_to_arrow", None)
+    if conv is None:
+        from ..codec.rowarrow import RowsToArrow
+
+        conv = table._rows_to_arrow = RowsToArrow(table.schema, table.kv_format, table.schemas, str(table.path),
+                                                  table.latest_schema_id)
+    return conv
+
+
+def _codec(table):
+    codec = table._changelog
+    if codec is None:
+        from ..codec.arrowlog import ArrowLogCodec
+
+        codec = table._changelog = ArrowLogCodec(table.schema, table._compression[0], table._compression[1],
+                                                 table_name=table.path)
+    return codec
+
+
 def changelog_from_values(table, values, cts: bytearray, mixed: bool, writer_id: int, batch_sequence: int) -> bytes:
-    """The changelog batch of stored values (int16 schema id + row). Rows under an older schema
-    are read with their own schema and padded to the latest one."""
-    rows = [table.decode(v) for v in values]
-    return table.build_changelog(rows, cts, writer_id, batch_sequence)
+    """The changelog batch of stored values (int16 schema id + row), straight from their bytes to
+    Arrow (``codec.rowarrow``: rows of an older schema are mapped to the latest one)."""
+    if not values:
+        return table.build_changelog([], cts, writer_id, batch_sequence)
+    rb = _converter(table).value_list(values)
+    return _codec(table).build(rb, schema_id=table.latest_schema_id, writer_id=writer_id,
+                               batch_sequence=batch_sequence, change_types=bytes(cts))
 
 
 async def put_batch_fast(table, merger, bkv, records, h, check_writer_probe) -> int:
