@@ -47,6 +47,13 @@ def _raw_options():
 
     opts = rocksdict.Options(raw_mode=True)
     opts.create_if_missing(True)
+    # PUT_KV reads the old value of every key it writes, and most new keys are absent: bloom filters
+    # (on the SST files and on the memtable) answer those misses without a search, ~5x cheaper
+    table = rocksdict.BlockBasedOptions()
+    table.set_bloom_filter(10, False)
+    opts.set_block_based_table_factory(table)
+    opts.set_memtable_prefix_bloom_ratio(0.1)
+    opts.set_memtable_whole_key_filtering(True)
     return opts
 
 
