@@ -98,7 +98,8 @@ def split_kv_records(buf, bytes prefix):
 def plan_changes(list keys, list values, dict current, bint full, bint ignore_deletes, batch, bytes latest):
     cdef list rows = []
     cdef bytearray cts = bytearray()
-    cdef Py_ssize_t i, n = len(keys), writes = 0
+    cdef Py_ssize_t i, n = len(keys)
+    cdef set written = set()
     cdef object key, value
     cdef PyObject *old
     cdef bint mixed = False
@@ -120,7 +121,6 @@ def plan_changes(list keys, list values, dict current, bint full, bint ignore_de
             rows.append(<object>old)
             cts.append(CT_DELETE)
             current[key] = None
-            delete(key)
         else:
             if not full:
                 rows.append(value)
@@ -136,11 +136,16 @@ def plan_changes(list keys, list values, dict current, bint full, bint ignore_de
                     rows.append(value)
                     cts.append(CT_UA)
             PyDict_SetItem(current, key, value)
+        written.add(key)
+    for key in sorted(written):
+        value = current[key]
+        if value is None:
+            delete(key)
+        else:
             put(key, value)
-        writes += 1
     for r in rows:
         rp = PyBytes_AS_STRING(r)
         if PyBytes_GET_SIZE(r) < 2 or rp[0] != lp[0] or rp[1] != lp[1]:
             mixed = True
             break
-    return rows, cts, writes, mixed
+    return rows, cts, len(written), mixed

@@ -8,11 +8,12 @@ None for a delete. Errors are ``CorruptBatchError`` with ``kvbatch.iter_kv_recor
 
 ``plan_changes(keys, values, current, full, ignore_deletes, batch, latest)`` applies the records
 in order to ``current`` (key -> stored value or None; it must hold every key whose old value
-matters: all keys for the FULL image, the deleted ones for WAL), puts each write into ``batch``
-(anything with ``put(key, value)`` / ``delete(key)``, a rocksdict ``WriteBatch``), and returns
-``(rows, change_types, writes, mixed)``: the changelog's stored values and their change-type
-bytes, the number of writes, and whether any changelog row is under another schema than the
-two-byte ``latest``. A key repeated in the batch sees its earlier records, as in the Java server.
+matters: all keys for the FULL image, the deleted ones for WAL), puts the final state of every
+key it changed into ``batch`` (anything with ``put(key, value)`` / ``delete(key)``, a rocksdict
+``WriteBatch``) once, in key order (RocksDB's memtable inserts sorted keys much faster), and
+returns ``(rows, change_types, writes, mixed)``: the changelog's stored values and their
+change-type bytes, the number of keys written, and whether any changelog row is under another
+schema than the two-byte ``latest``. A key repeated in the batch sees its earlier records, as in the Java server.
 ``_kvsplit.pyx`` is the compiled twin.
 """
 from __future__ import annotations
@@ -78,7 +79,7 @@ def plan_changes(keys, values, current: dict, full: bool, ignore_deletes: bool, 
                  latest: bytes) -> Tuple[List[bytes], bytearray, int, bool]:
     rows: List[bytes] = []
     cts = bytearray()
-    writes = 0
+    written = set()
     for key, value in zip(keys, values):
         if value is None:
             if ignore_deletes:
@@ -89,7 +90,6 @@ def plan_changes(keys, values, current: dict, full: bool, ignore_deletes: bool, 
             rows.append(old)
             cts.append(DELETE)
             current[key] = None
-            batch.delete(key)
         else:
             if not full:
                 rows.append(value)
@@ -105,10 +105,15 @@ def plan_changes(keys, values, current: dict, full: bool, ignore_deletes: bool, 
                     rows.append(value)
                     cts.append(UPDATE_AFTER)
             current[key] = value
+        written.add(key)
+    for key in sorted(written):
+        value = current[key]
+        if value is None:
+            batch.delete(key)
+        else:
             batch.put(key, value)
-        writes += 1
     mixed = any(r[:2] != latest for r in rows)
-    return rows, cts, writes, mixed
+    return rows, cts, len(written), mixed
 
 
 split_kv_records_py = split_kv_records
