@@ -23,6 +23,7 @@ _SID = struct.Struct("<h")
 # FLUSS_FAST_KV_FAST_PATH=0 sends every request down the general path (tests compare the two)
 ENABLED = os.environ.get("FLUSS_FAST_KV_FAST_PATH", "1").strip().lower() not in ("0", "false", "no", "off")
 THREAD_BUILD_ROWS = 512  # changelogs at least this long are built (and compressed) on a worker thread
+THREAD_GET_KEYS = 256  # multi-gets at least this long run on a worker thread
 
 
 def eligible(table, merger) -> bool:
@@ -90,7 +91,17 @@ async def put_batch_fast(table, merger, bkv, records, h, check_writer_probe) -> 
             wanted = []
         else:
             wanted = list(dict.fromkeys(k for k, v in zip(keys, values) if v is None))
-        current = dict(zip(wanted, bkv.multi_get(wanted))) if wanted else {}
+        if len(wanted) >= THREAD_GET_KEYS:
+            # RocksDB's multi-get drops the GIL: other buckets' requests go on meanwhile
+            try:
+                got = await asyncio.to_thread(bkv.multi_get, wanted)
+            except Exception as e:  # noqa: BLE001 - e.g. the bucket was dropped under the read
+                if bkv.closed:
+                    raise FlussError(f"{name} was dropped", Errors.UNKNOWN_TABLE_OR_BUCKET_EXCEPTION) from None
+                raise FlussError(f"Failed to read the KV state of {name}: {e}", Errors.KV_STORAGE_EXCEPTION) from e
+        else:
+            got = bkv.multi_get(wanted) if wanted else []
+        current = dict(zip(wanted, got))
         wb = rocksdict.WriteBatch(raw_mode=True)
         rows, cts, writes, mixed = plan_changes(keys, values, current, full, ignore_deletes, wb,
                                                 _SID.pack(table.latest_schema_id))
