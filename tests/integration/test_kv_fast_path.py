@@ -56,13 +56,16 @@ def test_same_changelog_and_state(pair, image):
     _put(kvs, tid, [up(5, "a"), up(5, "b"), up(5, "c")])                  # one key 3x in one batch
     _put(kvs, tid, [up(7, "x"), dl(7), up(7, "y"), dl(7), dl(7)])         # repeats mixing deletes
     _put(kvs, tid, [dl(200)])                                             # nothing changes: empty batch
+    rnd = random.Random(len(image))                                       # long: worker-thread reads and builds
+    _put(kvs, tid, [dl(i) if rnd.random() < 0.2 else up(i, f"b{j}") for j, i in
+                    enumerate(rnd.randrange(1000, 1600) for _ in range(1500))])
     _put(kvs, tid, [up(300, "new"), up(300, "again"), dl(300)])           # born and gone in one batch
     log = _both(kvs, lambda kv: kv.changelog(tid))
     assert log
     if image == "FULL":
         assert changes(log)[-3:] == \
             [(2, [300, "new", None]), (3, [300, "again", None]), (4, [300, "again", None])]
-    _both(kvs, lambda kv: looked_up(kv.lookup(tid, [k(i) for i in list(range(25)) + [100, 300]])))
+    _both(kvs, lambda kv: looked_up(kv.lookup(tid, [k(i) for i in list(range(25)) + [100, 300] + list(range(1000, 1600))])))
 
 
 def test_idempotent_writer_and_errors(pair):
