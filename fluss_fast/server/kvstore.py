@@ -30,6 +30,7 @@ from ..codec.rows import (INDEXED, CompactedKeyEncoder, CompactedRowDecoder, Com
                           IndexedRowDecoder, IndexedRowEncoder)
 from ..errors import FlussError
 from ..rpc.errors import Errors
+from . import kvfast
 from .logstore import read_segment
 
 log = logging.getLogger("fluss_fast.server.kvstore")
@@ -46,6 +47,13 @@ def _raw_options():
 
     opts = rocksdict.Options(raw_mode=True)
     opts.create_if_missing(True)
+    # PUT_KV reads the old value of every key it writes, and most new keys are absent: bloom filters
+    # (on the SST files and on the memtable) answer those misses without a search, ~5x cheaper
+    table = rocksdict.BlockBasedOptions()
+    table.set_bloom_filter(10, False)
+    opts.set_block_based_table_factory(table)
+    opts.set_memtable_prefix_bloom_ratio(0.1)
+    opts.set_memtable_whole_key_filtering(True)
     return opts
 
 
@@ -526,6 +534,28 @@ class BucketKv:
                 wb.put(k, v)
         self.db.write(wb)
 
+    async def commit(self, batch: bytes, changes, count: int) -> int:
+        """Append a changelog batch, then apply ``changes`` (a dict for ``write`` or a rocksdict
+        ``WriteBatch``) to the store; the log end offset after the append. Under ``self.lock``."""
+        info = logbatch.validate_records(batch)
+        dup = self.blog.check_writer(info)
+        if dup is not None:
+            return dup.last_offset + 1
+        result = await self.blog.append(bytearray(batch), info)
+        if result.duplicate:
+            return result.last_offset + 1
+        try:
+            if isinstance(changes, dict):
+                self.write(changes)
+            elif count:
+                self.db.write(changes)
+        except Exception as e:
+            # the changelog has the batch, the store does not: reopening replays the log into it
+            self.stale = True
+            raise FlussError(f"Failed to write the KV state of {self.blog.name}: {e}", Errors.KV_STORAGE_EXCEPTION) from e
+        self.advance(result.last_offset + 1, count)
+        return result.last_offset + 1
+
     def advance(self, next_offset: int, changes: int) -> None:
         self.applied = next_offset
         self._since_mark += changes + 1
@@ -557,7 +587,7 @@ class _WriterProbe:
         self.batch_count = 1
 
 
-async def put_batch(table: TableKv, merger: Merger, bkv: BucketKv, records) -> int:
+async def put_batch(table: TableKv, merger: Merger, bkv: BucketKv, records, *, fast_path: bool = True) -> int:
     """Merge one KV batch into a bucket, append its changelog and apply it. Returns the log end
     offset after the append. Raises FlussError for anything the request did wrong."""
     try:
@@ -570,6 +600,8 @@ async def put_batch(table: TableKv, merger: Merger, bkv: BucketKv, records) -> i
     if not 0 <= h.schema_id <= table.latest_schema_id or h.schema_id not in table.schemas:
         raise FlussError(f"Invalid schema id: {h.schema_id}, latest schema id: {table.latest_schema_id}",
                          Errors.SCHEMA_NOT_EXIST)
+    if fast_path and kvfast.eligible(table, merger):
+        return await kvfast.put_batch_fast(table, merger, bkv, records, h, _WriterProbe)
     try:
         kvs = list(iter_kv_records(records, verify_crc=True))
     except CorruptBatchError as e:
@@ -677,21 +709,7 @@ async def put_batch(table: TableKv, merger: Merger, bkv: BucketKv, records) -> i
                 batch = table.build_changelog(rows, cts, h.writer_id, h.batch_sequence)
         except (TypeError, ValueError, FlussError) as e:
             raise FlussError(f"Cannot build the changelog of {bkv.blog.name}: {e}", Errors.CORRUPT_MESSAGE) from None
-        info = logbatch.validate_records(batch)
-        dup = bkv.blog.check_writer(info)
-        if dup is not None:
-            return dup.last_offset + 1
-        result = await bkv.blog.append(bytearray(batch), info)
-        if result.duplicate:
-            return result.last_offset + 1
-        try:
-            bkv.write(buffer)
-        except Exception as e:
-            # the changelog has the batch, the store does not: reopening replays the log into it
-            bkv.stale = True
-            raise FlussError(f"Failed to write the KV state of {bkv.blog.name}: {e}", Errors.KV_STORAGE_EXCEPTION) from e
-        bkv.advance(result.last_offset + 1, len(buffer))
-        return result.last_offset + 1
+        return await bkv.commit(batch, buffer, len(buffer))
 
 
 # -- every bucket -------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from ... import datatypes as T
 from ...codec import murmur
 from ...codec.keys import KeyEncoder, key_columns
 from ...codec.rows import CompactedRowEncoder, IndexedRowEncoder
+from ...codec.upsertrow import UpsertRow
 from ...errors import FlussError
 from ...metadata import PARTITION_SEPARATOR
 from ...rpc.errors import CLIENT_ERROR
@@ -226,6 +227,11 @@ class UpsertWriter(BufferedWriter):
         if tracked is not None:
             tracked.add(self)  # the connection's close() drains it
         self._bulk = None
+        # whole rows of unpartitioned tables bucketed by their key: one compiled call per row
+        self._fast_row = None
+        if target_columns is None and not lay.part_pos and lay.bucket_same:
+            self._fast_row = UpsertRow(schema.names, lay.phys_pos, lay.key_encoder, lay.row_encoder,
+                                       lay.num_buckets, self._acc._slots)
 
     def __repr__(self) -> str:
         return "UpsertWriter()"
@@ -255,6 +261,13 @@ class UpsertWriter(BufferedWriter):
         in schema order; for a partial update, the target columns only)."""
         if self._closed or self._ctx._closed:
             self._check_open()
+        fast = self._fast_row
+        if fast is not None:
+            got = fast.put(row)
+            if got is not None:
+                if type(got) is not tuple:
+                    return got
+                return self._acc.append_slotted(got[0], None, got[1], self._layout.num_buckets)
         values = self._row_shaper.values(row)
         key = self._key(values)
         lay = self._layout

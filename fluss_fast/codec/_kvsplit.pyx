@@ -1,0 +1,151 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""Compiled twin of :mod:`fluss_fast.codec.kvsplit`."""
+from libc.stdint cimport int32_t, uint32_t, uint64_t
+from libc.string cimport memcpy
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
+from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
+from cpython.list cimport PyList_Append
+from cpython.ref cimport PyObject
+
+from fluss_fast.codec.errors import CorruptBatchError
+from fluss_fast.codec.indexedlog import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
+
+cdef extern from "crc32c_impl.h":
+    void ff_crc32c_init()
+    uint32_t ff_crc32c_update(uint32_t crc, const void *data, size_t n) nogil
+
+ff_crc32c_init()
+
+cdef unsigned char CT_DELETE = DELETE
+cdef unsigned char CT_INSERT = INSERT
+cdef unsigned char CT_UB = UPDATE_BEFORE
+cdef unsigned char CT_UA = UPDATE_AFTER
+
+
+cdef inline int32_t _i32(const unsigned char *p) noexcept nogil:
+    return <int32_t>(<uint32_t>p[0] | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24))
+
+
+def split_kv_records(buf, bytes prefix):
+    cdef Py_buffer view
+    cdef const unsigned char *d
+    cdef Py_ssize_t end, p, rec_end, kp, vlen, plen = PyBytes_GET_SIZE(prefix)
+    cdef int32_t count, n, i
+    cdef uint64_t klen
+    cdef int shift
+    cdef uint32_t crc
+    cdef list keys = [], values = []
+    cdef bytes v
+    cdef char *vp
+    PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
+    try:
+        d = <const unsigned char *>view.buf
+        end = view.len
+        if end < 28:
+            raise CorruptBatchError(f"KV batch at byte 0: truncated header ({end} of 28 bytes)", position=0)
+        with nogil:
+            crc = ff_crc32c_update(0, d + 9, <size_t>(end - 9))
+        if crc != <uint32_t>_i32(d + 5):
+            raise CorruptBatchError("KV batch at byte 0: CRC mismatch", position=0)
+        count = _i32(d + 24)
+        p = 28
+        for i in range(count):
+            if p + 4 > end:
+                raise CorruptBatchError(f"KV batch at byte 0: record {i} is truncated", position=0)
+            n = _i32(d + p)
+            p += 4
+            rec_end = p + n
+            if n < 1 or rec_end > end:
+                raise CorruptBatchError(f"KV batch at byte 0: record {i} has bad length {n}", position=0)
+            klen = d[p]
+            kp = p + 1
+            if klen >= 0x80:
+                klen = 0
+                shift = 0
+                kp = p
+                while True:
+                    if kp >= end or shift > 28:
+                        raise CorruptBatchError(f"KV batch at byte 0: record {i} has a bad key length",
+                                                position=0)
+                    klen |= (<uint64_t>(d[kp] & 0x7F)) << shift
+                    kp += 1
+                    if d[kp - 1] < 0x80:
+                        break
+                    shift += 7
+            if klen > <uint64_t>(rec_end - kp):
+                raise CorruptBatchError(f"KV batch at byte 0: record {i} key of {klen} bytes overruns the record",
+                                        position=0)
+            PyList_Append(keys, PyBytes_FromStringAndSize(<const char *>(d + kp), <Py_ssize_t>klen))
+            kp += <Py_ssize_t>klen
+            vlen = rec_end - kp
+            if vlen > 0:
+                v = PyBytes_FromStringAndSize(NULL, plen + vlen)
+                vp = PyBytes_AS_STRING(v)
+                memcpy(vp, PyBytes_AS_STRING(prefix), plen)
+                memcpy(vp + plen, d + kp, vlen)
+                PyList_Append(values, v)
+            else:
+                PyList_Append(values, None)
+            p = rec_end
+        if p != end:
+            raise CorruptBatchError(f"KV batch at byte 0: {end - p} bytes after the last record", position=0)
+    finally:
+        PyBuffer_Release(&view)
+    return keys, values
+
+
+def plan_changes(list keys, list values, dict current, bint full, bint ignore_deletes, batch, bytes latest):
+    cdef list rows = []
+    cdef bytearray cts = bytearray()
+    cdef Py_ssize_t i, n = len(keys)
+    cdef set written = set()
+    cdef object key, value
+    cdef PyObject *old
+    cdef bint mixed = False
+    cdef const char *lp = PyBytes_AS_STRING(latest)
+    cdef const char *rp
+    put = batch.put
+    delete = batch.delete
+    if len(values) != n:
+        raise ValueError(f"{n} keys but {len(values)} values")
+    for i in range(n):
+        key = keys[i]
+        value = values[i]
+        if value is None:
+            if ignore_deletes:
+                continue
+            old = PyDict_GetItem(current, key)
+            if old == NULL or <object>old is None:
+                continue
+            rows.append(<object>old)
+            cts.append(CT_DELETE)
+            current[key] = None
+        else:
+            if not full:
+                rows.append(value)
+                cts.append(CT_UA)
+            else:
+                old = PyDict_GetItem(current, key)
+                if old == NULL or <object>old is None:
+                    rows.append(value)
+                    cts.append(CT_INSERT)
+                else:
+                    rows.append(<object>old)
+                    cts.append(CT_UB)
+                    rows.append(value)
+                    cts.append(CT_UA)
+            PyDict_SetItem(current, key, value)
+        written.add(key)
+    for key in sorted(written):
+        value = current[key]
+        if value is None:
+            delete(key)
+        else:
+            put(key, value)
+    for r in rows:
+        rp = PyBytes_AS_STRING(r)
+        if PyBytes_GET_SIZE(r) < 2 or rp[0] != lp[0] or rp[1] != lp[1]:
+            mixed = True
+            break
+    return rows, cts, len(written), mixed

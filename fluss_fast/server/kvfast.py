@@ -1,0 +1,118 @@
+"""PUT_KV's fast path: the common primary-key write (last row wins, whole rows, no auto-increment,
+an ARROW log, COMPACTED values) handled on raw bytes.
+
+The batch is split into key and stored-value bytes (``codec.kvsplit``), the old values of the
+keys that need one come from one RocksDB multi-get, the merge is planned in one pass straight into
+a RocksDB ``WriteBatch``, and the changelog's Arrow columns are made from the row bytes
+(``codec.rowarrow``): no row becomes Python values. The order contract of ``kvstore`` holds: the
+changelog is appended before the write batch is applied, under the bucket's lock.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import struct
+
+from ..codec.errors import CorruptBatchError
+from ..codec.kvsplit import plan_changes, split_kv_records
+from ..codec.rows import INDEXED
+from ..errors import FlussError
+from ..rpc.errors import Errors
+
+_SID = struct.Struct("<h")
+# FLUSS_FAST_KV_FAST_PATH=0 sends every request down the general path (tests compare the two)
+ENABLED = os.environ.get("FLUSS_FAST_KV_FAST_PATH", "1").strip().lower() not in ("0", "false", "no", "off")
+THREAD_BUILD_ROWS = 512  # changelogs at least this long are built (and compressed) on a worker thread
+THREAD_GET_KEYS = 256  # multi-gets at least this long run on a worker thread
+
+
+def eligible(table, merger) -> bool:
+    """Whether a request with this merge rule may take the fast path."""
+    return (ENABLED and merger.engine is None and merger.target is None and table.auto_inc is None
+            and table.log_format == "ARROW" and table.kv_format != INDEXED
+            and table.image in ("FULL", "WAL") and merger.delete_behavior in ("ALLOW", "IGNORE", "DISABLE"))
+
+
+def _converter(table):
+    conv = getattr(table, "_rows_to_arrow", None)
+    if conv is None:
+        from ..codec.rowarrow import RowsToArrow
+
+        conv = table._rows_to_arrow = RowsToArrow(table.schema, table.kv_format, table.schemas, str(table.path),
+                                                  table.latest_schema_id)
+    return conv
+
+
+def _codec(table):
+    codec = table._changelog
+    if codec is None:
+        from ..codec.arrowlog import ArrowLogCodec
+
+        codec = table._changelog = ArrowLogCodec(table.schema, table._compression[0], table._compression[1],
+                                                 table_name=table.path)
+    return codec
+
+
+def changelog_from_values(table, values, cts: bytearray, mixed: bool, writer_id: int, batch_sequence: int) -> bytes:
+    """The changelog batch of stored values (int16 schema id + row), straight from their bytes to
+    Arrow (``codec.rowarrow``: rows of an older schema are mapped to the latest one)."""
+    if not values:
+        return table.build_changelog([], cts, writer_id, batch_sequence)
+    rb = _converter(table).value_list(values)
+    return _codec(table).build(rb, schema_id=table.latest_schema_id, writer_id=writer_id,
+                               batch_sequence=batch_sequence, change_types=bytes(cts))
+
+
+async def put_batch_fast(table, merger, bkv, records, h, check_writer_probe) -> int:
+    """``kvstore.put_batch`` for an eligible request; ``h`` is the checked header."""
+    name = bkv.blog.name
+    try:
+        keys, values = split_kv_records(records, _SID.pack(h.schema_id))
+    except CorruptBatchError as e:
+        raise FlussError(f"Corrupt KV batch for {name}: {e}", Errors.CORRUPT_MESSAGE) from None
+    full = table.image != "WAL"
+    behavior = merger.delete_behavior
+    import rocksdict
+
+    async with bkv.lock:
+        if bkv.closed:
+            raise FlussError(f"{name} was dropped", Errors.UNKNOWN_TABLE_OR_BUCKET_EXCEPTION)
+        if h.writer_id >= 0:
+            dup = bkv.blog.check_writer(check_writer_probe(h.writer_id, h.batch_sequence))
+            if dup is not None:
+                return dup.last_offset + 1
+        if behavior == "DISABLE" and None in values:
+            raise FlussError("Delete operations are disabled for this table. The table.delete.behavior is "
+                             "set to 'disable'.", Errors.DELETION_DISABLED_EXCEPTION)
+        ignore_deletes = behavior == "IGNORE"
+        if full:
+            wanted = list(dict.fromkeys(keys))
+        elif ignore_deletes:
+            wanted = []
+        else:
+            wanted = list(dict.fromkeys(k for k, v in zip(keys, values) if v is None))
+        if len(wanted) >= THREAD_GET_KEYS:
+            # RocksDB's multi-get drops the GIL: other buckets' requests go on meanwhile
+            try:
+                got = await asyncio.to_thread(bkv.multi_get, wanted)
+            except Exception as e:  # noqa: BLE001 - e.g. the bucket was dropped under the read
+                if bkv.closed:
+                    raise FlussError(f"{name} was dropped", Errors.UNKNOWN_TABLE_OR_BUCKET_EXCEPTION) from None
+                raise FlussError(f"Failed to read the KV state of {name}: {e}", Errors.KV_STORAGE_EXCEPTION) from e
+        else:
+            got = bkv.multi_get(wanted) if wanted else []
+        current = dict(zip(wanted, got))
+        wb = rocksdict.WriteBatch(raw_mode=True)
+        rows, cts, writes, mixed = plan_changes(keys, values, current, full, ignore_deletes, wb,
+                                                _SID.pack(table.latest_schema_id))
+        try:
+            if len(rows) >= THREAD_BUILD_ROWS:
+                # decoding and compression run beside the event loop (zstd and Arrow drop the GIL);
+                # the bucket's lock keeps its appends in order meanwhile
+                batch = await asyncio.to_thread(changelog_from_values, table, rows, cts, mixed,
+                                                h.writer_id, h.batch_sequence)
+            else:
+                batch = changelog_from_values(table, rows, cts, mixed, h.writer_id, h.batch_sequence)
+        except (TypeError, ValueError, FlussError) as e:
+            raise FlussError(f"Cannot build the changelog of {name}: {e}", Errors.CORRUPT_MESSAGE) from None
+        return await bkv.commit(batch, wb, writes)
