@@ -45,12 +45,8 @@ import math
 import struct
 from typing import Callable, Dict, Optional, Sequence, Tuple
 
+from . import values as V
 from ._select import pick
-
-try:  # numpy is a dependency of pyarrow, but the codec must not require it
-    import numpy as _np
-except ImportError:  # pragma: no cover
-    _np = None
 
 __all__ = [
     "COMPACTED", "INDEXED",
@@ -76,12 +72,6 @@ _ROOT_CODES = {
     "TIMESTAMP_WITH_LOCAL_TIME_ZONE": T_TIMESTAMP_LTZ, "ARRAY": T_ARRAY, "MAP": T_MAP, "ROW": T_ROW,
 }
 
-_INT_RANGES = {
-    T_TINYINT: (-(1 << 7), (1 << 7) - 1),
-    T_SMALLINT: (-(1 << 15), (1 << 15) - 1),
-    T_INT: (-(1 << 31), (1 << 31) - 1),
-    T_BIGINT: (-(1 << 63), (1 << 63) - 1),
-}
 # BinaryArray element slot sizes (BinaryArray.calculateFixLengthPartSize)
 _ELEMENT_SIZES = {T_BOOLEAN: 1, T_TINYINT: 1, T_SMALLINT: 2, T_INT: 4, T_FLOAT: 4, T_DATE: 4, T_TIME: 4}
 MAX_COMPACT_PRECISION = 18  # DECIMAL(p<=18) fits an int64 unscaled value
@@ -89,9 +79,9 @@ MAX_COMPACT_TIMESTAMP_PRECISION = 3  # only millis are stored
 
 _U32 = 0xFFFFFFFF
 _U64 = 0xFFFFFFFFFFFFFFFF
-_EPOCH_ORDINAL = 719163  # date(1970, 1, 1).toordinal()
-_EPOCH = _dt.datetime(1970, 1, 1)
-_EPOCH_UTC = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_EPOCH_ORDINAL = V.EPOCH_ORDINAL
+_EPOCH = V.EPOCH
+_EPOCH_UTC = V.EPOCH_UTC
 _MILLIS_PER_DAY = 86_400_000
 _POW10 = tuple(10 ** i for i in range(40))
 _Decimal = _decimal.Decimal
@@ -115,7 +105,8 @@ class TypeInfo:
     """A DataType flattened into what the codecs need; built once per type (see :func:`type_info`)."""
 
     __slots__ = ("code", "nullable", "length", "precision", "scale", "compact", "elem", "key",
-                 "value", "fields", "names", "dtype", "esize", "fixed", "size", "limit", "_cache")
+                 "value", "fields", "names", "name_set", "field_types", "dtype", "esize", "fixed", "size",
+                 "limit", "_cache")
 
     def __init__(self, dtype) -> None:
         root = dtype.root
@@ -132,6 +123,8 @@ class TypeInfo:
         self.elem = self.key = self.value = None
         self.fields = ()
         self.names = ()
+        self.name_set = frozenset()
+        self.field_types = ()
         self.limit = 0
         self._cache = {}
         if code == T_DECIMAL:
@@ -147,6 +140,8 @@ class TypeInfo:
         elif code == T_ROW:
             self.fields = tuple(type_info(f.type) for f in dtype.fields)
             self.names = tuple(f.name for f in dtype.fields)
+            self.name_set = frozenset(self.names)
+            self.field_types = tuple(f.type for f in dtype.fields)
         self.esize = _ELEMENT_SIZES.get(code, 8)
         # IndexedRow: fixed-length fields sit inline with a size known from the type alone.
         if code in (T_BOOLEAN, T_TINYINT):
@@ -206,52 +201,25 @@ def type_info(dtype) -> TypeInfo:
 # ----------------------------------------------------------------------------------------------
 # Value conversion (Python value -> primitive), shared by every format
 # ----------------------------------------------------------------------------------------------
-def _show(v) -> str:
-    r = repr(v)
-    return r if len(r) <= 80 else r[:77] + "..."
-
-
-def _bad(v, t: TypeInfo, expected: str) -> TypeError:
-    return TypeError(f"cannot encode {_show(v)} ({type(v).__name__}) as {t.dtype}: expected {expected}")
-
-
 def _range(v, t: TypeInfo, why: str) -> ValueError:
-    return ValueError(f"cannot encode {_show(v)} as {t.dtype}: {why}")
+    return V.BadValue(f"cannot encode {V.describe_value(v)} as {t.dtype}: {why}")
 
 
+# The value model is values.py's; these adapt it to the row writers' (value, TypeInfo) calls.
 def conv_bool(v, t: TypeInfo) -> bool:
     if v is True or v is False:
         return v
-    if _np is not None and isinstance(v, _np.bool_):
-        return bool(v)
-    raise _bad(v, t, "bool")
+    return V.as_bool(v, t.dtype)
 
 
 def conv_int(v, t: TypeInfo) -> int:
-    if type(v) is not int:
-        if isinstance(v, bool) or (_np is not None and isinstance(v, _np.bool_)):
-            raise _bad(v, t, "int, got a bool (use 0 or 1)")
-        try:
-            v = v.__index__()
-        except (AttributeError, TypeError):
-            raise _bad(v, t, "int") from None
-    lo, hi = _INT_RANGES[t.code]
-    if v < lo or v > hi:
-        raise _range(v, t, f"out of range [{lo}, {hi}]")
-    return v
+    return V.as_int(v, t.dtype)
 
 
 def conv_float(v, t: TypeInfo) -> float:
     if type(v) is float:
         return v
-    if isinstance(v, (str, bytes, bytearray)) or v is None:
-        raise _bad(v, t, "float")
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        raise _bad(v, t, "float") from None
-    except OverflowError:
-        raise _range(v, t, "too large for a float") from None
+    return V.as_float(v, t.dtype)
 
 
 def pack_f32(x: float) -> bytes:
@@ -268,21 +236,13 @@ def pack_f64(x: float) -> bytes:
 
 
 def conv_str(v, t: TypeInfo) -> bytes:
-    if type(v) is not str:
-        if not isinstance(v, str):
-            raise _bad(v, t, "str")
-    try:
-        return v.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise _range(v, t, f"not encodable as UTF-8 ({exc.reason})") from None
+    return V.utf8(v, t.dtype)
 
 
 def conv_bytes(v, t: TypeInfo) -> bytes:
     if type(v) is bytes:
         return v
-    if isinstance(v, (bytes, bytearray, memoryview)):
-        return bytes(v)
-    raise _bad(v, t, "bytes")
+    return V.as_bytes(v, t.dtype)
 
 
 def bigint_bytes(u: int) -> bytes:
@@ -293,154 +253,42 @@ def bigint_bytes(u: int) -> bytes:
 
 def conv_decimal(v, t: TypeInfo) -> int:
     """The unscaled value at the column's scale (HALF_UP, like Java's BigDecimal.setScale)."""
-    if isinstance(v, _decimal.Decimal):
-        if not v.is_finite():
-            raise _range(v, t, "not a finite number")
-        adjusted = v.adjusted()
-        if adjusted > 40:  # checked before building a huge integer
-            raise _range(v, t, f"needs more than {t.precision} digits of precision")
-        if adjusted < -80:  # rounds to zero at any scale <= 38
-            return 0
-        # as_integer_ratio is exact and several times faster than decimal arithmetic
-        num, den = v.as_integer_ratio()
-        m = num * _POW10[t.scale]
-        if den == 1:
-            u = m
-        else:
-            q, r = divmod(-m if m < 0 else m, den)
-            if r + r >= den:
-                q += 1
-            u = -q if m < 0 else q
-    elif type(v) is int or (isinstance(v, int) and not isinstance(v, bool)):
-        u = int(v) * _POW10[t.scale]
-    else:
-        raise _bad(v, t, "decimal.Decimal")
-    if -t.limit < u < t.limit:
-        return u
-    raise _range(v, t, f"needs more than {t.precision} digits of precision")
+    return V.decimal_unscaled(v, t.dtype)
 
 
 def conv_date(v, t: TypeInfo) -> int:
-    if type(v) is _dt.date or (isinstance(v, _dt.date) and not isinstance(v, _dt.datetime)):
-        return v.toordinal() - _EPOCH_ORDINAL
-    if isinstance(v, _dt.datetime):
-        raise _bad(v, t, "datetime.date, got a datetime (use a TIMESTAMP column)")
-    raise _bad(v, t, "datetime.date")
+    return V.date_days(v, t.dtype)
 
 
 def conv_time(v, t: TypeInfo) -> int:
-    if not isinstance(v, _dt.time):
-        raise _bad(v, t, "datetime.time")
-    us = v.microsecond
-    if us % 1000:
-        raise _range(v, t, "TIME keeps milliseconds only; round the value to milliseconds")
-    return ((v.hour * 60 + v.minute) * 60 + v.second) * 1000 + us // 1000
+    return V.time_millis(v, t.dtype)
 
 
-def _is_pandas_ts(v) -> bool:
-    cls = type(v)
-    return cls.__name__ == "Timestamp" and cls.__module__.startswith("pandas")
-
-
-def _split_nanos(nanos: int) -> Tuple[int, int]:
-    millis, nano = divmod(nanos, 1_000_000)
-    return millis, nano
-
-
-def _naive_micros(v) -> int:
-    return (((v.toordinal() - _EPOCH_ORDINAL) * 86400 + v.hour * 3600 + v.minute * 60 + v.second)
-            * 1_000_000 + v.microsecond)
-
-
-def _np_nanos(v) -> int:
-    return int(v.astype("datetime64[ns]").astype("int64"))
-
-
-def _as_datetime(v, t: TypeInfo, expected: str) -> _dt.datetime:
-    """A datetime-like value that is not pandas/numpy as a ``datetime.datetime`` (via to_pydatetime)."""
-    if not isinstance(v, _dt.datetime):
-        conv = getattr(v, "to_pydatetime", None)
-        if conv is None or isinstance(v, _dt.date):
-            raise _bad(v, t, expected)
-        v = conv()
-        if not isinstance(v, _dt.datetime):
-            raise _bad(v, t, expected)
-    return v
-
-
-def _split_micros(micros: int) -> Tuple[int, int]:
-    return micros // 1000, (micros % 1000) * 1000
+def _millis_nanos(us: int, ns: int) -> Tuple[int, int]:
+    return us // 1000, (us % 1000) * 1000 + ns
 
 
 def conv_timestamp(v, t: TypeInfo) -> Tuple[int, int]:
     """(epoch millis, nano of milli) of a wall-clock timestamp."""
-    if type(v) is not _dt.datetime:
-        if _is_pandas_ts(v):
-            if v.tz is not None:
-                raise _bad(v, t, "a naive pd.Timestamp (use a TIMESTAMP_LTZ column for aware ones)")
-            return _split_nanos(v.value)
-        if _np is not None and isinstance(v, _np.datetime64):
-            return _split_nanos(_np_nanos(v))
-        v = _as_datetime(v, t, "naive datetime.datetime")
-    if v.tzinfo is not None and v.utcoffset() is not None:
-        raise _bad(v, t, "a naive datetime (use a TIMESTAMP_LTZ column for aware ones)")
-    return _split_micros(_naive_micros(v))
+    return _millis_nanos(*V.timestamp_micros(v, False))
 
 
 def conv_timestamp_ltz(v, t: TypeInfo) -> Tuple[int, int]:
     """(epoch millis, nano of milli) of an instant; naive datetimes are taken as UTC."""
-    if type(v) is not _dt.datetime:
-        if _is_pandas_ts(v):
-            return _split_nanos(v.value)
-        if _np is not None and isinstance(v, _np.datetime64):
-            return _split_nanos(_np_nanos(v))
-        v = _as_datetime(v, t, "datetime.datetime")
-    if v.tzinfo is None or v.utcoffset() is None:
-        micros = _naive_micros(v)
-    else:
-        d = v - _EPOCH_UTC
-        micros = (d.days * 86400 + d.seconds) * 1_000_000 + d.microseconds
-    return _split_micros(micros)
+    return _millis_nanos(*V.timestamp_micros(v, True))
 
 
 def as_sequence(v, t: TypeInfo) -> Sequence:
-    if type(v) is list or type(v) is tuple:
-        return v
-    if isinstance(v, (str, bytes, bytearray, dict, set, frozenset)) or v is None:
-        raise _bad(v, t, "a list")
-    if hasattr(v, "__len__") and hasattr(v, "__getitem__"):
-        return list(v)
-    raise _bad(v, t, "a list")
+    return V.as_sequence(v)
 
 
 def map_items(v, t: TypeInfo) -> Sequence:
-    if isinstance(v, dict):
-        return list(v.items())
-    if isinstance(v, (str, bytes, bytearray)) or v is None:
-        raise _bad(v, t, "a dict or a list of (key, value) pairs")
-    try:
-        items = list(v)
-    except TypeError:
-        raise _bad(v, t, "a dict or a list of (key, value) pairs") from None
-    for kv in items:
-        if not isinstance(kv, (tuple, list)) or len(kv) != 2:
-            raise _bad(v, t, "map entries as (key, value) pairs")
-    return items
+    return V.map_items(v)
 
 
 def row_values(v, t: TypeInfo) -> Sequence:
     """A ROW value as a positional sequence (dict by field name, or list/tuple by position)."""
-    names = t.names
-    if isinstance(v, dict):
-        for k in v:
-            if k not in names:
-                raise _range(v, t, f"unknown row field {k!r}; fields are {', '.join(names)}")
-        return [v.get(n) for n in names]
-    if isinstance(v, (list, tuple)):
-        if len(v) != len(names):
-            raise _range(v, t, f"expected {len(names)} row fields, got {len(v)}")
-        return v
-    raise _bad(v, t, "a dict by field name or a list/tuple of field values")
+    return V.row_values(v, t.names, t.name_set, t.field_types)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -647,11 +495,15 @@ def _array_writer(e: TypeInfo, fmt: str) -> Callable:
     return w
 
 
-def encode_array(elem, values, fmt: str = COMPACTED, array_type: Optional[TypeInfo] = None) -> bytes:
-    """A BinaryArray of ``values`` with element type ``elem`` (DataType or TypeInfo)."""
+def encode_array(elem, values, fmt: str = COMPACTED, array_type: Optional[TypeInfo] = None,
+                 what: str = "array element", nullable: Optional[bool] = None) -> bytes:
+    """A BinaryArray of ``values`` with element type ``elem`` (DataType or TypeInfo); ``what`` and
+    ``nullable`` (default: the element type's) serve map keys, which are never null."""
     e = type_info(elem)
     if array_type is not None:
-        values = as_sequence(values, array_type)
+        values = V.as_sequence(values)
+    if nullable is None:
+        nullable = e.nullable
     n = len(values)
     header = 4 + ((n + 31) >> 5) * 4
     fixed = header + e.esize * n
@@ -662,8 +514,8 @@ def encode_array(elem, values, fmt: str = COMPACTED, array_type: Optional[TypeIn
     slot = header
     for i, v in enumerate(values):
         if v is None:
-            if not e.nullable:
-                raise ValueError(f"array element {i} is null but the element type is {e.dtype}")
+            if not nullable:
+                raise V.not_null(what, e.dtype if e.nullable == nullable else e.dtype.with_nullable(False))
             buf[4 + (i >> 3)] |= 1 << (i & 7)
         else:
             w(buf, slot, v)
@@ -674,9 +526,9 @@ def encode_array(elem, values, fmt: str = COMPACTED, array_type: Optional[TypeIn
 def encode_map(t, value, fmt: str = COMPACTED) -> bytes:
     """A BinaryMap: [int32 key-array size][key BinaryArray][value BinaryArray]."""
     t = type_info(t)
-    items = map_items(value, t)
-    keys = encode_array(t.key, [kv[0] for kv in items], fmt)
-    vals = encode_array(t.value, [kv[1] for kv in items], fmt)
+    items = V.map_items(value)
+    keys = encode_array(t.key, [kv[0] for kv in items], fmt, None, "map key", False)
+    vals = encode_array(t.value, [kv[1] for kv in items], fmt, None, "map value")
     return _pk_i.pack(len(keys)) + keys + vals
 
 
