@@ -213,6 +213,10 @@ def conv_bool(v, t: TypeInfo) -> bool:
 
 
 def conv_int(v, t: TypeInfo) -> int:
+    if type(v) is int:
+        lo, hi = V.INT_RANGES[t.dtype.root]
+        if lo <= v <= hi:
+            return v
     return V.as_int(v, t.dtype)
 
 
@@ -236,6 +240,8 @@ def pack_f64(x: float) -> bytes:
 
 
 def conv_str(v, t: TypeInfo) -> bytes:
+    if type(v) is str and v.isascii():
+        return v.encode("ascii")
     return V.utf8(v, t.dtype)
 
 
@@ -257,6 +263,8 @@ def conv_decimal(v, t: TypeInfo) -> int:
 
 
 def conv_date(v, t: TypeInfo) -> int:
+    if type(v) is _dt.date:
+        return v.toordinal() - _EPOCH_ORDINAL
     return V.date_days(v, t.dtype)
 
 
