@@ -5,7 +5,8 @@
 validates every value against its Fluss type and accumulates columns until ``build()`` turns them
 into one ``pa.RecordBatch`` with the table's Arrow schema (DATA.md §2.4).
 
-Accepted values per type (pyfluss's rules, plus a few harmless extras marked *):
+Accepted values per type (``values.py`` decides, for upserts too; pyfluss's rules, plus a few
+harmless extras marked *):
 
 =========================  =========================================================================
 BOOLEAN                    bool (numpy.bool_)
@@ -16,7 +17,7 @@ BYTES / BINARY(n)          bytes, bytearray, memoryview*; BINARY needs exactly n
 DECIMAL(p, s)              decimal.Decimal (int*), rounded HALF_UP to s digits, at most p digits
 DATE                       datetime.date (not datetime)
 TIME                       datetime.time, whole milliseconds only
-TIMESTAMP                  naive datetime, naive pandas.Timestamp, objects with to_pydatetime()
+TIMESTAMP                  naive datetime, naive pandas.Timestamp, numpy.datetime64*, to_pydatetime()
 TIMESTAMP_LTZ              as TIMESTAMP, naive = UTC; tz-aware values are converted to UTC
 ARRAY                      list, tuple, other sequences except str/bytes, numpy arrays*
 MAP                        dict or sequence of (key, value) pairs; keys non-null
