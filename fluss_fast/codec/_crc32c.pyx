@@ -12,6 +12,10 @@ cdef extern from "crc32c_impl.h":
 
 ff_crc32c_init()
 
+
+cdef uint32_t crc32c_update(uint32_t crc, const void *data, size_t n) noexcept nogil:
+    return ff_crc32c_update(crc, data, n)
+
 # Releasing the GIL costs two atomic operations and possibly a thread switch; below a few KiB the
 # checksum itself is cheaper than that.
 cdef enum:

@@ -13,19 +13,9 @@ from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
 
 from fluss_fast.codec.errors import CorruptBatchError
 
-cdef extern from "crc32c_impl.h":
-    void ff_crc32c_init()
-    uint32_t ff_crc32c_update(uint32_t crc, const void *data, size_t n) nogil
-
-cdef extern from "le_bytes.h":
-    int16_t ff_le_get16(const unsigned char *p) nogil
-    int32_t ff_le_get32(const unsigned char *p) nogil
-    int64_t ff_le_get64(const unsigned char *p) nogil
-    void ff_le_put16(unsigned char *p, int16_t x) nogil
-    void ff_le_put32(unsigned char *p, int32_t x) nogil
-    void ff_le_put64(unsigned char *p, int64_t x) nogil
-
-ff_crc32c_init()
+from fluss_fast.codec._crc32c cimport crc32c_update
+from fluss_fast.codec.le_bytes cimport (ff_le_get16, ff_le_get32, ff_le_get64, ff_le_put16, ff_le_put32,
+                                        ff_le_put64)
 
 LOG_OVERHEAD = 12
 V0_HEADER_SIZE = 48
@@ -302,16 +292,16 @@ cdef inline uint32_t _fill_and_sum(unsigned char *p, Py_ssize_t fixed, Py_buffer
         memcpy(p + fixed, stats.buf, stats.len)
     if payload.len:
         memcpy(p + fixed + stats.len, payload.buf, payload.len)
-    return ff_crc32c_update(0, p + 25, <size_t>(total - 25))
+    return crc32c_update(0, p + 25, <size_t>(total - 25))
 
 
 cdef inline uint32_t _sum(const unsigned char *p, Py_ssize_t n) noexcept:
     cdef uint32_t crc
     if n > NOGIL_THRESHOLD:
         with nogil:
-            crc = ff_crc32c_update(0, p, <size_t>n)
+            crc = crc32c_update(0, p, <size_t>n)
         return crc
-    return ff_crc32c_update(0, p, <size_t>n)
+    return crc32c_update(0, p, <size_t>n)
 
 
 def parse_header(buf, Py_ssize_t pos=0):
@@ -484,7 +474,7 @@ cdef Problem _validate(const unsigned char *base, Py_ssize_t n, Walk *w) noexcep
         if problem != OK:
             return problem
         p = base + pos
-        w.computed_crc = ff_crc32c_update(0, p + w.h.crc_offset,
+        w.computed_crc = crc32c_update(0, p + w.h.crc_offset,
                                           <size_t>(w.h.total_size - w.h.crc_offset))
         if w.computed_crc != w.h.crc:
             return CRC_MISMATCH

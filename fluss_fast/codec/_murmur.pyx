@@ -4,85 +4,33 @@ from libc.stdint cimport int32_t, uint32_t
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
 from cpython.bytes cimport PyBytes_CheckExact, PyBytes_AS_STRING, PyBytes_GET_SIZE
 
-cdef extern from *:
-    """
-    #include <stdint.h>
-    #include <string.h>
-    static inline uint32_t ff_mm_le32(const unsigned char *p)
-    {
-    #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-        return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
-               ((uint32_t)p[3] << 24);
-    #else
-        uint32_t v; memcpy(&v, p, 4); return v;
-    #endif
-    }
-    """
-    uint32_t ff_mm_le32(const unsigned char *p) nogil
+cdef extern from "fluss_murmur.h":
+    uint32_t ffm_le32(const unsigned char *p) nogil
+    uint32_t ffm_mix_k(uint32_t k) nogil
+    uint32_t ffm_mix_h(uint32_t h, uint32_t k) nogil
+    uint32_t ffm_fmix(uint32_t h) nogil
+    int32_t ffm_fluss32(const unsigned char *p, Py_ssize_t n, uint32_t seed) nogil
+    int32_t ffm_int_murmur(uint32_t code) nogil
 
 cdef enum:
     DEFAULT_SEED = 42
 
 
-cdef inline uint32_t _rotl(uint32_t x, int r) noexcept nogil:
-    return (x << r) | (x >> (32 - r))
-
-
-cdef inline uint32_t _mix_k(uint32_t k) noexcept nogil:
-    return _rotl(k * 0xCC9E2D51u, 15) * 0x1B873593u
-
-
-cdef inline uint32_t _mix_h(uint32_t h, uint32_t k) noexcept nogil:
-    return _rotl(h ^ k, 13) * 5u + 0xE6546B64u
-
-
-cdef inline uint32_t _fmix(uint32_t h) noexcept nogil:
-    h ^= h >> 16
-    h *= 0x85EBCA6Bu
-    h ^= h >> 13
-    h *= 0xC2B2AE35u
-    h ^= h >> 16
-    return h
-
-
-cdef inline uint32_t _blocks(const unsigned char *p, Py_ssize_t n, uint32_t h) noexcept nogil:
-    cdef Py_ssize_t i
-    for i in range(0, n & ~(<Py_ssize_t>3), 4):
-        h = _mix_h(h, _mix_k(ff_mm_le32(p + i)))
-    return h
-
-
-cdef inline int32_t _fluss(const unsigned char *p, Py_ssize_t n, uint32_t seed) noexcept nogil:
-    cdef uint32_t h = _blocks(p, n, seed)
-    cdef Py_ssize_t i
-    for i in range(n & ~(<Py_ssize_t>3), n):
-        # Java widens the byte with its sign
-        h = _mix_h(h, _mix_k(<uint32_t><int32_t>(<signed char>p[i])))
-    return <int32_t>_fmix(h ^ <uint32_t>n)
-
-
 cdef inline int32_t _standard(const unsigned char *p, Py_ssize_t n, uint32_t seed) noexcept nogil:
-    cdef uint32_t h = _blocks(p, n, seed)
-    cdef Py_ssize_t tail = n & ~(<Py_ssize_t>3)
+    cdef uint32_t h = seed
+    cdef Py_ssize_t i, tail = n & ~(<Py_ssize_t>3)
     cdef uint32_t k = 0
     cdef int rem = <int>(n & 3)
+    for i in range(0, tail, 4):
+        h = ffm_mix_h(h, ffm_mix_k(ffm_le32(p + i)))
     if rem == 3:
         k ^= (<uint32_t>p[tail + 2]) << 16
     if rem >= 2:
         k ^= (<uint32_t>p[tail + 1]) << 8
     if rem >= 1:
         k ^= p[tail]
-        h ^= _mix_k(k)
-    return <int32_t>_fmix(h ^ <uint32_t>n)
-
-
-cdef inline int32_t _int_murmur(uint32_t code) noexcept nogil:
-    cdef int32_t k = <int32_t>_fmix(_mix_h(0, _mix_k(code)) ^ 4u)
-    if k >= 0:
-        return k
-    if k != <int32_t>(-0x7FFFFFFF - 1):
-        return -k
-    return 0
+        h ^= ffm_mix_k(k)
+    return <int32_t>ffm_fmix(h ^ <uint32_t>n)
 
 
 cdef int32_t _hash_object(object data, uint32_t seed, bint fluss) except? -1:
@@ -90,14 +38,14 @@ cdef int32_t _hash_object(object data, uint32_t seed, bint fluss) except? -1:
     cdef int32_t h
     if PyBytes_CheckExact(data):
         if fluss:
-            return _fluss(<const unsigned char *>PyBytes_AS_STRING(data),
+            return ffm_fluss32(<const unsigned char *>PyBytes_AS_STRING(data),
                           PyBytes_GET_SIZE(data), seed)
         return _standard(<const unsigned char *>PyBytes_AS_STRING(data),
                          PyBytes_GET_SIZE(data), seed)
     PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
     try:
         if fluss:
-            h = _fluss(<const unsigned char *>view.buf, view.len, seed)
+            h = ffm_fluss32(<const unsigned char *>view.buf, view.len, seed)
         else:
             h = _standard(<const unsigned char *>view.buf, view.len, seed)
     finally:
@@ -118,13 +66,13 @@ def fluss_murmur32(data, long long seed=DEFAULT_SEED):
 
 def int_murmur(long long code):
     """Fluss ``MathUtils.murmurHash(int)``: a non-negative int32 spread of ``code``."""
-    return _int_murmur(<uint32_t>code)
+    return ffm_int_murmur(<uint32_t>code)
 
 
 def bucket_for_key(key_bytes, int num_buckets):
     """Fluss's default bucket of an encoded bucket key (also used by LANCE tables)."""
     _check_buckets(num_buckets)
-    return _int_murmur(<uint32_t>_hash_object(key_bytes, DEFAULT_SEED, True)) % num_buckets
+    return ffm_int_murmur(<uint32_t>_hash_object(key_bytes, DEFAULT_SEED, True)) % num_buckets
 
 
 def buckets_for_keys(keys, int num_buckets):
@@ -139,7 +87,7 @@ def buckets_for_keys(keys, int num_buckets):
     out = [None] * n
     for i in range(n):
         key = items[i]
-        out[i] = _int_murmur(<uint32_t>_hash_object(key, DEFAULT_SEED, True)) % num_buckets
+        out[i] = ffm_int_murmur(<uint32_t>_hash_object(key, DEFAULT_SEED, True)) % num_buckets
     return out
 
 

@@ -18,6 +18,9 @@ cimport cpython.datetime as cdt
 import datetime as _dt
 import struct as _struct
 
+from fluss_fast.codec.le_bytes cimport (ff_le_get16, ff_le_get32, ff_le_get64, ff_le_put16, ff_le_put32,
+                                        ff_le_put64)
+
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t* size) except NULL
 
@@ -36,12 +39,6 @@ cdef extern from *:
     static inline double ff_rw_f64(const unsigned char *p)
     { uint64_t v; double d; memcpy(&v, p, 8); v = FF_LE_BSWAP64(v); memcpy(&d, &v, 8); return d; }
     """
-    int16_t ff_le_get16(const unsigned char *p) nogil
-    int32_t ff_le_get32(const unsigned char *p) nogil
-    int64_t ff_le_get64(const unsigned char *p) nogil
-    void ff_le_put16(unsigned char *p, int16_t x) nogil
-    void ff_le_put32(unsigned char *p, int32_t x) nogil
-    void ff_le_put64(unsigned char *p, int64_t x) nogil
     uint32_t ff_rw_f32bits(double x) nogil
     uint64_t ff_rw_f64bits(double x) nogil
     double ff_rw_f32(const unsigned char *p) nogil

@@ -5,7 +5,8 @@
 validates every value against its Fluss type and accumulates columns until ``build()`` turns them
 into one ``pa.RecordBatch`` with the table's Arrow schema (DATA.md §2.4).
 
-Accepted values per type (pyfluss's rules, plus a few harmless extras marked *):
+Accepted values per type (``values.py`` decides, for upserts too; pyfluss's rules, plus a few
+harmless extras marked *):
 
 =========================  =========================================================================
 BOOLEAN                    bool (numpy.bool_)
@@ -16,7 +17,7 @@ BYTES / BINARY(n)          bytes, bytearray, memoryview*; BINARY needs exactly n
 DECIMAL(p, s)              decimal.Decimal (int*), rounded HALF_UP to s digits, at most p digits
 DATE                       datetime.date (not datetime)
 TIME                       datetime.time, whole milliseconds only
-TIMESTAMP                  naive datetime, naive pandas.Timestamp, objects with to_pydatetime()
+TIMESTAMP                  naive datetime, naive pandas.Timestamp, numpy.datetime64*, to_pydatetime()
 TIMESTAMP_LTZ              as TIMESTAMP, naive = UTC; tz-aware values are converted to UTC
 ARRAY                      list, tuple, other sequences except str/bytes, numpy arrays*
 MAP                        dict or sequence of (key, value) pairs; keys non-null
@@ -35,8 +36,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import decimal as _decimal
-import operator
-from collections.abc import Sequence as _SequenceABC
 from typing import Any, Callable, List
 
 import pyarrow as pa
@@ -44,6 +43,7 @@ import pyarrow as pa
 from .. import datatypes as T
 from ..datatypes import DataType, SchemaInfo
 from ..errors import FlussError
+from . import values as V
 from ._select import pick
 
 try:
@@ -55,30 +55,13 @@ __all__ = ["RowBatchBuilder", "converter_for", "BadValue", "describe_value", "IN
            "fixed_width_of"]
 
 
-class BadValue(ValueError):
-    """A value a column cannot hold; the builder adds table, column and row to the message."""
+BadValue = V.BadValue
+INT_RANGES = V.INT_RANGES
+describe_value = V.describe_value
 
-
-INT_RANGES = {
-    T.TINYINT: (-(1 << 7), (1 << 7) - 1),
-    T.SMALLINT: (-(1 << 15), (1 << 15) - 1),
-    T.INTEGER: (-(1 << 31), (1 << 31) - 1),
-    T.BIGINT: (-(1 << 63), (1 << 63) - 1),
-}
-_INT_NAMES = {T.TINYINT: "TINYINT", T.SMALLINT: "SMALLINT", T.INTEGER: "INT", T.BIGINT: "BIGINT"}
-
-_EPOCH_ORDINAL = _dt.date(1970, 1, 1).toordinal()
-_UTC_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
-_NAIVE_EPOCH = _dt.datetime(1970, 1, 1)
-_DEC_CTX = _decimal.Context(prec=100, rounding=_decimal.ROUND_HALF_UP,
-                            Emax=_decimal.MAX_EMAX, Emin=_decimal.MIN_EMIN)
-
-
-def describe_value(v: Any) -> str:
-    r = repr(v)
-    if len(r) > 80:
-        r = r[:77] + "..."
-    return f"{type(v).__name__} {r}"
+_EPOCH_ORDINAL = V.EPOCH_ORDINAL
+_UTC_EPOCH = V.EPOCH_UTC
+_NAIVE_EPOCH = V.EPOCH
 
 
 def fixed_width_of(dt: DataType) -> int:
@@ -130,21 +113,6 @@ def _micros_to_unit(precision: int):
     return lambda us, ns: us * 1000 + ns
 
 
-def _naive_micros(v: _dt.datetime) -> int:
-    days = v.toordinal() - _EPOCH_ORDINAL
-    return ((days * 86400 + v.hour * 3600 + v.minute * 60 + v.second) * 1000000 + v.microsecond)
-
-
-def _aware_micros(v: _dt.datetime) -> int:
-    d = v - _UTC_EPOCH
-    return (d.days * 86400 + d.seconds) * 1000000 + d.microseconds
-
-
-def _is_pandas_timestamp(v) -> bool:
-    t = type(v)
-    return t.__name__ == "Timestamp" and t.__module__.startswith("pandas")
-
-
 def _fixed_zone(tz, offset) -> bool:
     """Whether ``tz`` has the single UTC offset ``offset`` for every instant: ``timezone`` always;
     ``ZoneInfo`` when its ``utcoffset(None)`` is not None, which it is only for fixed zones."""
@@ -172,7 +140,6 @@ def _timestamp_converter(dt: DataType, ltz: bool) -> Callable:
         if not lo <= out < hi:
             raise BadValue(f"timestamp out of range for {dt}")
         return out
-    label = "TIMESTAMP_LTZ" if ltz else "TIMESTAMP"
 
     # (tzinfo, offset in micros, the epoch in that tzinfo) of the last fixed-offset zone seen (see
     # _fixed_zone): datetimes sharing a tzinfo subtract as wall-clock times, with no utcoffset().
@@ -193,8 +160,7 @@ def _timestamp_converter(dt: DataType, ltz: bool) -> Callable:
                 if o is None:
                     d = v.replace(tzinfo=None) - _NAIVE_EPOCH
                 elif not ltz:
-                    raise BadValue(f"{label} needs a naive datetime, got a tz-aware one ({v}); "
-                                   f"remove tzinfo or use a TIMESTAMP_LTZ column")
+                    raise V.aware_for_ntz(v)
                 else:
                     if _fixed_zone(tz, o):
                         fixed[0] = (tz, (o.days * 86400 + o.seconds) * 1000000 + o.microseconds,
@@ -207,29 +173,7 @@ def _timestamp_converter(dt: DataType, ltz: bool) -> Callable:
             if not lo <= out < hi:
                 raise BadValue(f"timestamp out of range for {dt}")
             return out
-        if isinstance(v, _dt.datetime):
-            if _is_pandas_timestamp(v):
-                if v.tz is not None and not ltz:
-                    raise BadValue(f"{label} needs a naive pandas.Timestamp, got a tz-aware one "
-                                   f"({v}); use tz_localize(None) or a TIMESTAMP_LTZ column")
-                ns = v.value  # epoch nanos (UTC for aware, wall clock for naive)
-                return to_unit(ns // 1000, ns % 1000)
-            if v.tzinfo is None or v.utcoffset() is None:
-                return to_unit(_naive_micros(v), 0)
-            if not ltz:
-                raise BadValue(f"{label} needs a naive datetime, got a tz-aware one ({v}); remove "
-                               f"tzinfo or use a TIMESTAMP_LTZ column")
-            return to_unit(_aware_micros(v), 0)
-        to_py = getattr(v, "to_pydatetime", None)
-        if to_py is not None and not isinstance(v, type):
-            try:
-                d = to_py()
-            except Exception as exc:  # noqa: BLE001 - report any conversion failure as a bad value
-                raise BadValue(f"{label} cannot use {describe_value(v)}: {exc}") from None
-            if isinstance(d, _dt.datetime):
-                return conv(d)
-        raise BadValue(f"expected {'' if ltz else 'naive '}datetime.datetime or pandas.Timestamp "
-                       f"for {label}, got {describe_value(v)}")
+        return to_unit(*V.timestamp_micros(v, ltz))
 
     return conv
 
@@ -239,115 +183,62 @@ def converter_for(dt: DataType) -> Callable[[Any], Any]:
 
     The storage value is what ``pa.array(..., type=dt.to_arrow())`` takes: bool, int (also for
     DATE/TIME/TIMESTAMP, in the Arrow unit), float, str, bytes, quantized Decimal, lists, lists of
-    (key, value) tuples, and dicts for rows. Raises BadValue.
+    (key, value) tuples, and dicts for rows. What is accepted and the messages are
+    :mod:`values`'; raises its BadValue.
     """
     r = dt.root
     if r == T.BOOLEAN:
         def conv(v):
             if v is True or v is False:
                 return v
-            if type(v).__module__ == "numpy" and type(v).__name__ in ("bool_", "bool"):
-                return bool(v)
-            raise BadValue(f"expected bool for BOOLEAN, got {describe_value(v)}")
+            return V.as_bool(v, dt)
         return conv
     if r in INT_RANGES:
         lo, hi = INT_RANGES[r]
-        name = _INT_NAMES[r]
 
         def conv(v):
-            if v is True or v is False:
-                raise BadValue(f"expected int for {name}, got bool {v!r}; use 0 or 1 explicitly")
-            try:
-                i = operator.index(v)
-            except TypeError:
-                raise BadValue(f"expected int for {name}, got {describe_value(v)}") from None
-            if not lo <= i <= hi:
-                raise BadValue(f"value {i} out of range for {name} [{lo}, {hi}]")
-            return i
+            if type(v) is int and lo <= v <= hi:
+                return v
+            return V.as_int(v, dt)
         return conv
     if r in (T.FLOAT, T.DOUBLE):
-        name = r
-
         def conv(v):
-            if isinstance(v, float):
+            if type(v) is float:
                 return v
-            if isinstance(v, (str, bytes, bytearray)):
-                raise BadValue(f"expected float for {name}, got {describe_value(v)}")
-            try:
-                return float(v)
-            except (TypeError, ValueError, OverflowError):
-                raise BadValue(f"expected float for {name}, got {describe_value(v)}") from None
+            return V.as_float(v, dt)
         return conv
     if r in (T.STRING, T.CHAR):
-        name = r
-
         def conv(v):
-            if isinstance(v, str):
-                if not v.isascii():
-                    try:
-                        v.encode("utf-8")
-                    except UnicodeEncodeError as exc:
-                        raise BadValue(f"str {v!r} is not encodable as UTF-8 ({exc.reason})") from None
+            if type(v) is str and v.isascii():
                 return v
-            raise BadValue(f"expected str for {name}, got {describe_value(v)}")
+            return V.as_str(v, dt)
         return conv
     if r in (T.BYTES, T.BINARY):
-        width = dt.length if r == T.BINARY else None
-        name = f"BINARY({width})" if width else "BYTES"
+        width = dt.length if r == T.BINARY else -1
 
         def conv(v):
-            if isinstance(v, bytes):
-                b = v
-            elif isinstance(v, (bytearray, memoryview)):
-                b = bytes(v)
-            else:
-                raise BadValue(f"expected bytes or bytearray for {name}, got {describe_value(v)}")
-            if width is not None and len(b) != width:
-                raise BadValue(f"{name} needs exactly {width} bytes, got {len(b)}")
-            return b
+            if type(v) is not bytes:
+                v = V.as_bytes(v, dt)
+            return v if width < 0 or len(v) == width else V.binary_width(v, dt)
         return conv
     if r == T.DECIMAL:
-        p, s = dt.precision, dt.scale
-        exp = _decimal.Decimal(1).scaleb(-s)
-        limit = _decimal.Decimal(10) ** (p - s)
-        name = f"DECIMAL({p}, {s})"
+        s = dt.scale
+        make = _decimal.Decimal
 
         def conv(v):
-            if isinstance(v, _decimal.Decimal):
-                d = v
-            elif isinstance(v, int) and not isinstance(v, bool):
-                d = _decimal.Decimal(v)
-            else:
-                raise BadValue(f"expected decimal.Decimal for {name}, got {describe_value(v)}")
-            if not d.is_finite():
-                raise BadValue(f"{d} cannot be stored in {name}")
-            try:
-                q = _DEC_CTX.quantize(d, exp)
-            except _decimal.InvalidOperation:  # over the context's 100 digits: far too big anyway
-                q = None
-            if q is None or q.copy_abs() >= limit:  # abs() would round to the thread context precision
-                raise BadValue(f"decimal {v} needs more than {p} digits of precision for {name}")
-            return q
+            return make(f"{V.decimal_unscaled(v, dt)}E-{s}")
         return conv
     if r == T.DATE:
         def conv(v):
-            if isinstance(v, _dt.date) and not isinstance(v, _dt.datetime):
+            if type(v) is _dt.date:
                 return v.toordinal() - _EPOCH_ORDINAL
-            if isinstance(v, _dt.datetime):
-                raise BadValue(f"expected datetime.date for DATE, got datetime.datetime ({v}); "
-                               f"use a TIMESTAMP column for datetime values")
-            raise BadValue(f"expected datetime.date for DATE, got {describe_value(v)}")
+            return V.date_days(v, dt)
         return conv
     if r == T.TIME:
         scale = _time_scale(dt.precision)
 
         def conv(v):
-            if not isinstance(v, _dt.time):
-                raise BadValue(f"expected datetime.time for TIME, got {describe_value(v)}")
-            if v.microsecond % 1000:
-                raise BadValue(f"TIME value {v} has sub-millisecond precision; Fluss stores "
-                               f"milliseconds of the day, round it first")
-            return scale(((v.hour * 60 + v.minute) * 60 + v.second) * 1000 + v.microsecond // 1000)
+            return scale(V.time_millis(v, dt))
         return conv
     if r == T.TIMESTAMP:
         return _timestamp_converter(dt, False)
@@ -357,63 +248,33 @@ def converter_for(dt: DataType) -> Callable[[Any], Any]:
         elem = _nullable_converter(dt.element, "array element")
 
         def conv(v):
-            if isinstance(v, (list, tuple)):
-                seq = v
-            elif isinstance(v, (str, bytes, bytearray)) or not (
-                    isinstance(v, _SequenceABC) or hasattr(v, "tolist")):
-                raise BadValue(f"Expected sequence for Array column, got {describe_value(v)}")
-            else:
-                seq = v.tolist() if hasattr(v, "tolist") else list(v)
-            return [elem(x) for x in seq]
+            return [elem(x) for x in V.as_sequence(v)]
         return conv
     if r == T.MAP:
         kconv = _nullable_converter(dt.key.with_nullable(False), "map key")
         vconv = _nullable_converter(dt.value, "map value")
 
         def conv(v):
-            if isinstance(v, dict):
-                items = v.items()
-            elif isinstance(v, (str, bytes, bytearray)) or not isinstance(v, (list, tuple, _SequenceABC)):
-                raise BadValue(f"expected dict or list of (key, value) pairs for MAP, "
-                               f"got {describe_value(v)}")
-            else:
-                items = v
-                for pair in items:
-                    if not isinstance(pair, (list, tuple)) or len(pair) != 2:
-                        raise BadValue(f"MAP entries must be (key, value) pairs, got "
-                                       f"{describe_value(pair)}")
-            return [(kconv(k), vconv(x)) for k, x in items]
+            return [(kconv(k), vconv(x)) for k, x in V.map_items(v)]
         return conv
     if r == T.ROW:
-        fields = dt.fields
-        names = [f.name for f in fields]
-        convs = [_nullable_converter(f.type, f"row field '{f.name}'") for f in fields]
+        names = [f.name for f in dt.fields]
+        types = [f.type for f in dt.fields]
+        convs = [converter_for(t) for t in types]
         name_set = set(names)
-        nullable = [f.type.nullable for f in fields]
 
         def conv(v):
+            vals = V.row_values(v, names, name_set, types)
             out = {}
-            if isinstance(v, dict):
-                for k in v:
-                    if k not in name_set:
-                        if not isinstance(k, str):
-                            raise BadValue(f"ROW field names must be str, got {describe_value(k)}")
-                        raise BadValue(f"unknown ROW field '{k}'; expected: {', '.join(names)}")
-                for i, n in enumerate(names):
-                    if n in v:
-                        out[n] = convs[i](v[n])
-                    elif not nullable[i]:
-                        raise BadValue(f"missing value for NOT NULL row field '{n}'")
-                    else:
-                        out[n] = None
-                return out
-            if isinstance(v, (list, tuple)):
-                if len(v) != len(names):
-                    raise BadValue(f"expected {len(names)} ROW fields, got {len(v)}")
-                for i, n in enumerate(names):
-                    out[n] = convs[i](v[i])
-                return out
-            raise BadValue(f"expected dict, list or tuple for ROW, got {describe_value(v)}")
+            for i, n in enumerate(names):
+                x = vals[i]
+                if x is not None:
+                    try:
+                        x = convs[i](x)
+                    except BadValue as exc:
+                        raise V.in_field(exc, n) from None
+                out[n] = x
+            return out
         return conv
     raise ValueError(f"no converter for type {r}")
 
@@ -425,7 +286,7 @@ def _nullable_converter(dt: DataType, what: str) -> Callable:
 
     def conv(v):
         if v is None:
-            raise BadValue(f"{what} is NOT NULL ({dt}) but got None")
+            raise V.not_null(what, dt)
         return inner(v)
     return conv
 

@@ -1,4 +1,5 @@
-/* Fluss's default bucket function (DATA.md §6.3) for C callers that hash many keys in a loop.
+/* Fluss's default bucket function (DATA.md §6.3) and the MurmurHash3 pieces it is made of: the one
+ * C definition, used by _murmur.pyx and by C callers that hash many keys in a loop (_kvcolumns).
  * The pure definition is codec/murmur.py; tests check this one against it. */
 #ifndef FLUSS_FAST_FLUSS_MURMUR_H
 #define FLUSS_FAST_FLUSS_MURMUR_H
@@ -24,20 +25,31 @@ static inline uint32_t ffm_le32(const unsigned char *p)
 #endif
 }
 
-/* the bucket of an encoded bucket key among n buckets */
-static inline int32_t ffm_bucket(const unsigned char *p, Py_ssize_t len, int32_t n)
+/* Fluss's MurmurHash3 variant (Flink's): standard body, but each tail byte is mixed as its own
+ * sign-extended block */
+static inline int32_t ffm_fluss32(const unsigned char *p, Py_ssize_t len, uint32_t seed)
 {
-    uint32_t h = 42u;
+    uint32_t h = seed;
     Py_ssize_t i, blocks = len & ~(Py_ssize_t)3;
-    int32_t k;
     for (i = 0; i < blocks; i += 4)
         h = ffm_mix_h(h, ffm_mix_k(ffm_le32(p + i)));
     for (i = blocks; i < len; i++)  /* Java widens each tail byte with its sign */
         h = ffm_mix_h(h, ffm_mix_k((uint32_t)(int32_t)(signed char)p[i]));
-    h = ffm_fmix(h ^ (uint32_t)len);
-    k = (int32_t)ffm_fmix(ffm_mix_h(0u, ffm_mix_k(h)) ^ 4u);
+    return (int32_t)ffm_fmix(h ^ (uint32_t)len);
+}
+
+/* MathUtils.murmurHash(int): a non-negative spread of code (INT32_MIN's absolute value is 0) */
+static inline int32_t ffm_int_murmur(uint32_t code)
+{
+    int32_t k = (int32_t)ffm_fmix(ffm_mix_h(0u, ffm_mix_k(code)) ^ 4u);
     if (k < 0) k = (k == INT32_MIN) ? 0 : -k;
-    return k % n;
+    return k;
+}
+
+/* the bucket of an encoded bucket key among n buckets */
+static inline int32_t ffm_bucket(const unsigned char *p, Py_ssize_t len, int32_t n)
+{
+    return ffm_int_murmur((uint32_t)ffm_fluss32(p, len, 42u)) % n;
 }
 
 #endif

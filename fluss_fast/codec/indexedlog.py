@@ -10,17 +10,18 @@ COMPACTED tables out through the same Arrow-shaped API as ARROW tables.
 """
 from __future__ import annotations
 
-import datetime as _dt
 import struct
 from typing import List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
 from . import logbatch
+from . import values as V
 from ..metadata import ChangeType
 from .errors import CorruptBatchError
-from .rows import (COMPACTED, INDEXED, CompactedRowDecoder, CompactedRowEncoder, IndexedRowDecoder,
-                   IndexedRowEncoder)
+from .compacted import CompactedRowDecoder, CompactedRowEncoder
+from .indexed import IndexedRowDecoder, IndexedRowEncoder
+from .rowtypes import COMPACTED, INDEXED
 
 __all__ = ["INDEXED", "COMPACTED", "APPEND_ONLY", "INSERT", "UPDATE_BEFORE", "UPDATE_AFTER", "DELETE",
            "RowLogCodec", "build_row_log_batch", "build_indexed_batch", "encode_row_records",
@@ -149,8 +150,8 @@ def decode_indexed_batch(buf, header, types) -> List[Tuple[int, list]]:
 # Python rows -> Arrow
 # ----------------------------------------------------------------------------------------------
 _UNIT_PER_SECOND = {"s": 1, "ms": 1000, "us": 1_000_000, "ns": 1_000_000_000}
-_EPOCH = _dt.datetime(1970, 1, 1)
-_EPOCH_UTC = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_EPOCH = V.EPOCH
+_EPOCH_UTC = V.EPOCH_UTC
 
 
 def _ts_to_int(v, unit: str):

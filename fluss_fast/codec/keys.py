@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import List, NamedTuple, Sequence
 
 from . import murmur
-from .rows import CompactedKeyEncoder, CompactedKeyEncoder_py, encode_key
+from .compacted import CompactedKeyEncoder, CompactedKeyEncoder_py, encode_key
 
 __all__ = ["KeyEncoder", "KeyEncoder_py", "encode_key", "KeyColumns", "key_columns",
            "physical_primary_key", "bucket_key", "RowKeyEncoder", "bucket_of"]

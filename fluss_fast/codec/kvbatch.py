@@ -16,7 +16,7 @@ from typing import Iterator, List, Optional, Sequence, Tuple
 
 from .crc32c import crc32c
 from .errors import CorruptBatchError
-from .rows import decode_varint, encode_varint
+from .varint import decode_varint, encode_varint
 
 __all__ = ["KV_HEADER_SIZE", "KV_MAGIC", "KvBatchHeader", "build_kv_batch", "parse_kv_header",
            "iter_kv_records", "kv_records", "encode_value", "decode_value"]

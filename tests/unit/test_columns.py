@@ -339,7 +339,7 @@ BAD = [
     ({"id": 1, "m": [("a", 1, 2)]}, "MAP entries must be"),
     ({"id": 1, "m": {None: 1.0}}, "map key is NOT NULL"),
     ({"id": 1, "m": 5}, "expected dict or list of"),
-    ({"id": 1, "row": {"a": 1}}, "missing value for NOT NULL row field 'c'"),
+    ({"id": 1, "row": {"a": 1}}, "Missing value for non-nullable row field 'c'"),
     ({"id": 1, "row": {"c": "x", "zz": 1}}, "unknown ROW field 'zz'"),
     ({"id": 1, "row": (1, None)}, "expected 3 ROW fields, got 2"),
     ({"id": 1, "row": "x"}, "expected dict, list or tuple for ROW"),

@@ -15,7 +15,6 @@ from typing import List, Optional
 
 import pyarrow as pa
 
-from ... import datatypes as T
 from ...codec import murmur
 from ...codec.keys import KeyEncoder, key_columns
 from ...codec.rows import CompactedRowEncoder, IndexedRowEncoder
@@ -127,11 +126,9 @@ class RowShaper:
             m = _NULL_FIELD.search(text)
             if m and m.group(1) == column and not dt.nullable:
                 return FlussError(f"Missing value for non-nullable field '{column}'")
-            if m and dt.root == T.ROW:
-                return FlussError(f"Field '{column}': Missing value for non-nullable row field "
-                                  f"'{m.group(1)}'")
-            if dt.root == T.ARRAY and isinstance(exc, TypeError) and "expected a list" in text:
-                return FlussError(f"Field '{column}': Expected sequence for Array column, got {text}")
+            prefix = f"field '{column}': "
+            if text.startswith(prefix):  # the row encoders' own label, said once
+                text = text[len(prefix):]
             return FlussError(f"Field '{column}': {text}")
         return FlussError(text)
 
