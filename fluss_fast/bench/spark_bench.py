@@ -7,7 +7,12 @@ Three contenders, measured in the same Spark session (local[N]) on the same data
   types, from memory-mapped Arrow IPC files, and a sink that drops them: the ceiling of Spark's
   Python data source path.
 Reads end in Spark's ``noop`` sink (the whole scan runs, nothing is collected); writes take the
-``memory`` source's DataFrame. Each figure is the best of ``--repeat`` runs after one warm-up run.
+``memory`` source's DataFrame (same rows, same partitions, the same Arrow batches reach both sinks).
+The contenders of a kind run in turn, round after round (one warm-up round, then ``--repeat``
+timed ones), so a change of load on a shared machine hits all of them alike; each rate is the best
+round, and ``fluss/memory`` is given both from the best rounds and as the median of the per-round
+ratios. On Linux the CPU seconds each run took are split by process (Spark's JVM, its Python
+workers, the embedded server): unlike wall time, they do not depend on what else the machine runs.
 A profile of the Fluss read (time in the client vs the rest of the task) comes from the source's
 ``scan.stats.dir`` records and a driver-side run of the same client read without Spark.
 """
@@ -92,14 +97,68 @@ def _memory_source():
     return MemorySource
 
 
-def _best(fn, repeat: int) -> float:
-    fn()  # warm-up: Python workers, connections, JIT, the memory source's batches
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
+def _proc_cpu() -> dict:
+    """CPU seconds (own + reaped children's) of this process's descendants, by kind; {} off Linux."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    procs = {}
+    try:
+        pids = [int(d) for d in os.listdir("/proc") if d.isdigit()]
+    except OSError:
+        return {}
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        procs[pid] = (int(fields[1]), sum(int(x) for x in fields[11:15]) / tick, cmd)
+    mine, grew = {os.getpid()}, True
+    while grew:
+        grew = False
+        for pid, (ppid, _, _) in procs.items():
+            if ppid in mine and pid not in mine:
+                mine.add(pid)
+                grew = True
+    out: dict = {}
+    for pid in mine - {os.getpid()}:
+        _, cpu, cmd = procs[pid]
+        kind = ("jvm" if "java" in cmd.split(" ", 1)[0] else
+                "server" if "fluss_fast server" in cmd or "fluss-fast server" in cmd else "python_workers")
+        out[kind] = out.get(kind, 0.0) + cpu
+    return out
+
+
+def _rounds(contenders: dict, repeat: int) -> dict:
+    """{name: (seconds per timed round, CPU seconds by process kind per round)}; every round runs
+    each contender once, in turn, after one untimed warm-up round (Python workers, connections,
+    JIT, the memory source's pages)."""
+    for fn in contenders.values():
         fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
+    out = {name: ([], []) for name in contenders}
+    for _ in range(repeat):
+        for name, fn in contenders.items():
+            c0 = _proc_cpu()
+            t = time.perf_counter()
+            fn()
+            out[name][0].append(time.perf_counter() - t)
+            c1 = _proc_cpu()
+            out[name][1].append({k: c1[k] - c0.get(k, 0.0) for k in c1})
+    return out
+
+
+def _summarise(rows: int, rounds: dict) -> dict:
+    rates = {name: rows / min(secs) for name, (secs, _) in rounds.items()}
+    ratios = sorted(m / f for f, m in zip(rounds["fluss"][0], rounds["memory"][0]))
+    rates["fluss_vs_memory_best"] = rates["fluss"] / rates["memory"]
+    rates["fluss_vs_memory_median_round"] = ratios[len(ratios) // 2]
+    cpu = {}
+    for name, (_, per_run) in rounds.items():
+        kinds = sorted({k for run in per_run for k in run})
+        cpu[name] = {k: round(sorted(run.get(k, 0.0) for run in per_run)[len(per_run) // 2], 2) for k in kinds}
+    rates["cpu_seconds_median"] = cpu
+    return rates
 
 
 def _client_read_rate(bootstrap: str, name: str) -> float:
@@ -120,7 +179,8 @@ def _client_read_rate(bootstrap: str, name: str) -> float:
     return n / (time.perf_counter() - t)
 
 
-def run(rows: int, repeat: int, buckets: int, bootstrap: Optional[str], cores: int) -> dict:
+def run(rows: int, repeat: int, buckets: int, bootstrap: Optional[str], cores: int,
+        compression: Optional[str] = None) -> dict:
     from pyspark.sql import SparkSession
 
     import fluss_fast as fluss
@@ -148,8 +208,10 @@ def run(rows: int, repeat: int, buckets: int, bootstrap: Optional[str], cores: i
 
         def new_table() -> str:
             t = f"orders_{uuid.uuid4().hex[:8]}"
+            props = {"table.log.arrow.compression.type": compression} if compression else {}
             admin.create_table(fluss.TablePath(db, t),
-                               fluss.TableDescriptor(fluss.Schema(ds.ORDERS_SCHEMA), bucket_count=buckets))
+                               fluss.TableDescriptor(fluss.Schema(ds.ORDERS_SCHEMA), bucket_count=buckets,
+                                                     properties=props))
             return f"{db}.{t}"
 
         src = new_table()
@@ -168,18 +230,22 @@ def run(rows: int, repeat: int, buckets: int, bootstrap: Optional[str], cores: i
         for df in (fluss_read.load(src), spark.read.parquet(parquet), memory.load()):
             assert df.count() == rows, "a contender did not read every row"
         shutil.rmtree(stats_dir, ignore_errors=True)
-        out = {"rows": rows, "buckets": buckets, "cores": cores, "read": {}, "write": {}}
-        out["read"]["fluss"] = rows / _best(lambda: fluss_read.load(src).write.format("noop").mode("overwrite").save(), repeat)
-        out["read"]["parquet"] = rows / _best(lambda: spark.read.parquet(parquet).write.format("noop").mode("overwrite").save(), repeat)
-        out["read"]["memory"] = rows / _best(lambda: memory.load().write.format("noop").mode("overwrite").save(), repeat)
+        out = {"rows": rows, "buckets": buckets, "cores": cores, "compression": compression or "ZSTD (default)",
+               "read": {}, "write": {}}
+        out["read"] = _summarise(rows, _rounds({
+            "fluss": lambda: fluss_read.load(src).write.format("noop").mode("overwrite").save(),
+            "parquet": lambda: spark.read.parquet(parquet).write.format("noop").mode("overwrite").save(),
+            "memory": lambda: memory.load().write.format("noop").mode("overwrite").save(),
+        }, repeat))
 
         def write_fluss():
             memory.load().write.format("fluss").option("bootstrap.servers", bootstrap).mode("append").save(new_table())
 
-        out["write"]["fluss"] = rows / _best(write_fluss, repeat)
-        out["write"]["parquet"] = rows / _best(
-            lambda: memory.load().write.mode("overwrite").parquet(os.path.join(work, "out.parquet")), repeat)
-        out["write"]["memory"] = rows / _best(lambda: memory.load().write.format("arrow_memory").mode("append").save(), repeat)
+        out["write"] = _summarise(rows, _rounds({
+            "fluss": write_fluss,
+            "parquet": lambda: memory.load().write.mode("overwrite").parquet(os.path.join(work, "out.parquet")),
+            "memory": lambda: memory.load().write.format("arrow_memory").mode("append").save(),
+        }, repeat))
 
         # profile: the client alone, and the client's share of the Spark tasks' time
         out["profile"] = {"client_read_rows_per_s_no_spark": _client_read_rate(bootstrap, src)}
@@ -201,13 +267,19 @@ def run(rows: int, repeat: int, buckets: int, bootstrap: Optional[str], cores: i
 
 
 def format_result(r: dict) -> str:
-    lines = [f"Spark local[{r['cores']}], orders x {r['rows']:,} rows, {r['buckets']} buckets/partitions"]
+    lines = [f"Spark local[{r['cores']}], orders x {r['rows']:,} rows, {r['buckets']} buckets/partitions, "
+             f"Fluss tables compressed with {r.get('compression', 'ZSTD (default)')}"]
     for kind in ("read", "write"):
         m = r[kind]
         lines.append(f"  batch {kind:5}  fluss {human_rate(m['fluss'], ' rows/s'):>14}   "
                      f"parquet {human_rate(m['parquet'], ' rows/s'):>14}   "
                      f"memory (Python ceiling) {human_rate(m['memory'], ' rows/s'):>14}   "
-                     f"fluss/memory {m['fluss'] / m['memory']:.0%}")
+                     f"fluss/memory {m['fluss_vs_memory_best']:.0%} (median round {m['fluss_vs_memory_median_round']:.0%})")
+        cpu = m.get("cpu_seconds_median") or {}
+        if any(cpu.values()):
+            lines.append("      CPU s per run: " + "; ".join(
+                f"{name} " + " ".join(f"{k} {v:.2f}" for k, v in sorted(c.items())) + f" = {sum(c.values()):.2f}"
+                for name, c in cpu.items()))
     p = r.get("profile", {})
     if p:
         lines.append(f"  profile: the client alone reads {human_rate(p['client_read_rows_per_s_no_spark'], ' rows/s')} "
@@ -220,15 +292,18 @@ def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="fluss-fast bench --spark", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rows", default="200k", help="orders rows (default 200k; accepts 10k, 1m)")
-    p.add_argument("--repeat", type=int, default=3, help="timed runs per figure, best kept (default 3)")
+    p.add_argument("--repeat", type=int, default=3, help="timed rounds (each contender once per round; best kept, default 3)")
     p.add_argument("--buckets", type=int, default=2, help="buckets of the Fluss table = input partitions")
     p.add_argument("--cores", type=int, default=2, help="Spark local[N] (default 2)")
     p.add_argument("--bootstrap-servers", help="use this cluster instead of starting the embedded server")
+    p.add_argument("--compression", choices=("ZSTD", "LZ4_FRAME", "NONE"), type=str.upper,
+                   help="table.log.arrow.compression.type of the Fluss tables (default: the table default, ZSTD)")
     p.add_argument("--quick", action="store_true", help="20k rows, one timed run")
     p.add_argument("--json", help="write the results to this JSON file")
     opts = p.parse_args(argv)
     rows = ds.parse_rows("20k" if opts.quick else opts.rows)
-    result = run(rows, 1 if opts.quick else opts.repeat, opts.buckets, opts.bootstrap_servers, opts.cores)
+    result = run(rows, 1 if opts.quick else opts.repeat, opts.buckets, opts.bootstrap_servers, opts.cores,
+                 opts.compression)
     print(format_result(result))
     if opts.json:
         with open(opts.json, "w") as f:

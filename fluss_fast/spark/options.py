@@ -143,8 +143,10 @@ def parse(options: Mapping[str, str]) -> SourceOptions:
     for key, value in opts.items():
         if key in _SOURCE_KEYS or key in _SPARK_KEYS:
             continue
-        bare = key[len("client."):] if key.startswith("client.") else key
-        canonical = _CLIENT_KEYS.get(bare)
+        # a few client keys (client.compression-threads) carry the prefix in their own name
+        canonical = _CLIENT_KEYS.get(key)
+        if canonical is None and key.startswith("client."):
+            canonical = _CLIENT_KEYS.get(key[len("client."):])
         if canonical is None:
             raise _err(f"Unknown option '{key}' for the fluss data source. Known options: table, "
                        f"scan.startup.mode, scan.startup.timestamp, scan.incremental.start.timestamp, "

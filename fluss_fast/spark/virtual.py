@@ -21,7 +21,16 @@ from .options import SourceOptions
 from .ranges import BucketRange
 
 # the change types a primary-key table's stream keeps: the rows' new values (an upsert stream)
-_UPSERT_KINDS = pa.array(["insert", "update_after"])
+_UPSERT_KINDS: Optional[pa.Array] = None
+
+
+def _upsert_kinds() -> pa.Array:
+    # built on first use: pa.array over a Python list imports pandas, a second's start-up on a busy
+    # box for every Spark worker that merely imports this module
+    global _UPSERT_KINDS
+    if _UPSERT_KINDS is None:
+        _UPSERT_KINDS = pa.array(["insert", "update_after"], pa.string())
+    return _UPSERT_KINDS
 
 
 def schema_info(base: T.SchemaInfo, kind: str) -> T.SchemaInfo:
@@ -131,7 +140,7 @@ class ChangeReader:
     def read(self, r: BucketRange, convert) -> Iterator[pa.RecordBatch]:
         for rb in read_changes(self.opts, r, self.kind):
             if self.upserts:
-                rb = rb.filter(pc.is_in(rb.column(0), value_set=_UPSERT_KINDS))
+                rb = rb.filter(pc.is_in(rb.column(0), value_set=_upsert_kinds()))
                 if not rb.num_rows:
                     continue
             if self.indices is not None:
