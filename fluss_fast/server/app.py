@@ -41,6 +41,7 @@ from typing import Any, Callable, Optional
 from google.protobuf.message import DecodeError, EncodeError
 
 from ..errors import FlussError
+from ..event_loop import new_event_loop
 from ..rpc import api as _api
 from ..rpc import frame as _frame
 from ..rpc.api import API_KEYS, COORDINATOR, TABLET_SERVER, Api
@@ -805,14 +806,6 @@ class FlussServer:
         return line
 
 
-def new_event_loop() -> asyncio.AbstractEventLoop:
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.new_event_loop()
-    return uvloop.new_event_loop()
-
-
 class LocalServer:
     """An embedded server for tests and notebooks.
 
@@ -868,9 +861,10 @@ class LocalServer:
     def __enter__(self) -> "LocalServer":
         started = threading.Event()
         failure: list = []
+        # Made here, not in the thread, so a bad FLUSS_FAST_EVENT_LOOP raises to the caller.
+        loop = new_event_loop()
 
         def run():
-            loop = new_event_loop()
             self._thread_loop = loop
             asyncio.set_event_loop(loop)
             try:
