@@ -1,7 +1,11 @@
-"""Shared fixtures: real `fluss-fast server` processes on free loopback ports."""
+"""Shared fixtures: real `fluss-fast server` processes on free loopback ports; and the warnings policy's
+second half: an error that asyncio only logs (a task exception nobody retrieved, a failing callback)
+fails the test it happened in, as pyproject's ``filterwarnings = ["error"]`` does for warnings."""
 from __future__ import annotations
 
+import gc
 import itertools
+import logging
 import os
 import select
 import shutil
@@ -13,6 +17,8 @@ import time
 import uuid
 
 import pytest
+
+from fluss_fast.event_loop import ENV_VAR as EVENT_LOOP_ENV, loop_choice
 
 SASL_USERS = {"admin": "admin-secret", "alice": "alice-pw"}
 READY_TIMEOUT_S = 30
@@ -51,9 +57,12 @@ class ServerProcess:
                 if line.startswith("READY"):
                     break
             if self.proc.poll() is not None:
+                self._close_pipe()
                 raise RuntimeError(f"server exited with {self.proc.returncode} before READY")
         else:
             self.proc.kill()
+            self.proc.wait(5)
+            self._close_pipe()
             raise RuntimeError("server did not print READY in time")
         fields = dict(part.split("=", 1) for part in line.split()[1:])
         self.bootstrap_servers = fields["bootstrap.servers"]
@@ -77,6 +86,7 @@ class ServerProcess:
         if self.proc and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait(10)
+        self._close_pipe()
 
     def stop(self):
         if self.proc and self.proc.poll() is None:
@@ -86,6 +96,12 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(5)
+        self._close_pipe()
+
+    def _close_pipe(self):
+        # The READY pipe of a process that is gone; each start() opens a new one.
+        if self.proc and self.proc.poll() is not None and self.proc.stdout and not self.proc.stdout.closed:
+            self.proc.stdout.close()
 
     def restart(self):
         self.stop()
@@ -127,3 +143,63 @@ def unique_name():
         return f"{prefix}_{os.getpid()}_{next(_counter)}_{uuid.uuid4().hex[:6]}"
 
     return make
+
+
+def pytest_report_header(config):
+    return f"fluss_fast event loop: {loop_choice() or 'default (uvloop if installed)'} ({EVENT_LOOP_ENV}); " \
+           f"extensions: {'off' if os.environ.get('FLUSS_FAST_NO_EXTENSIONS') == '1' else 'on'}"
+
+
+class _AsyncioErrors(logging.Handler):
+    """Collects what asyncio's default exception handler logs, from any loop on any thread (the client
+    runtime's, an in-process LocalServer's, pytest-asyncio's)."""
+
+    def __init__(self):
+        super().__init__(logging.ERROR)
+        self.records: list = []
+
+    def emit(self, record):
+        self.records.append(record)
+
+    def take(self) -> list:
+        taken, self.records = self.records, []
+        return taken
+
+    @staticmethod
+    def describe(records) -> str:
+        return "\n\n".join(logging.Formatter("%(levelname)s %(name)s: %(message)s").format(r) for r in records)
+
+
+_asyncio_errors = _AsyncioErrors()
+_leftovers: list = []
+
+
+def pytest_configure(config):
+    logging.getLogger("asyncio").addHandler(_asyncio_errors)
+
+
+@pytest.fixture(autouse=True)
+def _no_asyncio_errors():
+    yield
+    # A report that arrived between two tests (a late garbage collection) is charged to the next one
+    # rather than lost.
+    records = _asyncio_errors.take()
+    if records:
+        pytest.fail("asyncio reported an error during (or just before) this test; fix its cause, do not "
+                    "silence it:\n" + _asyncio_errors.describe(records), pytrace=False)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    # A task whose exception nobody retrieved is reported when it is collected, possibly after the
+    # last test: collect now so that report still fails the run.
+    gc.collect()
+    records = _asyncio_errors.take()
+    if records:
+        _leftovers.append(_asyncio_errors.describe(records))
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if _leftovers:
+        terminalreporter.section("asyncio errors reported after the last test", red=True)
+        terminalreporter.write_line(_leftovers[0])

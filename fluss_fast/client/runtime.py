@@ -1,5 +1,5 @@
-"""The client runtime: one daemon thread running an event loop (uvloop when available) that owns
-every socket of every connection in the process.
+"""The client runtime: one daemon thread running an event loop (uvloop unless ``event_loop.py`` says
+otherwise) that owns every socket of every connection in the process.
 
 Callers on any thread or event loop reach it through ``submit`` / ``run`` / ``call``; the
 ``on_runtime`` decorator turns a coroutine method into one that runs its body on the runtime and can
@@ -17,21 +17,11 @@ import threading
 from typing import Any, Awaitable, Callable, Coroutine, Optional, TypeVar
 
 from ..errors import FlussError
+from ..event_loop import new_event_loop
 
 T = TypeVar("T")
 
 _SHUTDOWN_GRACE_S = 2.0
-
-
-def _new_loop() -> asyncio.AbstractEventLoop:
-    if os.environ.get("FLUSS_FAST_NO_UVLOOP") != "1":
-        try:
-            import uvloop
-
-            return uvloop.new_event_loop()
-        except ImportError:  # pragma: no cover - uvloop is a dependency on Linux/macOS
-            pass
-    return asyncio.new_event_loop()
 
 
 _SHUT_DOWN = "The fluss_fast runtime has been shut down"
@@ -67,7 +57,7 @@ class Runtime:
                 raise FlussError(_SHUT_DOWN)
             if self._loop is not None:
                 return self._loop
-            loop = _new_loop()
+            loop = new_event_loop()
             ready = threading.Event()
 
             def run():

@@ -101,7 +101,7 @@ class Api:
     """``Api.PRODUCE_LOG == 1014`` and so on.
 
     Written out (not filled in from ``_TABLE``) so that IDEs and type checkers see the names;
-    tests/unit/test_generated_tables.py keeps them equal to the table.
+    tests/rpc/test_generated_tables.py keeps them equal to the table.
     """
 
     API_VERSIONS = 1000

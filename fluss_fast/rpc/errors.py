@@ -127,7 +127,7 @@ class Errors:
     """Attribute access to codes by name: ``Errors.TABLE_NOT_EXIST == 7``.
 
     Written out (not filled in from ``_TABLE``) so that IDEs and type checkers see the names;
-    tests/unit/test_generated_tables.py keeps them equal to the table and prints the lines to paste.
+    tests/rpc/test_generated_tables.py keeps them equal to the table and prints the lines to paste.
     """
 
     UNKNOWN_SERVER_ERROR = -1

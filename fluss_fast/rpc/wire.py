@@ -1,7 +1,7 @@
 """Hand-framed protobuf: the messages whose record bytes must not be copied into or out of a
 protobuf object (RPC.md). Each message has its encoder and its parser side by side here, one for
 the client and one for the server, and both match the generated classes byte for byte
-(tests/unit/test_wire.py). Field numbers and wire types are read from the generated descriptors.
+(tests/rpc/test_wire.py). Field numbers and wire types are read from the generated descriptors.
 
 * ProduceLog / PutKv requests: the client encodes them around the encoded batches; the server
   parses ProduceLog straight from the frame so that ``records`` stay views of the frame buffer.

@@ -9,7 +9,7 @@ import signal
 import sys
 
 from .app import DEFAULT_IDLE_TIMEOUT_S, FlussServer
-from .local import new_event_loop
+from ..event_loop import new_event_loop
 from .datadir_lock import DataDirLocked
 from .auth import load_users_file, parse_user_spec
 

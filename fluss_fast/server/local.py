@@ -7,15 +7,8 @@ import tempfile
 import threading
 from typing import Optional
 
+from ..event_loop import new_event_loop
 from .app import FlussServer
-
-
-def new_event_loop() -> asyncio.AbstractEventLoop:
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.new_event_loop()
-    return uvloop.new_event_loop()
 
 
 class LocalServer:
@@ -73,9 +66,10 @@ class LocalServer:
     def __enter__(self) -> "LocalServer":
         started = threading.Event()
         failure: list = []
+        # Made here, not in the thread, so a bad FLUSS_FAST_EVENT_LOOP raises to the caller.
+        loop = new_event_loop()
 
         def run():
-            loop = new_event_loop()
             self._thread_loop = loop
             asyncio.set_event_loop(loop)
             try:

@@ -34,7 +34,8 @@ def _kind(obj):
 def _stub_async_methods():
     """{class: {async method names}} from pyfluss's own .pyi."""
     path = os.path.join(os.path.dirname(fluss.__file__), "__init__.pyi")
-    tree = ast.parse(open(path).read())
+    with open(path) as f:
+        tree = ast.parse(f.read())
     out = {}
     for node in tree.body:
         if isinstance(node, ast.ClassDef):
@@ -112,6 +113,8 @@ class _Recorder:
 
     def __init__(self):
         self.requests = []
+        self.tasks = []
+        self.writers = []
 
     async def start(self):
         self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
@@ -119,6 +122,8 @@ class _Recorder:
         return self
 
     async def _serve(self, reader, writer):
+        self.tasks.append(asyncio.current_task())
+        self.writers.append(writer)
         try:
             while True:
                 n = struct.unpack(">i", await reader.readexactly(4))[0]
@@ -145,12 +150,19 @@ class _Recorder:
                 writer.write(frame.encode_response(rid, resp.SerializeToString()))
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
+        finally:
+            writer.close()
 
     def bodies(self, key):
         return [r for k, r in self.requests if k == key]
 
-    def close(self):
+    async def close(self):
+        # pyfluss's close() leaves its sockets open (README "Known differences"), so close our ends;
+        # each handler then returns.
         self.server.close()
+        for w in self.writers:
+            w.close()
+        await asyncio.wait_for(asyncio.gather(*self.tasks), 5)
 
 
 def _descriptors(mod):
@@ -180,7 +192,7 @@ async def test_create_table_and_database_bytes_match_pyfluss():
         await admin.create_database("d2", mod.DatabaseDescriptor("cm", {"a": "b"}), ignore_if_exists=True)
         await admin.create_partition(mod.TablePath("db", "t3"), {"region": "US"}, ignore_if_exists=True)
         await conn.close()
-        rec.close()
+        await rec.close()
         captured[mod.__name__] = rec
     theirs, ours = captured["fluss"], captured["fluss_fast"]
     t_tables, o_tables = theirs.bodies(Api.CREATE_TABLE), ours.bodies(Api.CREATE_TABLE)

@@ -524,6 +524,7 @@ def test_cli_arguments_and_signals(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        proc.stdout.close()
 
 
 def _partition_names(c, db, table):

@@ -338,6 +338,7 @@ async def test_full_disk_answers_storage_errors_without_tracebacks(tiny_disk, tm
     finally:
         proc.terminate()
         proc.wait(15)
+        proc.stdout.close()
     log = err_path.read_text()
     assert "Traceback" not in log, log[-3000:]
 

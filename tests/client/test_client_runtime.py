@@ -34,6 +34,7 @@ class Peer:
         self.server_type = server_type
         self.apis = apis
         self.writers = []
+        self.tasks = []
         self.received = []
         self.port = port
 
@@ -56,6 +57,7 @@ class Peer:
 
     async def _serve(self, reader, writer):
         self.writers.append(writer)
+        self.tasks.append(asyncio.current_task())
         try:
             while True:
                 n = struct.unpack(">i", await reader.readexactly(4))[0]
@@ -93,6 +95,10 @@ class Peer:
         self.server.close()
         for w in self.writers:
             w.close()
+        # Each handler sees its socket closed and returns; left running, it would be cancelled with the
+        # test's loop and its socket collected unclosed.
+        await asyncio.wait_for(asyncio.gather(*self.tasks, return_exceptions=True), 5)
+        await self.server.wait_closed()
 
 
 def ok(rid, msg):
@@ -162,8 +168,13 @@ async def test_request_timeout_when_server_stays_silent():
 
 
 async def test_handshake_timeout_is_bounded_by_connect_timeout():
+    hung_up = asyncio.Event()
+
     async def mute(reader, writer):
-        await asyncio.sleep(10)
+        # Answers nothing; returns once the client, having given up, closes its end.
+        await reader.read()
+        writer.close()
+        hung_up.set()
 
     server = await asyncio.start_server(mute, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
@@ -172,7 +183,9 @@ async def test_handshake_timeout_is_bounded_by_connect_timeout():
         await on_rt(Connection.open("127.0.0.1", port, connect_timeout_ms=300))
     assert info.value.error_code == ErrorCode.NETWORK_EXCEPTION
     assert time.monotonic() - t0 < 3
+    await asyncio.wait_for(hung_up.wait(), 5)  # the client closed its socket when it gave up
     server.close()
+    await server.wait_closed()
 
 
 async def test_refused_connection():
