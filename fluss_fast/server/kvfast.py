@@ -18,6 +18,7 @@ from ..codec.kvsplit import plan_changes, split_kv_records
 from ..codec.rows import INDEXED
 from ..errors import FlussError
 from ..rpc.errors import Errors
+from .table_options import deletes_disabled
 
 _SID = struct.Struct("<h")
 # FLUSS_FAST_KV_FAST_PATH=0 sends every request down the general path (tests compare the two)
@@ -63,7 +64,7 @@ def changelog_from_values(table, values, cts: bytearray, mixed: bool, writer_id:
                                batch_sequence=batch_sequence, change_types=bytes(cts))
 
 
-async def put_batch_fast(table, merger, bkv, records, h, check_writer_probe) -> int:
+async def put_batch_fast(table, merger, bkv, records, h) -> int:
     """``kvstore.put_batch`` for an eligible request; ``h`` is the checked header."""
     name = bkv.blog.name
     try:
@@ -75,15 +76,12 @@ async def put_batch_fast(table, merger, bkv, records, h, check_writer_probe) -> 
     import rocksdict
 
     async with bkv.lock:
-        if bkv.closed:
-            raise FlussError(f"{name} was dropped", Errors.UNKNOWN_TABLE_OR_BUCKET_EXCEPTION)
-        if h.writer_id >= 0:
-            dup = bkv.blog.check_writer(check_writer_probe(h.writer_id, h.batch_sequence))
-            if dup is not None:
-                return dup.last_offset + 1
+        bkv.check_open()
+        retried = bkv.retried_end(h.writer_id, h.batch_sequence)
+        if retried is not None:
+            return retried
         if behavior == "DISABLE" and None in values:
-            raise FlussError("Delete operations are disabled for this table. The table.delete.behavior is "
-                             "set to 'disable'.", Errors.DELETION_DISABLED_EXCEPTION)
+            raise deletes_disabled()
         ignore_deletes = behavior == "IGNORE"
         if full:
             wanted = list(dict.fromkeys(keys))

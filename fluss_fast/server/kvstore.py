@@ -31,6 +31,7 @@ from ..codec.rows import (INDEXED, CompactedKeyEncoder, CompactedRowDecoder, Com
 from ..errors import FlussError
 from ..rpc.errors import Errors
 from . import kvfast
+from .table_options import deletes_disabled
 from .logstore import read_segment
 
 log = logging.getLogger("fluss_fast.server.kvstore")
@@ -563,6 +564,18 @@ class BucketKv:
             self._since_mark = 0
             self._mark(next_offset)
 
+    def check_open(self) -> None:
+        if self.closed:
+            raise FlussError(f"{self.blog.name} was dropped", Errors.UNKNOWN_TABLE_OR_BUCKET_EXCEPTION)
+
+    def retried_end(self, writer_id: int, batch_sequence: int) -> Optional[int]:
+        """The log end offset to answer a retried batch of an idempotent writer with (before any
+        work, and before any error its records would raise now), else None; a sequence gap raises."""
+        if writer_id < 0:
+            return None
+        dup = self.blog.check_writer(_WriterProbe(writer_id, batch_sequence))
+        return None if dup is None else dup.last_offset + 1
+
     def close(self) -> None:
         if self.closed:
             return
@@ -601,7 +614,7 @@ async def put_batch(table: TableKv, merger: Merger, bkv: BucketKv, records, *, f
         raise FlussError(f"Invalid schema id: {h.schema_id}, latest schema id: {table.latest_schema_id}",
                          Errors.SCHEMA_NOT_EXIST)
     if fast_path and kvfast.eligible(table, merger):
-        return await kvfast.put_batch_fast(table, merger, bkv, records, h, _WriterProbe)
+        return await kvfast.put_batch_fast(table, merger, bkv, records, h)
     try:
         kvs = list(iter_kv_records(records, verify_crc=True))
     except CorruptBatchError as e:
@@ -610,14 +623,10 @@ async def put_batch(table: TableKv, merger: Merger, bkv: BucketKv, records, *, f
     width = len(table.schemas[h.schema_id].columns)
     pad = [None] * (table.ncols - width)
     async with bkv.lock:
-        if bkv.closed:
-            raise FlussError(f"{bkv.blog.name} was dropped", Errors.UNKNOWN_TABLE_OR_BUCKET_EXCEPTION)
-        if h.writer_id >= 0:
-            # a retried batch is answered before any work (and before any error its records would
-            # raise now); a sequence gap fails here too
-            dup = bkv.blog.check_writer(_WriterProbe(h.writer_id, h.batch_sequence))
-            if dup is not None:
-                return dup.last_offset + 1
+        bkv.check_open()
+        retried = bkv.retried_end(h.writer_id, h.batch_sequence)
+        if retried is not None:
+            return retried
         buffer: Dict[bytes, Optional[bytes]] = {}
         decoded: Dict[bytes, Optional[list]] = {}
         rows: List[list] = []
@@ -649,8 +658,7 @@ async def put_batch(table: TableKv, merger: Merger, bkv: BucketKv, records, *, f
                 if behavior == "IGNORE":
                     continue
                 if behavior == "DISABLE":
-                    raise FlussError("Delete operations are disabled for this table. The table.delete.behavior is "
-                                     "set to 'disable'.", Errors.DELETION_DISABLED_EXCEPTION)
+                    raise deletes_disabled()
                 old = current(key)
                 if old is None:
                     continue

@@ -134,3 +134,9 @@ class TableOptions:
 
     def get(self, key, default=None):
         return self.values.get(key, default)
+
+
+def deletes_disabled() -> FlussError:
+    """A delete sent to a table whose ``table.delete.behavior`` is DISABLE (the Java server's words)."""
+    return FlussError("Delete operations are disabled for this table. The table.delete.behavior is "
+                      "set to 'disable'.", Errors.DELETION_DISABLED_EXCEPTION)
