@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import mmap
 import socket
 import struct
 from typing import Optional
@@ -27,11 +26,6 @@ _RECV_BUF = 256 * 1024
 # Frames at least this big are received into a buffer of their own instead of the shared one.
 _BIG_FRAME = 64 * 1024
 _COALESCE = 16 * 1024
-# Frames at least this big get anonymous pages of their own (mmap), handed back to the OS the
-# moment the response is dropped. From the C heap they would not be: glibc raises its mmap
-# threshold after the first freed multi-MB block, later responses land in the arenas, and a scan's
-# peak RSS grew by tens of MB over the data it returned.
-_OWN_PAGES_FRAME = 256 * 1024
 _MAX_FRAME = (1 << 31) - 1
 
 NETWORK_EXCEPTION = Errors.NETWORK_EXCEPTION
@@ -127,7 +121,7 @@ class _Protocol(asyncio.BufferedProtocol):
                     self._start = start
                     self._compact()
                     return
-                big = mmap.mmap(-1, length) if length >= _OWN_PAGES_FRAME else bytearray(length)
+                big = bytearray(length)
                 big_view = memoryview(big)
                 big_view[:avail] = view[start + 4:end]
                 self._big, self._big_view, self._big_filled = big, big_view, avail
