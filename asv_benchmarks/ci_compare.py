@@ -10,7 +10,8 @@ The benchmarks themselves are this checkout's, so both commits run the same code
 
 Runs are ``--quick`` (one sample each) on a machine that may be busy, so only a slowdown of
 ``--factor`` or more counts (default 3: the Cython extensions silently not loading, an accidental
-quadratic loop), and only when a second run of the flagged benchmarks flags them again. A benchmark
+quadratic loop), and only when a second run of the flagged benchmarks, with several samples each, flags their
+medians again. A benchmark
 that ran on the parent and fails or is skipped on HEAD counts too (a Cython variant is skipped
 when its extension is missing). Only ``time_*`` benchmarks are judged (``track_*`` ones are rates,
 where a rise is good news). ``asv publish`` writes the HTML report into ``--html`` (default
@@ -35,6 +36,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 # files whose change means the parent's extensions must be compiled, not copied
 _BUILD_INPUTS = ("*.pyx", "*.pxd", "*.h", "setup.py")
+
+
+#: samples per benchmark when a flagged slowdown is measured again (its median is judged)
+CONFIRM_SAMPLES = 7
 
 
 def _git(*args: str) -> str:
@@ -100,9 +105,12 @@ def _asv(args, tree: str, **kw) -> subprocess.CompletedProcess:
                           cwd=HERE, env=env, text=True, **kw)
 
 
-def _run(rev: str, tree: str, bench: str) -> None:
+def _run(rev: str, tree: str, bench: str, samples: int = 0) -> None:
+    """One asv run of ``bench`` for ``rev``: quick (one sample each), or ``samples`` samples each,
+    so that what asv compares is a median and one slow call cannot confirm a regression."""
     t0 = time.monotonic()
-    res = _asv(["run", "--python=same", "--quick", "--set-commit-hash", rev, "--bench", bench,
+    timing = ["-a", f"repeat={samples}", "-a", "warmup_time=0.05"] if samples else ["--quick"]
+    res = _asv(["run", "--python=same", *timing, "--set-commit-hash", rev, "--bench", bench,
                 "--show-stderr"], tree, capture_output=True)
     if res.returncode not in (0, 2):  # 2: some benchmark failed; judged in the comparison
         sys.stdout.write(res.stdout[-4000:])
@@ -169,11 +177,11 @@ def main(argv=None) -> int:
             _run(head, ROOT, opts.bench)
             bad = _compare(base, head, opts.factor, show=True)
             if bad:
-                # quick mode is one sample on a shared machine: confirm before failing
+                # quick mode is one sample on a shared machine: confirm with medians before failing
                 _log(f"{len(bad)} benchmark(s) look {opts.factor:g}x slower; measuring them again")
                 regex = "|".join(re.escape(b.split("(")[0]) for b in sorted(set(bad)))
-                _run(base, tmp, regex)
-                _run(head, ROOT, regex)
+                _run(base, tmp, regex, CONFIRM_SAMPLES)
+                _run(head, ROOT, regex, CONFIRM_SAMPLES)
                 again = _compare(base, head, opts.factor, show=False)
                 bad = sorted(set(bad) & set(again))
         os.makedirs(opts.html, exist_ok=True)
