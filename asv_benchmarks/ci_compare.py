@@ -17,7 +17,10 @@ when its extension is missing). Only ``time_*`` benchmarks are judged (``track_*
 where a rise is good news). ``asv publish`` writes the HTML report into ``--html`` (default
 ``bench_results/asv_html``, git-ignored), which CI keeps as an artifact.
 
-Exit status: 0 fine (or no parent commit), 1 regression, 2 the tooling itself failed.
+HEAD's run is also CI's asv smoke run: a benchmark that fails on HEAD fails the check (exit 2);
+with no reference commit HEAD is run alone for that.
+
+Exit status: 0 fine, 1 regression, 2 a benchmark failed on HEAD or the tooling itself failed.
 """
 from __future__ import annotations
 
@@ -122,7 +125,7 @@ def _run(rev: str, tree: str, bench: str, samples: int = 0) -> None:
 _ROW = re.compile(r"^\|\s*(?P<mark>[+!x-]?)\s*\|\s*(?P<before>[^|]*)\|\s*(?P<after>[^|]*)\|\s*(?P<ratio>[^|]*)\|\s*(?P<name>.*?)\s*\|?\s*$")
 
 
-def _compare(base: str, head: str, factor: float, show: bool) -> list:
+def _compare(base: str, head: str, factor: float, show: bool) -> tuple:
     res = _asv(["compare", "--factor", str(factor), "--no-stats", "--split", base, head], ROOT,
                capture_output=True)
     if res.returncode != 0:
@@ -130,7 +133,7 @@ def _compare(base: str, head: str, factor: float, show: bool) -> list:
         raise RuntimeError(f"asv compare exited with {res.returncode}")
     if show:
         print(res.stdout)
-    bad = []
+    bad, broken = [], []
     for line in res.stdout.splitlines():
         m = _ROW.match(line.strip())
         if not m or m.group("name").startswith(("Benchmark", "---")):
@@ -139,6 +142,8 @@ def _compare(base: str, head: str, factor: float, show: bool) -> list:
         after = m.group("after").strip()
         before = m.group("before").strip()
         name = m.group("name")
+        if after == "failed":
+            broken.append(name)
         if ".time_" not in name:
             continue
         worse = mark == "+"
@@ -146,7 +151,7 @@ def _compare(base: str, head: str, factor: float, show: bool) -> list:
         lost = before not in ("failed", "n/a", "") and after in ("failed", "n/a")
         if worse or lost or mark == "!":
             bad.append(name)
-    return bad
+    return bad, broken
 
 
 def main(argv=None) -> int:
@@ -154,8 +159,8 @@ def main(argv=None) -> int:
     p.add_argument("--base", default="HEAD^", help="the reference commit (default HEAD^)")
     p.add_argument("--factor", type=float, default=3.0,
                    help="slowdown that fails the check (default 3)")
-    p.add_argument("--bench", default=r"\.time_",
-                   help=r"asv --bench regex of what is measured (default all time_* benchmarks)")
+    p.add_argument("--bench", default=".",
+                   help="asv --bench regex of what is measured (default all; only time_* are judged)")
     p.add_argument("--html", default=os.path.join(ROOT, "bench_results", "asv_html"),
                    help="where asv publish writes the HTML report")
     opts = p.parse_args(argv)
@@ -164,8 +169,11 @@ def main(argv=None) -> int:
     try:
         base = _git("rev-parse", "--verify", opts.base + "^{commit}")
     except subprocess.CalledProcessError:
-        _log(f"no commit {opts.base}: nothing to compare against")
-        return 0
+        _log(f"no commit {opts.base}: HEAD runs alone, as a smoke run")
+        _write_config(head)
+        res = _asv(["run", "--python=same", "--quick", "--set-commit-hash", head, "--bench",
+                    opts.bench, "--show-stderr"], ROOT)
+        return 2 if res.returncode else 0
     try:
         subprocess.run([sys.executable, "-m", "asv", "machine", "--yes"], cwd=HERE, check=True,
                        stdout=subprocess.DEVNULL)
@@ -175,14 +183,14 @@ def main(argv=None) -> int:
             _extensions(base, head, tmp)
             _run(base, tmp, opts.bench)
             _run(head, ROOT, opts.bench)
-            bad = _compare(base, head, opts.factor, show=True)
+            bad, broken = _compare(base, head, opts.factor, show=True)
             if bad:
                 # quick mode is one sample on a shared machine: confirm with medians before failing
                 _log(f"{len(bad)} benchmark(s) look {opts.factor:g}x slower; measuring them again")
                 regex = "|".join(re.escape(b.split("(")[0]) for b in sorted(set(bad)))
                 _run(base, tmp, regex, CONFIRM_SAMPLES)
                 _run(head, ROOT, regex, CONFIRM_SAMPLES)
-                again = _compare(base, head, opts.factor, show=False)
+                again, _ = _compare(base, head, opts.factor, show=False)
                 bad = sorted(set(bad) & set(again))
         os.makedirs(opts.html, exist_ok=True)
         pub = _asv(["publish", "--html-dir", opts.html], ROOT, capture_output=True)
@@ -194,6 +202,10 @@ def main(argv=None) -> int:
         _log(f"tooling failed: {exc}")
         return 2
     took = time.monotonic() - t0
+    if broken:
+        # this run is also CI's only asv smoke run: a benchmark that errors on HEAD fails it
+        _log("benchmark(s) failing on HEAD: " + ", ".join(sorted(set(broken))))
+        return 2
     if bad:
         _log(f"REGRESSION (>= {opts.factor:g}x slower than {base[:10]}, confirmed twice): "
              + ", ".join(sorted(set(bad))) + f"  [{took:.0f} s]")
