@@ -1,4 +1,4 @@
-# cython: language_level=3, boundscheck=False, wraparound=False
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """Compiled twin of the record-building parts of ``records.py`` (same names, same behaviour).
 
 A record poll makes one ScanRecord per row and, when rows are read, one dict per row; done in
@@ -12,7 +12,7 @@ from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.long cimport PyLong_FromLongLong
 from cpython.float cimport PyFloat_FromDouble
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
-from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uintptr_t
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint64_t, uintptr_t
 cimport cpython.datetime as cdt
 cimport cython
 
@@ -136,9 +136,23 @@ cdef enum:
     K_BOOL = 7
     K_STR = 8
     K_BIN = 9
+    K_TS = 10
+    K_DATE = 11
+    K_DEC = 12
 
 KIND_CODES = {"slow": K_SLOW, "int8": K_I8, "int16": K_I16, "int32": K_I32, "int64": K_I64,
-              "float": K_F32, "double": K_F64, "bool": K_BOOL, "string": K_STR, "binary": K_BIN}
+              "float": K_F32, "double": K_F64, "bool": K_BOOL, "string": K_STR, "binary": K_BIN,
+              "timestamp": K_TS, "date": K_DATE, "decimal": K_DEC}
+
+# datetime's range in microseconds since the epoch (0001-01-01 .. 9999-12-31T23:59:59.999999)
+# and date's in days: a value outside is converted by convert.py, as a slow column would be
+# (typed C constants: DEF would make the large ones Python ints, and the arithmetic Python's)
+cdef int64_t MIN_US = -62135596800000000
+cdef int64_t MAX_US = 253402300799999999
+cdef int64_t MIN_DAYS = -719162
+cdef int64_t MAX_DAYS = 2932896
+cdef int64_t US_PER_DAY = 86400000000
+cdef int64_t US_PER_HOUR = 3600000000
 
 cdef struct ColView:
     int kind
@@ -147,6 +161,32 @@ cdef struct ColView:
     const uint8_t* valid
     const uint8_t* data
     const int32_t* offs
+    # K_TS: microseconds per unit (0 for nanoseconds, divided instead), tz-aware in UTC;
+    # K_DEC: scale
+    int64_t per_unit
+    bint aware
+    int scale
+
+
+cdef inline int64_t _floor_div(int64_t a, int64_t b) noexcept:
+    cdef int64_t q = a // b
+    if (a % b != 0) and ((a < 0) != (b < 0)):
+        q -= 1
+    return q
+
+
+cdef inline void _civil(int64_t days, int* y, int* m, int* d) noexcept:
+    # days since 1970-01-01 -> proleptic Gregorian date, counting in 400-year eras from 0000-03-01
+    # (``//`` truncates here: C division, see the cdivision directive)
+    cdef int64_t z = days + 719468
+    cdef int64_t era = (z if z >= 0 else z - 146096) // 146097
+    cdef int64_t doe = z - era * 146097
+    cdef int64_t yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    cdef int64_t doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    cdef int64_t mp = (5 * doy + 2) // 153
+    d[0] = <int>(doy - (153 * mp + 2) // 5 + 1)
+    m[0] = <int>(mp + 3 if mp < 10 else mp - 9)
+    y[0] = <int>(yoe + era * 400 + (1 if m[0] <= 2 else 0))
 
 cdef const uint8_t* _address(buf):
     return NULL if buf is None or buf.size == 0 else <const uint8_t*><uintptr_t>buf.address
@@ -165,6 +205,7 @@ cdef class RowBuilder:
     cdef list _names
     cdef dict _template
     cdef object _batch
+    cdef object _decimal
     cdef readonly list slow
 
     def __cinit__(self):
@@ -198,11 +239,25 @@ cdef class RowBuilder:
                 c.slow_index = len(self.slow)
                 self.slow.append(j)
                 continue
-            if k < K_SLOW or k > K_BIN:
+            if k < K_SLOW or k > K_DEC:
                 raise ValueError(f"unknown column kind {k}")
             arr = batch.column(j)
             bufs = arr.buffers()
             c.offset = arr.offset
+            c.per_unit = 0
+            c.aware = False
+            c.scale = 0
+            t = arr.type
+            if k == K_TS:
+                c.per_unit = {"s": 1000000, "ms": 1000, "us": 1, "ns": 0}[t.unit]
+                c.aware = t.tz is not None
+            elif k == K_DEC:
+                if t.precision > 18 or t.scale < 0 or t.bit_width != 128:
+                    raise ValueError(f"column {self._names[j]!r}: {t} is not read from its buffers")
+                c.scale = t.scale
+                if self._decimal is None:
+                    import decimal
+                    self._decimal = decimal.Decimal
             if arr.null_count:
                 c.valid = _address(bufs[0])
             if k == K_STR or k == K_BIN:
@@ -272,6 +327,12 @@ cdef class RowBuilder:
                         v = PyFloat_FromDouble((<const float*>c.data)[p])
                     elif c.kind == K_BOOL:
                         v = True if (c.data[p >> 3] >> (p & 7)) & 1 else False
+                    elif c.kind == K_TS:
+                        v = self._timestamp(c, (<const int64_t*>c.data)[p], j, r)
+                    elif c.kind == K_DEC:
+                        v = self._decimal_at(c, (<const int64_t*>c.data)[2 * p])
+                    elif c.kind == K_DATE:
+                        v = self._date(c, (<const int32_t*>c.data)[p], j, r)
                     else:
                         a = c.offs[p]
                         b = c.offs[p + 1]
@@ -280,3 +341,69 @@ cdef class RowBuilder:
             Py_INCREF(d)
             PyList_SET_ITEM(out, i, d)
         return out
+
+    cdef object _outside(self, Py_ssize_t j, Py_ssize_t r):
+        # a value outside datetime's range: whatever convert.py makes of it
+        from .convert import column_to_pylist
+        return column_to_pylist(self._batch.column(j).slice(r, 1))[0]
+
+    cdef object _timestamp(self, ColView* c, int64_t v, Py_ssize_t j, Py_ssize_t r):
+        cdef int64_t us, days, rem
+        cdef int y, m, d
+        if c.per_unit == 0:
+            us = _floor_div(v, 1000)  # nanoseconds floored to microseconds, as pyfluss does
+        elif v < MIN_US // c.per_unit or v > MAX_US // c.per_unit:
+            return self._outside(j, r)
+        else:
+            us = v * c.per_unit
+        if us < MIN_US or us > MAX_US:
+            return self._outside(j, r)
+        days = _floor_div(us, US_PER_DAY)
+        rem = us - days * US_PER_DAY
+        _civil(days, &y, &m, &d)
+        return cdt.datetime_new(y, m, d, <int>(rem // US_PER_HOUR), <int>((rem // 60000000) % 60),
+                                <int>((rem // 1000000) % 60), <int>(rem % 1000000),
+                                _UTC if c.aware else None)
+
+    cdef object _date(self, ColView* c, int32_t v, Py_ssize_t j, Py_ssize_t r):
+        cdef int y, m, d
+        if v < MIN_DAYS or v > MAX_DAYS:
+            return self._outside(j, r)
+        _civil(v, &y, &m, &d)
+        return cdt.date_new(y, m, d)
+
+    cdef object _decimal_at(self, ColView* c, int64_t unscaled):
+        # the text Arrow's cast to string gives ("-12.34", "0.005"), read by Decimal like convert.py
+        cdef char buf[48]
+        cdef char digits[24]
+        cdef int nd = 0, pos = 0, k
+        cdef int scale = c.scale
+        cdef uint64_t mag = <uint64_t>(-(unscaled + 1)) + 1 if unscaled < 0 else <uint64_t>unscaled
+        while True:
+            digits[nd] = <char>(48 + mag % 10)
+            nd += 1
+            mag //= 10
+            if mag == 0:
+                break
+        if unscaled < 0:
+            buf[pos] = 45  # '-'
+            pos += 1
+        if nd <= scale:
+            buf[pos] = 48
+            pos += 1
+            buf[pos] = 46  # '.'
+            pos += 1
+            for k in range(scale - nd):
+                buf[pos] = 48
+                pos += 1
+            for k in range(nd - 1, -1, -1):
+                buf[pos] = digits[k]
+                pos += 1
+        else:
+            for k in range(nd - 1, -1, -1):
+                buf[pos] = digits[k]
+                pos += 1
+                if k == scale and scale > 0:
+                    buf[pos] = 46
+                    pos += 1
+        return self._decimal(PyUnicode_DecodeUTF8(buf, pos, NULL))

@@ -46,7 +46,7 @@ _WINDOW_ROWS = 8192
 
 #: RowBuilder's column kinds; the compiled twin reads every kind but "slow" from the buffers
 KIND_CODES = {"slow": 0, "int8": 1, "int16": 2, "int32": 3, "int64": 4, "float": 5, "double": 6,
-              "bool": 7, "string": 8, "binary": 9}
+              "bool": 7, "string": 8, "binary": 9, "timestamp": 10, "date": 11, "decimal": 12}
 _kinds_cache: dict = {}
 
 
@@ -62,7 +62,9 @@ def row_kinds(schema: pa.Schema) -> List[int]:
                     "int32" if T.is_int32(t) else "int64" if T.is_int64(t) else
                     "float" if T.is_float32(t) else "double" if T.is_float64(t) else
                     "bool" if T.is_boolean(t) else "string" if T.is_string(t) else
-                    "binary" if T.is_binary(t) else "slow")
+                    "binary" if T.is_binary(t) else "timestamp" if T.is_timestamp(t) else
+                    "date" if T.is_date32(t) else
+                    "decimal" if T.is_decimal128(t) and t.precision <= 18 else "slow")
             out.append(KIND_CODES[name])
         hit = _kinds_cache[schema] = out
     return hit
@@ -103,7 +105,7 @@ class RowBuilder:
             if k == 0:
                 cols.append(next(slow)[lo:lo + count])
             else:
-                cols.append(self._batch.column(j).slice(start, count).to_pylist())
+                cols.append(column_to_pylist(self._batch.column(j).slice(start, count)))
         return build_rows(self._names, cols, 0, count)
 
 
