@@ -23,9 +23,10 @@ _PENDING, _RUNNING, _DONE = 0, 1, 2
 class Deferred(collections.abc.Coroutine):
     """A call not yet run: ``await`` it, or use it as its value."""
 
-    __slots__ = ("_rt", "_impl", "_obj", "_args", "_kwargs", "_inner", "_state", "_value", "_error")
+    __slots__ = ("_rt", "_impl", "_obj", "_args", "_kwargs", "_inner", "_state", "_value", "_error",
+                 "_ready")
 
-    def __init__(self, runtime, impl, obj, args, kwargs):
+    def __init__(self, runtime, impl, obj, args, kwargs, ready=None):
         self._rt = runtime
         self._impl = impl
         self._obj = obj
@@ -33,6 +34,9 @@ class Deferred(collections.abc.Coroutine):
         self._kwargs = kwargs
         self._inner = None
         self._state = _PENDING
+        # ``ready(obj, *args, **kwargs)``: None, or a callable giving the result without the
+        # runtime (or None after all), e.g. a poll whose records were drained ahead
+        self._ready = ready
 
     # -- the awaitable side ----------------------------------------------------------------------
     def __await__(self):
@@ -45,7 +49,15 @@ class Deferred(collections.abc.Coroutine):
             raise RuntimeError(f"{self._impl.__name__}() is already being awaited")
         self._state = _RUNNING
         try:
-            value = yield from self._rt.run(self._impl(self._obj, *self._args, **self._kwargs)).__await__()
+            value = None
+            take = self._ready(self._obj, *self._args, **self._kwargs) if self._ready else None
+            if take is not None:
+                if getattr(take, "yield_first", True):
+                    # one turn of the caller's loop, as any await of a real call gives its tasks
+                    yield
+                value = take()
+            if value is None:
+                value = yield from self._rt.run(self._impl(self._obj, *self._args, **self._kwargs)).__await__()
         except Exception as e:
             self._value, self._error, self._state = None, e, _DONE
             raise
@@ -84,7 +96,10 @@ class Deferred(collections.abc.Coroutine):
         if self._state == _RUNNING:
             raise FlussError(f"{self._impl.__name__}() is being awaited; use the awaited value")
         try:
-            value = self._rt.call(self._impl(self._obj, *self._args, **self._kwargs))
+            take = self._ready(self._obj, *self._args, **self._kwargs) if self._ready else None
+            value = take() if take is not None else None
+            if value is None:
+                value = self._rt.call(self._impl(self._obj, *self._args, **self._kwargs))
         except Exception as e:
             self._value, self._error, self._state = None, e, _DONE
             raise
@@ -137,12 +152,14 @@ def deferred(impl):
     """Make ``impl`` (an ``async def`` method whose body runs on the runtime) return a Deferred.
 
     Keeps ``__runtime_impl__`` so the blocking facade and API checks treat it like ``on_runtime``.
+    A ``__ready__`` attribute of ``impl`` is the Deferred's ``ready`` hook (see ``Deferred``).
     """
+    ready = getattr(impl, "__ready__", None)
     impl = getattr(impl, "__runtime_impl__", impl)
 
     @functools.wraps(impl)
     def method(self, *args, **kwargs):
-        return Deferred(self._runtime, impl, self, args, kwargs)
+        return Deferred(self._runtime, impl, self, args, kwargs, ready)
 
     method.__runtime_impl__ = impl
     return method

@@ -189,6 +189,8 @@ def test_row_windows_give_the_same_rows_as_whole_batch_conversion():
                            pa.decimal128(12, 2)),
         "at": pa.array(ts, pa.timestamp("us", tz="UTC")),
         "name": pa.array([None if i % 5 == 0 else f"n{i}" for i in range(n)], pa.string()),
+        # converted by convert.py (the others are read from the buffers): held a window at a time
+        "t": pa.array([None if i % 9 == 0 else i * 1000 for i in range(n)], pa.time64("us")),
     })
     nested = flat.append_column("tags", pa.array([[i, i + 1] if i % 3 else None for i in range(n)],
                                                  pa.list_(pa.int32())))
@@ -200,7 +202,8 @@ def test_row_windows_give_the_same_rows_as_whole_batch_conversion():
         for start in range(0, n, 500):
             got.extend(Chunk(TB, src, start, 500, start, None, None, 0, start + 500).rows())
         assert got == want
-        # what is held after the last poll: one window of the flat batch, all of the nested one
+        # what is held after the last poll: one window of the flat batch's slow column, all of
+        # the nested one's slow columns
         cols, first = src.columns(n - 10, 10)
         if batch is flat:
             assert 0 < first <= n - 10 and len(cols[0]) == n - first < n

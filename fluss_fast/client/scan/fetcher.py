@@ -152,6 +152,7 @@ class LogFetcher:
         self._stops = None
         self._filter_pb = None
         self._remote = None  # remote.RemoteLogReader, made when a bucket first reads tiered data
+        self._ahead = None  # poll_ahead.PollAhead once a record scanner polls
         if spec.predicate is not None and spec.arrow_format:
             self._filter_pb = spec.predicate.to_pb()
 
@@ -184,6 +185,8 @@ class LogFetcher:
             pass
 
     def _wake(self) -> None:
+        if self._ahead is not None:
+            self._ahead.fill()
         w = self._waiter
         if w is not None and not w.done():
             w.set_result(None)
@@ -244,6 +247,8 @@ class LogFetcher:
         md = self.ctx.metadata
         spec = self.spec
         buffered = collections.Counter(c.bucket for c in self._buffer)
+        if self._ahead is not None:
+            self._ahead.count_into(buffered)
         stops = self._stops
         ahead = _MAX_AHEAD if stops is not None else _MAX_AHEAD_POLL
         by_node: Dict[int, list] = {}

@@ -16,7 +16,7 @@ from ...metadata import ChangeType, TableBucket
 from ...codec._select import pick as _pick
 from .convert import column_to_pylist
 
-__all__ = ["RowSource", "Chunk", "ScanRecord", "ScanRecords", "RecordBatch"]
+__all__ = ["RowSource", "RowBuilder", "Chunk", "ScanRecord", "ScanRecords", "RecordBatch", "row_kinds"]
 
 _CHANGE_TYPES = [ChangeType(i) for i in range(5)]
 _APPEND_ONLY = ChangeType.AppendOnly
@@ -39,47 +39,134 @@ def _sliceable(schema: pa.Schema) -> bool:
     return hit
 
 
-#: rows of a batch converted to Python values together: one C loop per column for many rows,
-#: while a 64 k-row batch handed out 500 records a poll never holds all its rows as objects
+#: rows of a batch whose slow columns (see RowBuilder) are converted to Python values together:
+#: one C loop per column for many rows, while a 64 k-row batch handed out 500 records a poll
+#: never holds all its rows as objects
 _WINDOW_ROWS = 8192
+
+#: RowBuilder's column kinds; the compiled twin reads every kind but "slow" from the buffers
+KIND_CODES = {"slow": 0, "int8": 1, "int16": 2, "int32": 3, "int64": 4, "float": 5, "double": 6,
+              "bool": 7, "string": 8, "binary": 9, "timestamp": 10, "date": 11, "decimal": 12}
+_kinds_cache: dict = {}
+
+
+def row_kinds(schema: pa.Schema) -> List[int]:
+    """RowBuilder's kind of every column of ``schema`` (``KIND_CODES``)."""
+    hit = _kinds_cache.get(schema)
+    if hit is None:
+        T = pa.types
+        out = []
+        for f in schema:
+            t = f.type
+            name = ("int8" if T.is_int8(t) else "int16" if T.is_int16(t) else
+                    "int32" if T.is_int32(t) else "int64" if T.is_int64(t) else
+                    "float" if T.is_float32(t) else "double" if T.is_float64(t) else
+                    "bool" if T.is_boolean(t) else "string" if T.is_string(t) else
+                    "binary" if T.is_binary(t) else "timestamp" if T.is_timestamp(t) else
+                    "date" if T.is_date32(t) else
+                    "decimal" if T.is_decimal128(t) and t.precision <= 18 else "slow")
+            out.append(KIND_CODES[name])
+        hit = _kinds_cache[schema] = out
+    return hit
+
+
+class RowBuilder:
+    """Row dicts of one Arrow batch: the columns of kind "slow" (their indices in ``slow``) come
+    as Python value lists from the caller, the others are converted here (the compiled twin reads
+    them straight from the Arrow buffers)."""
+
+    def __init__(self, batch: pa.RecordBatch, kinds):
+        if len(kinds) != batch.num_columns:
+            raise ValueError(f"{len(kinds)} column kinds for a batch of {batch.num_columns} columns")
+        for k in kinds:
+            if k not in _KIND_VALUES:
+                raise ValueError(f"unknown column kind {k}")
+        self._batch = batch
+        self._names = list(batch.schema.names)
+        self._kinds = list(kinds)
+        self.slow = [j for j, k in enumerate(kinds) if k == 0]
+
+    def rows(self, start: int, count: int, slow_cols: list, slow_first: int) -> List[dict]:
+        """The row dicts of rows ``start .. start+count``; ``slow_cols[i]`` holds the values of
+        column ``slow[i]`` from row ``slow_first`` on."""
+        n = self._batch.num_rows
+        if start < 0 or count < 0 or start + count > n:
+            raise IndexError(f"rows {start}..{start + count} of a batch of {n}")
+        if len(slow_cols) != len(self.slow):
+            raise ValueError(f"{len(slow_cols)} value lists for {len(self.slow)} converted columns")
+        for col in slow_cols:
+            if slow_first > start or len(col) < start + count - slow_first:
+                raise IndexError(f"value list of rows {slow_first}..{slow_first + len(col)} "
+                                 f"does not hold rows {start}..{start + count}")
+        cols = []
+        slow = iter(slow_cols)
+        lo = start - slow_first
+        for j, k in enumerate(self._kinds):
+            if k == 0:
+                cols.append(next(slow)[lo:lo + count])
+            else:
+                cols.append(column_to_pylist(self._batch.column(j).slice(start, count)))
+        return build_rows(self._names, cols, 0, count)
+
+
+_KIND_VALUES = frozenset(KIND_CODES.values())
 
 
 class RowSource:
     """One decoded batch (already projected/filtered to the user's columns), shared by its chunks.
 
-    Column lists are converted a window of rows at a time, on first row access, and kept until a
-    row outside the window is asked for: converting a column slice at once is one C loop,
-    converting value by value would be one Python call per value. Chunks are read in row order,
-    so the window only moves forward and every value is converted once.
+    Row dicts are made by a RowBuilder. Its slow columns (temporal, decimal, nested) are
+    converted a window of rows at a time, on first row access, and kept until a row outside the
+    window is asked for: converting a column slice at once is one C loop, converting value by
+    value would be one Python call per value. Chunks are read in row order, so the window only
+    moves forward and every value is converted once.
     """
 
-    __slots__ = ("batch", "names", "_cols", "_lo", "_hi")
+    __slots__ = ("batch", "names", "_cols", "_lo", "_hi", "_builder")
 
     def __init__(self, batch: pa.RecordBatch):
         self.batch = batch
         self.names = batch.schema.names
         self._cols = None
         self._lo = self._hi = 0
+        self._builder = None
+
+    def _row_builder(self) -> "RowBuilder":
+        b = self._builder
+        if b is None:
+            b = self._builder = RowBuilder(self.batch, row_kinds(self.batch.schema))
+        return b
 
     def columns(self, start: int = 0, count: Optional[int] = None):
-        """``(column value lists, first row they hold)`` covering rows ``start .. start+count``."""
+        """``(value lists of the slow columns, first row they hold)`` covering rows
+        ``start .. start+count``."""
         n = self.batch.num_rows
         end = n if count is None else start + count
         cols = self._cols
         if cols is not None and self._lo <= start and end <= self._hi:
             return cols, self._lo
         self._cols = None  # drop the old window before building the next one
+        slow = [self.batch.column(j) for j in self._row_builder().slow]
         # a slice of a list/map column still converts its whole child array: no windows then
         if _sliceable(self.batch.schema):
             hi = max(end, min(n, start + _WINDOW_ROWS))
         else:
             start, hi = 0, n
         if start == 0 and hi >= n:
-            cols = [column_to_pylist(c) for c in self.batch.columns]
+            cols = [column_to_pylist(c) for c in slow]
         else:
-            cols = [column_to_pylist(c.slice(start, hi - start)) for c in self.batch.columns]
+            cols = [column_to_pylist(c.slice(start, hi - start)) for c in slow]
         self._cols, self._lo, self._hi = cols, start, hi
         return cols, start
+
+    def rows(self, start: int, count: int) -> List[dict]:
+        """The row dicts of rows ``start .. start+count``."""
+        b = self._row_builder()
+        if b.slow:
+            cols, first = self.columns(start, count)
+        else:
+            cols, first = [], start
+        return b.rows(start, count, cols, first)
 
 
 class Chunk:
@@ -141,9 +228,7 @@ class Chunk:
         """The row dicts of this chunk, built together on the first access of any of them."""
         rows = self._rows
         if rows is None:
-            src = self.source
-            cols, first = src.columns(self.start, self.count)
-            rows = self._rows = build_rows(src.names, cols, self.start - first, self.count)
+            rows = self._rows = self.source.rows(self.start, self.count)
         return rows
 
 
@@ -344,4 +429,6 @@ class RecordBatch:
 
 # The pure classes stay importable under these names whichever implementation is in use.
 ScanRecord_py, make_records_py, build_rows_py = ScanRecord, make_records, build_rows
-_pick("fluss_fast.client.scan._records", globals(), ["ScanRecord", "make_records", "build_rows"])
+RowBuilder_py = RowBuilder
+# KIND_CODES is not swapped: tests/codec/test_twins_loaded.py checks the compiled copy equals it
+_pick("fluss_fast.client.scan._records", globals(), ["ScanRecord", "make_records", "build_rows", "RowBuilder"])

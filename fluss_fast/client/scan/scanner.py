@@ -12,6 +12,7 @@ from ...errors import FlussError
 from ...metadata import TableBucket
 from ..runtime import on_runtime
 from .fetcher import LogFetcher, ScanSpec
+from .poll_ahead import PollAhead
 from .records import RecordBatch, ScanRecords
 
 __all__ = ["LogScanner"]
@@ -148,8 +149,38 @@ class LogScanner:
         timeout = self._timeout(timeout_ms)
         self._need(RECORD)
         f = self._fetcher
-        chunks = await f.poll_chunks(timeout, max_records=f.max_poll_records)
+        ahead = f._ahead
+        if ahead is None:
+            ahead = f._ahead = PollAhead(f, f.max_poll_records)
+        chunks = ahead.take()
+        if chunks is None:
+            ahead.polling = True
+            try:
+                chunks = await f.poll_chunks(timeout, max_records=f.max_poll_records)
+            finally:
+                ahead.polling = False
+            # the next polls' records are drained once this one's are on their way
+            f._loop.call_soon(ahead.fill)
         return ScanRecords(chunks)
+
+    def _poll_ready(self, timeout_ms=None):
+        """The ``ready`` hook of ``poll`` (client/deferred.py): a taker of records drained ahead,
+        or None when there are none (or the arguments are for the runtime poll to judge)."""
+        ahead = self._fetcher._ahead
+        if ahead is None or not ahead.has_ready() or self._kind != RECORD:
+            return None
+        if type(timeout_ms) is not int or timeout_ms < 0:
+            return None
+        return self._take_ready if ahead.yield_now() else self._take_ready_at_once
+
+    def _take_ready(self) -> Optional[ScanRecords]:
+        chunks = self._fetcher._ahead.take()
+        return None if chunks is None else ScanRecords(chunks)
+
+    def _take_ready_at_once(self) -> Optional[ScanRecords]:
+        return self._take_ready()
+
+    _take_ready_at_once.yield_first = False  # type: ignore[attr-defined]
 
     async def _poll_batches(self, timeout_ms) -> List[RecordBatch]:
         timeout = self._timeout(timeout_ms)
@@ -306,6 +337,9 @@ class LogScanner:
 
     def __repr__(self) -> str:
         return f"LogScanner(table={self._spec.path})"
+
+
+LogScanner.poll.__ready__ = LogScanner._poll_ready  # type: ignore[attr-defined]
 
 
 class _BoundedBatches:
