@@ -251,6 +251,9 @@ class TabletService:
         except FlussError as e:
             return e
         if projection is None:
+            whole = logstore.whole_batches_end(data)
+            if 0 < whole < len(data):
+                data = memoryview(data)[:whole]
             res.chunks = [data]
             res.size = len(data)
             return None
