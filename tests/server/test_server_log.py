@@ -330,18 +330,79 @@ def test_fetch_offsets_and_byte_budgets(cluster, db):
     for off in (61, -1, -5):
         f = fetch(c, tid, [(0, off, MB)])[(None, 0)]
         assert f.error_code == Errors.LOG_OFFSET_OUT_OF_RANGE_EXCEPTION and not f.HasField("records")
-    # per-bucket budget cuts by bytes (the last batch may be partial)
+    # a per-bucket budget ending inside a batch: the answer stops at the last whole batch
     budget = sizes[0] + sizes[1] // 2
     f = fetch(c, tid, [(0, 0, budget)])[(None, 0)]
-    assert len(f.records) == budget and [h.base_offset for h in lb.iter_batches(f.records)] == [0]
+    assert len(f.records) == sizes[0] and [h.base_offset for h in lb.iter_batches(f.records)] == [0]
     # min-one rule: the first bucket returns a whole batch even with a tiny budget...
     f = fetch(c, tid, [(0, 0, 10), (1, 0, 10)])
     assert len(f[(None, 0)].records) == sizes[0]
     # ...but once data was returned, later buckets only get what the budgets allow
     assert len(f[(None, 1)].records) == 10
     f = fetch(c, tid, [(0, 0, MB), (1, 0, MB)], max_bytes=sizes[0] + 7)
-    assert len(f[(None, 0)].records) == sizes[0] + 7
+    assert len(f[(None, 0)].records) == sizes[0]
     assert f[(None, 1)].records == b"" and f[(None, 1)].high_watermark == 60
+
+
+def test_fetch_answers_hold_whole_batches(cluster, db):
+    tid = cluster.create_table(db, "t")
+    c = cluster.tablet()
+    small = [arrow_batch(i * 10, 10) for i in range(3)]
+    big = arrow_batch(30, 5000)
+    for b in small + [big]:
+        produce(c, tid, [(0, b), (1, b)])
+    ends = [sum(len(b) for b in small[:k]) for k in range(1, 4)]
+    # every budget between two batch ends gives the batches that fit, none cut
+    for budget in range(ends[0], ends[2] + len(big) // 2, 37):
+        f = fetch(c, tid, [(0, 0, budget)])[(None, 0)]
+        want = max(e for e in ends if e <= budget)
+        assert len(f.records) == want, budget
+        assert sum(h.total_size for h in lb.iter_batches(f.records)) == want
+        assert rows_of(f.records) == expected_rows(0, want // len(small[0]) * 10)
+    # a first batch larger than the whole request budget still comes back, whole and alone
+    f = fetch(c, tid, [(0, 30, 100), (1, 30, 100)], max_bytes=100)
+    assert f[(None, 0)].records == big or bytes(f[(None, 0)].records)[21:] == big[21:]
+    assert rows_of(f[(None, 0)].records) == expected_rows(30, 5000)
+    assert f[(None, 1)].records == b""
+    # a later bucket whose first batch does not fit gets a cut prefix of it (as from Java), which
+    # tells the client how big that batch is
+    f = fetch(c, tid, [(0, 0, len(small[0])), (1, 30, 1000)])
+    assert len(f[(None, 0)].records) == len(small[0])
+    cut = f[(None, 1)].records
+    assert len(cut) == 1000 and list(lb.iter_batches(cut)) == []
+    assert int.from_bytes(cut[8:12], "little") + lb.LOG_OVERHEAD == len(big)
+
+
+def test_projected_fetch_budget_counts_projected_bytes(cluster, db):
+    tid = cluster.create_table(db, "t")
+    c = cluster.tablet()
+    batches = [arrow_batch(0, 10), arrow_batch(10, 10), arrow_batch(20, 5000), arrow_batch(5020, 10)]
+    for b in batches:
+        produce(c, tid, [(0, b), (1, b)])
+    whole = fetch(c, tid, [(0, 0, 64 * MB)], projection=[0])[(None, 0)].records
+    psizes = [h.total_size for h in lb.iter_batches(whole)]
+    assert len(psizes) == 4 and sum(psizes) < sum(len(b) for b in batches) // 2
+    # a budget that holds every projected batch, though far less than the stored bytes, gets them all
+    f = fetch(c, tid, [(0, 0, sum(psizes))], projection=[0])[(None, 0)]
+    assert bytes(f.records) == bytes(whole)
+    assert [r["id"] for r in rows_of(f.records, arrow_schema=pa.schema([("id", pa.int32())]))] == \
+        list(range(5030))
+    # one byte less: the last projected batch does not fit and is left out whole
+    f = fetch(c, tid, [(0, 0, sum(psizes) - 1)], projection=[0])[(None, 0)]
+    assert [h.base_offset for h in lb.iter_batches(f.records)] == [0, 10, 20]
+    assert len(f.records) == sum(psizes[:3])
+    # the first projected batch comes even when larger than the budget; a later bucket gets its
+    # own budget's worth, in projected bytes, though its stored batch is larger
+    f = fetch(c, tid, [(0, 20, 10), (1, 0, psizes[0] + psizes[1])], projection=[0])
+    assert [h.base_offset for h in lb.iter_batches(f[(None, 0)].records)] == [20]
+    assert [h.base_offset for h in lb.iter_batches(f[(None, 1)].records)] == [0, 10]
+    f = fetch(c, tid, [(0, 20, 10), (1, 0, psizes[0] + psizes[1])], projection=[0], max_bytes=10)
+    assert f[(None, 1)].records == b""
+    # the request's budget is shared in projected bytes: bucket 1 gets what is left
+    f = fetch(c, tid, [(0, 0, psizes[0]), (1, 0, 64 * MB)], projection=[0],
+              max_bytes=psizes[0] + psizes[0] + psizes[1] // 2)
+    assert [h.base_offset for h in lb.iter_batches(f[(None, 0)].records)] == [0]
+    assert [h.base_offset for h in lb.iter_batches(f[(None, 1)].records)] == [0]
 
 
 def test_fetch_long_poll_wakes_on_append(cluster, db):
@@ -517,5 +578,5 @@ def test_large_multi_bucket_fetch(cluster, db):
     # the overall budget is shared in request order: bucket 0 gets it, the rest what is left
     one = len(blobs[0][0])
     f = fetch(c, tid, [(b, 0, 4 * MB) for b in range(3)], max_bytes=one + 1000)
-    assert len(f[(None, 0)].records) == one + 1000
+    assert len(f[(None, 0)].records) == one  # whole batches only
     assert f[(None, 1)].records == b"" and f[(None, 2)].records == b""
