@@ -95,18 +95,16 @@ def split_kv_records(buf, bytes prefix):
     return keys, values
 
 
-def plan_changes(list keys, list values, dict current, bint full, bint ignore_deletes, batch, bytes latest):
+def plan_changes(list keys, list values, dict current, bint full, bint ignore_deletes, dict changes,
+                 bytes latest):
     cdef list rows = []
     cdef bytearray cts = bytearray()
-    cdef Py_ssize_t i, n = len(keys)
-    cdef set written = set()
+    cdef Py_ssize_t i, n = len(keys), before = len(changes)
     cdef object key, value
     cdef PyObject *old
     cdef bint mixed = False
     cdef const char *lp = PyBytes_AS_STRING(latest)
     cdef const char *rp
-    put = batch.put
-    delete = batch.delete
     if len(values) != n:
         raise ValueError(f"{n} keys but {len(values)} values")
     for i in range(n):
@@ -121,6 +119,7 @@ def plan_changes(list keys, list values, dict current, bint full, bint ignore_de
             rows.append(<object>old)
             cts.append(CT_DELETE)
             current[key] = None
+            PyDict_SetItem(changes, key, None)
         else:
             if not full:
                 rows.append(value)
@@ -136,16 +135,23 @@ def plan_changes(list keys, list values, dict current, bint full, bint ignore_de
                     rows.append(value)
                     cts.append(CT_UA)
             PyDict_SetItem(current, key, value)
-        written.add(key)
-    for key in sorted(written):
-        value = current[key]
-        if value is None:
-            delete(key)
-        else:
-            put(key, value)
+            PyDict_SetItem(changes, key, value)
     for r in rows:
         rp = PyBytes_AS_STRING(r)
         if PyBytes_GET_SIZE(r) < 2 or rp[0] != lp[0] or rp[1] != lp[1]:
             mixed = True
             break
-    return rows, cts, len(written), mixed
+    return rows, cts, len(changes) - before, mixed
+
+
+def fill_batch(dict changes, batch):
+    cdef list order = sorted(changes)
+    cdef object key, value
+    put = batch.put
+    delete = batch.delete
+    for key in order:
+        value = <object>PyDict_GetItem(changes, key)
+        if value is None:
+            delete(key)
+        else:
+            put(key, value)

@@ -158,10 +158,20 @@ def test_split_and_plan_twins_agree(seed):
         for ignore in (True, False):
             out = []
             for fn in (kvsplit.plan_changes, kvsplit.plan_changes_py):
-                wb = _Batch()
+                changes = {}
                 cur = dict(stored)
-                out.append((fn(keys, values, cur, full, ignore, wb, b"\x01\x00"), cur, wb.ops))
+                out.append((fn(keys, values, cur, full, ignore, changes, b"\x01\x00"), cur, list(changes.items())))
             assert out[0] == out[1]
+            # every changed key once, holding its final state
+            assert dict(out[0][2]) == {k: out[0][1][k] for k, _ in out[0][2]}
+            batches = []
+            for fn in (kvsplit.fill_batch, kvsplit.fill_batch_py):
+                wb = _Batch()
+                fn(dict(out[0][2]), wb)
+                batches.append(wb.ops)
+            assert batches[0] == batches[1]
+            assert [op[1] for op in batches[0]] == sorted(k for k, _ in out[0][2])
+            assert all((op[0] == "delete") == (dict(out[0][2])[op[1]] is None) for op in batches[0])
 
 
 def test_split_rejects_what_iter_kv_records_rejects():
