@@ -45,9 +45,10 @@ log = logging.getLogger("fluss_fast.server.kvstore")
 
 _APPLIED_FILE = "applied-offset"
 # the pre-write buffer's bounds: they also bound the log a restart after a crash replays
-PENDING_KEYS = 65536
+# (FLUSS_FAST_KV_PREWRITE_KEYS=1 flushes every batch)
+PENDING_KEYS = max(1, int(os.environ.get("FLUSS_FAST_KV_PREWRITE_KEYS") or 65536))
 PENDING_BYTES = 16 << 20  # KV batch bytes merged into the buffer since its last flush
-PENDING_SECONDS = 2.0
+PENDING_SECONDS = float(os.environ.get("FLUSS_FAST_KV_PREWRITE_SECONDS") or 2.0)
 THREAD_BUILD_ROWS = 512  # changelogs at least this long are built on a worker thread
 AUTO_INC_CACHE = 100_000  # table.auto-increment.cache-size: ids a bucket takes from its table's counter at once
 
