@@ -1,10 +1,11 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """Compiled twin of :mod:`fluss_fast.codec.kvsplit`."""
 from libc.stdint cimport int32_t, uint32_t, uint64_t
-from libc.string cimport memcpy
+from libc.stdlib cimport free, malloc, qsort
+from libc.string cimport memcmp, memcpy
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
-from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
+from cpython.dict cimport PyDict_GetItem, PyDict_Next, PyDict_SetItem
 from cpython.list cimport PyList_Append
 from cpython.ref cimport PyObject
 
@@ -144,14 +145,76 @@ def plan_changes(list keys, list values, dict current, bint full, bint ignore_de
     return rows, cts, len(changes) - before, mixed
 
 
+cdef struct _Key:
+    const char *p
+    Py_ssize_t n
+    PyObject *key
+    PyObject *value
+
+
+cdef int _key_order(const void *a, const void *b) noexcept nogil:
+    cdef const _Key *x = <const _Key *>a
+    cdef const _Key *y = <const _Key *>b
+    cdef Py_ssize_t n = x.n if x.n < y.n else y.n
+    cdef int c = memcmp(x.p, y.p, <size_t>n)
+    if c:
+        return c
+    return (x.n > y.n) - (x.n < y.n)
+
+
 def fill_batch(dict changes, batch):
-    cdef list order = sorted(changes)
-    cdef object key, value
-    put = batch.put
-    delete = batch.delete
-    for key in order:
-        value = <object>PyDict_GetItem(changes, key)
-        if value is None:
-            delete(key)
+    # keys sorted as bytes compare (memcmp, then length), without a Python comparison per step
+    cdef Py_ssize_t n = len(changes), i = 0, pos = 0
+    cdef PyObject *k
+    cdef PyObject *v
+    cdef _Key *arr
+    if n == 0:
+        return
+    for key in changes:
+        if type(key) is not bytes:
+            raise TypeError(f"KV keys are bytes, not {type(key).__name__}")
+    arr = <_Key *>malloc(n * sizeof(_Key))
+    if arr == NULL:
+        raise MemoryError()
+    try:
+        while PyDict_Next(changes, &pos, &k, &v):
+            arr[i].p = PyBytes_AS_STRING(<object>k)
+            arr[i].n = PyBytes_GET_SIZE(<object>k)
+            arr[i].key = k
+            arr[i].value = v
+            i += 1
+        with nogil:
+            qsort(arr, <size_t>n, sizeof(_Key), _key_order)
+        put = batch.put
+        delete = batch.delete
+        # the dict holds every key and value alive while they are borrowed here
+        for i in range(n):
+            if <object>arr[i].value is None:
+                delete(<object>arr[i].key)
+            else:
+                put(<object>arr[i].key, <object>arr[i].value)
+    finally:
+        free(arr)
+
+
+def read_through(list keys, dict pending, get):
+    cdef Py_ssize_t i, j, n = len(keys)
+    cdef list out, misses, at, got
+    cdef PyObject *v
+    if not pending:
+        return get(keys)
+    out = [None] * n
+    misses = []
+    at = []
+    for i in range(n):
+        v = PyDict_GetItem(pending, keys[i])
+        if v == NULL:
+            misses.append(keys[i])
+            at.append(i)
         else:
-            put(key, value)
+            out[i] = <object>v
+    if misses:
+        got = get(misses)
+        for j in range(len(at)):
+            out[<Py_ssize_t>at[j]] = got[j]
+    return out

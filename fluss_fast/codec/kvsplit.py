@@ -17,6 +17,9 @@ key repeated in the batch sees its earlier records, as in the Java server.
 ``fill_batch(changes, batch)`` puts a dict of changes into ``batch`` (anything with
 ``put(key, value)`` / ``delete(key)``, a rocksdict ``WriteBatch``) in key order: RocksDB's
 memtable inserts a long run of sorted keys at a fraction of the cost of scattered ones.
+
+``read_through(keys, pending, get)`` is the current value of every key: from the dict ``pending``
+(None = deleted) when it has the key, else from one ``get(missing_keys)`` call (a RocksDB multi-get).
 ``_kvsplit.pyx`` is the compiled twin.
 """
 from __future__ import annotations
@@ -30,7 +33,7 @@ from .errors import CorruptBatchError
 from .indexedlog import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
 from .rows import decode_varint
 
-__all__ = ["split_kv_records", "plan_changes", "fill_batch"]
+__all__ = ["split_kv_records", "plan_changes", "fill_batch", "read_through"]
 
 _HEADER = 28
 _CRC_AT = 5
@@ -114,6 +117,9 @@ def plan_changes(keys, values, current: dict, full: bool, ignore_deletes: bool, 
 
 
 def fill_batch(changes: dict, batch) -> None:
+    for key in changes:
+        if type(key) is not bytes:
+            raise TypeError(f"KV keys are bytes, not {type(key).__name__}")
     for key in sorted(changes):
         value = changes[key]
         if value is None:
@@ -122,8 +128,26 @@ def fill_batch(changes: dict, batch) -> None:
             batch.put(key, value)
 
 
+def read_through(keys: List[bytes], pending: dict, get) -> List[Optional[bytes]]:
+    if not pending:
+        return get(keys)
+    out: List[Optional[bytes]] = [None] * len(keys)
+    misses, at = [], []
+    for i, key in enumerate(keys):
+        if key in pending:
+            out[i] = pending[key]
+        else:
+            misses.append(key)
+            at.append(i)
+    if misses:
+        for i, value in zip(at, get(misses)):
+            out[i] = value
+    return out
+
+
 split_kv_records_py = split_kv_records
 plan_changes_py = plan_changes
 fill_batch_py = fill_batch
+read_through_py = read_through
 
 pick("_kvsplit", globals(), __all__)

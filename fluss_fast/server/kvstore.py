@@ -31,7 +31,7 @@ from ..codec.errors import CorruptBatchError
 from ..codec.indexedlog import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
 from ..codec.keys import key_columns
 from ..codec.kvbatch import encode_value, iter_kv_records, parse_kv_header
-from ..codec.kvsplit import fill_batch
+from ..codec.kvsplit import fill_batch, read_through
 from ..codec.rows import (INDEXED, CompactedKeyEncoder, CompactedRowDecoder, CompactedRowEncoder,
                           IndexedRowDecoder, IndexedRowEncoder)
 from ..errors import FlussError
@@ -513,20 +513,12 @@ class BucketKv:
         return self.db.get(key)
 
     def multi_get(self, keys: List[bytes]) -> List[Optional[bytes]]:
-        """Current values (None = absent). Safe on a worker thread beside the loop: a flush replaces
-        the buffer instead of emptying it, so the one taken first still holds whatever RocksDB may
-        not have had when it was read."""
+        """Current values (None = absent), the pre-write buffer first. Safe on a worker thread beside
+        the loop: a flush replaces the buffer instead of emptying it, and RocksDB is read after the
+        buffer, so a flush in between only moves a value to where it is read next."""
         if not keys:
             return []
-        pending = self.pending
-        got = self.db.get(keys)
-        if pending:
-            missing = object()
-            for i, key in enumerate(keys):
-                v = pending.get(key, missing)
-                if v is not missing:
-                    got[i] = v
-        return got
+        return read_through(keys, self.pending, self.db.get)
 
     def prefix(self, prefix: bytes) -> List[bytes]:
         self.flush()
