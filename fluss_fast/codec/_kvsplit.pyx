@@ -1,10 +1,11 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """Compiled twin of :mod:`fluss_fast.codec.kvsplit`."""
 from libc.stdint cimport int32_t, uint32_t, uint64_t
-from libc.string cimport memcpy
+from libc.stdlib cimport free, malloc, qsort
+from libc.string cimport memcmp, memcpy
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
-from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
+from cpython.dict cimport PyDict_GetItem, PyDict_Next, PyDict_SetItem
 from cpython.list cimport PyList_Append
 from cpython.ref cimport PyObject
 
@@ -95,18 +96,16 @@ def split_kv_records(buf, bytes prefix):
     return keys, values
 
 
-def plan_changes(list keys, list values, dict current, bint full, bint ignore_deletes, batch, bytes latest):
+def plan_changes(list keys, list values, dict current, bint full, bint ignore_deletes, dict changes,
+                 bytes latest):
     cdef list rows = []
     cdef bytearray cts = bytearray()
-    cdef Py_ssize_t i, n = len(keys)
-    cdef set written = set()
+    cdef Py_ssize_t i, n = len(keys), before = len(changes)
     cdef object key, value
     cdef PyObject *old
     cdef bint mixed = False
     cdef const char *lp = PyBytes_AS_STRING(latest)
     cdef const char *rp
-    put = batch.put
-    delete = batch.delete
     if len(values) != n:
         raise ValueError(f"{n} keys but {len(values)} values")
     for i in range(n):
@@ -121,6 +120,7 @@ def plan_changes(list keys, list values, dict current, bint full, bint ignore_de
             rows.append(<object>old)
             cts.append(CT_DELETE)
             current[key] = None
+            PyDict_SetItem(changes, key, None)
         else:
             if not full:
                 rows.append(value)
@@ -136,16 +136,85 @@ def plan_changes(list keys, list values, dict current, bint full, bint ignore_de
                     rows.append(value)
                     cts.append(CT_UA)
             PyDict_SetItem(current, key, value)
-        written.add(key)
-    for key in sorted(written):
-        value = current[key]
-        if value is None:
-            delete(key)
-        else:
-            put(key, value)
+            PyDict_SetItem(changes, key, value)
     for r in rows:
         rp = PyBytes_AS_STRING(r)
         if PyBytes_GET_SIZE(r) < 2 or rp[0] != lp[0] or rp[1] != lp[1]:
             mixed = True
             break
-    return rows, cts, len(written), mixed
+    return rows, cts, len(changes) - before, mixed
+
+
+cdef struct _Key:
+    const char *p
+    Py_ssize_t n
+    PyObject *key
+    PyObject *value
+
+
+cdef int _key_order(const void *a, const void *b) noexcept nogil:
+    cdef const _Key *x = <const _Key *>a
+    cdef const _Key *y = <const _Key *>b
+    cdef Py_ssize_t n = x.n if x.n < y.n else y.n
+    cdef int c = memcmp(x.p, y.p, <size_t>n)
+    if c:
+        return c
+    return (x.n > y.n) - (x.n < y.n)
+
+
+def fill_batch(dict changes, batch):
+    # keys sorted as bytes compare (memcmp, then length), without a Python comparison per step
+    cdef Py_ssize_t n = len(changes), i = 0, pos = 0
+    cdef PyObject *k
+    cdef PyObject *v
+    cdef _Key *arr
+    if n == 0:
+        return
+    for key in changes:
+        if type(key) is not bytes:
+            raise TypeError(f"KV keys are bytes, not {type(key).__name__}")
+    arr = <_Key *>malloc(n * sizeof(_Key))
+    if arr == NULL:
+        raise MemoryError()
+    try:
+        while PyDict_Next(changes, &pos, &k, &v):
+            arr[i].p = PyBytes_AS_STRING(<object>k)
+            arr[i].n = PyBytes_GET_SIZE(<object>k)
+            arr[i].key = k
+            arr[i].value = v
+            i += 1
+        with nogil:
+            qsort(arr, <size_t>n, sizeof(_Key), _key_order)
+        put = batch.put
+        delete = batch.delete
+        # the dict holds every key and value alive while they are borrowed here
+        for i in range(n):
+            if <object>arr[i].value is None:
+                delete(<object>arr[i].key)
+            else:
+                put(<object>arr[i].key, <object>arr[i].value)
+    finally:
+        free(arr)
+
+
+def read_through(list keys, dict pending, get):
+    cdef Py_ssize_t i, j, n = len(keys)
+    cdef list out, misses, at, got
+    cdef PyObject *v
+    if not pending:
+        return get(keys)
+    out = [None] * n
+    misses = []
+    at = []
+    for i in range(n):
+        v = PyDict_GetItem(pending, keys[i])
+        if v == NULL:
+            misses.append(keys[i])
+            at.append(i)
+        else:
+            out[i] = <object>v
+    if misses:
+        got = get(misses)
+        for j in range(len(at)):
+            out[<Py_ssize_t>at[j]] = got[j]
+    return out

@@ -53,7 +53,7 @@ class _Scanner:
 
     def __init__(self, key, bkv, limit: Optional[int]):
         self.key = key
-        self.snapshot = bkv.db.snapshot()
+        self.snapshot = bkv.snapshot()
         self.it = self.snapshot.iter()
         self.it.seek_to_first()
         self.left = limit

@@ -2,10 +2,11 @@
 an ARROW log, COMPACTED values) handled on raw bytes.
 
 The batch is split into key and stored-value bytes (``codec.kvsplit``), the old values of the
-keys that need one come from one RocksDB multi-get, the merge is planned in one pass straight into
-a RocksDB ``WriteBatch``, and the changelog's Arrow columns are made from the row bytes
-(``codec.rowarrow``): no row becomes Python values. The order contract of ``kvstore`` holds: the
-changelog is appended before the write batch is applied, under the bucket's lock.
+keys that need one come from one multi-get (the bucket's pre-write buffer, then RocksDB), the merge
+is planned in one pass into a dict of changes, and the changelog's Arrow columns are made from the
+row bytes (``codec.rowarrow``): no row becomes Python values. The order contract of ``kvstore``
+holds: the changelog is appended before the changes reach the pre-write buffer, under the bucket's
+lock.
 """
 from __future__ import annotations
 
@@ -73,7 +74,6 @@ async def put_batch_fast(table, merger, bkv, records, h) -> int:
         raise FlussError(f"Corrupt KV batch for {name}: {e}", Errors.CORRUPT_MESSAGE) from None
     full = table.image != "WAL"
     behavior = merger.delete_behavior
-    import rocksdict
 
     async with bkv.lock:
         bkv.check_open()
@@ -100,9 +100,9 @@ async def put_batch_fast(table, merger, bkv, records, h) -> int:
         else:
             got = bkv.multi_get(wanted) if wanted else []
         current = dict(zip(wanted, got))
-        wb = rocksdict.WriteBatch(raw_mode=True)
-        rows, cts, writes, mixed = plan_changes(keys, values, current, full, ignore_deletes, wb,
-                                                _SID.pack(table.latest_schema_id))
+        changes = {}
+        rows, cts, _, mixed = plan_changes(keys, values, current, full, ignore_deletes, changes,
+                                           _SID.pack(table.latest_schema_id))
         try:
             if len(rows) >= THREAD_BUILD_ROWS:
                 # decoding and compression run beside the event loop (zstd and Arrow drop the GIL);
@@ -113,4 +113,4 @@ async def put_batch_fast(table, merger, bkv, records, h) -> int:
                 batch = changelog_from_values(table, rows, cts, mixed, h.writer_id, h.batch_sequence)
         except (TypeError, ValueError, FlussError) as e:
             raise FlussError(f"Cannot build the changelog of {name}: {e}", Errors.CORRUPT_MESSAGE) from None
-        return await bkv.commit(batch, wb, writes)
+        return await bkv.commit(batch, changes, len(records))

@@ -1,14 +1,19 @@
 """Primary-key table state of the embedded server: one RocksDB (``rocksdict``) per bucket, the merge
 engines, and changelog generation (DATA.md §5, §7, §8).
 
-Write order and recovery: a PUT_KV batch is merged against the current state into a private
-pre-write buffer, turned into ONE changelog batch that is appended to the bucket's log, and only
-then written to RocksDB. So the log is never behind the KV store. Every changelog record that
+Write order and recovery: a PUT_KV batch is merged against the current state, turned into ONE
+changelog batch that is appended to the bucket's log, and only then applied to the bucket's
+pre-write buffer (``BucketKv.pending``, key -> value or None for a delete), which every read
+consults before RocksDB. The buffer goes to RocksDB as one sorted ``WriteBatch`` once it holds
+``PENDING_KEYS`` keys or ``PENDING_BYTES``, ``PENDING_SECONDS`` after its first change, before any
+iteration (prefix lookups, limit scans, SCAN_KV) and on a clean stop: a skiplist takes one big
+sorted batch at a fraction of the per-key cost of many small ones, and a key changed again before
+the flush is written once. So the log is never behind the KV store. Every changelog record that
 carries a row (+I, +U, -D) holds the whole row image, which makes replaying a stretch of the log
-idempotent; the store remembers (in ``applied-offset`` next to it, written now and then, not
-atomically with RocksDB) an offset up to which it certainly holds the log, and on opening replays
-the log from there to its end. A store that claims more than the log holds (the log lost a torn
-tail) is rebuilt from the whole log.
+idempotent; the store remembers (in ``applied-offset`` next to it, written after each flush, when
+RocksDB has the buffer) an offset up to which it certainly holds the log, and on opening replays
+the log from there to its end — which also restores whatever the buffer held at a crash. A store
+that claims more than the log holds (the log lost a torn tail) is rebuilt from the whole log.
 
 Values are stored as Java stores them: int16 LE schema id, then the row in the table's kv format.
 """
@@ -26,6 +31,7 @@ from ..codec.errors import CorruptBatchError
 from ..codec.indexedlog import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
 from ..codec.keys import key_columns
 from ..codec.kvbatch import encode_value, iter_kv_records, parse_kv_header
+from ..codec.kvsplit import fill_batch, read_through
 from ..codec.rows import (INDEXED, CompactedKeyEncoder, CompactedRowDecoder, CompactedRowEncoder,
                           IndexedRowDecoder, IndexedRowEncoder)
 from ..errors import FlussError
@@ -38,7 +44,11 @@ log = logging.getLogger("fluss_fast.server.kvstore")
 
 
 _APPLIED_FILE = "applied-offset"
-_APPLIED_EVERY = 512  # changes between two writes of the applied offset
+# the pre-write buffer's bounds: they also bound the log a restart after a crash replays
+# (FLUSS_FAST_KV_PREWRITE_KEYS=1 flushes every batch)
+PENDING_KEYS = max(1, int(os.environ.get("FLUSS_FAST_KV_PREWRITE_KEYS") or 65536))
+PENDING_BYTES = 16 << 20  # KV batch bytes merged into the buffer since its last flush
+PENDING_SECONDS = float(os.environ.get("FLUSS_FAST_KV_PREWRITE_SECONDS") or 2.0)
 THREAD_BUILD_ROWS = 512  # changelogs at least this long are built on a worker thread
 AUTO_INC_CACHE = 100_000  # table.auto-increment.cache-size: ids a bucket takes from its table's counter at once
 
@@ -382,8 +392,12 @@ class BucketKv:
         os.makedirs(directory, exist_ok=True)
         self.db = rocksdict.Rdict(os.path.join(directory, "db"), _raw_options())
         self.lock = asyncio.Lock()
-        self.applied = self._read_applied()
-        self._since_mark = 0
+        self.applied = self._read_applied()  # RocksDB holds the log up to here
+        # the pre-write buffer: changes up to pending_end that RocksDB does not have yet
+        self.pending: Dict[bytes, Optional[bytes]] = {}
+        self.pending_end = self.applied
+        self._pending_bytes = 0
+        self._flush_timer = None
         self.closed = False
         self.scanners = 0
         self._auto_seg: Optional[list] = None
@@ -477,7 +491,7 @@ class BucketKv:
                         writes[key] = encode_value(h.schema_id, enc.encode(values[:width]))
                     replayed += 1
                 self.write(writes)
-        self.applied = hw
+        self.applied = self.pending_end = hw
         self._mark(hw)
         if replayed:
             log.info("%s: replayed %d changelog records into the KV state", self.blog.name, replayed)
@@ -493,14 +507,21 @@ class BucketKv:
 
     # -- access ----------------------------------------------------------------------------------
     def get(self, key: bytes) -> Optional[bytes]:
+        pending = self.pending
+        if key in pending:
+            return pending[key]
         return self.db.get(key)
 
     def multi_get(self, keys: List[bytes]) -> List[Optional[bytes]]:
+        """Current values (None = absent), the pre-write buffer first. Safe on a worker thread beside
+        the loop: a flush replaces the buffer instead of emptying it, and RocksDB is read after the
+        buffer, so a flush in between only moves a value to where it is read next."""
         if not keys:
             return []
-        return self.db.get(keys)
+        return read_through(keys, self.pending, self.db.get)
 
     def prefix(self, prefix: bytes) -> List[bytes]:
+        self.flush()
         out = []
         it = self.db.iter()
         it.seek(prefix)
@@ -514,6 +535,7 @@ class BucketKv:
         return out
 
     def values(self, limit: Optional[int] = None) -> List[bytes]:
+        self.flush()
         out = []
         it = self.db.iter()
         it.seek_to_first()
@@ -535,9 +557,15 @@ class BucketKv:
                 wb.put(k, v)
         self.db.write(wb)
 
-    async def commit(self, batch: bytes, changes, count: int) -> int:
-        """Append a changelog batch, then apply ``changes`` (a dict for ``write`` or a rocksdict
-        ``WriteBatch``) to the store; the log end offset after the append. Under ``self.lock``."""
+    def snapshot(self):
+        """A RocksDB snapshot of the current state (the buffer flushed first)."""
+        self.flush()
+        return self.db.snapshot()
+
+    async def commit(self, batch: bytes, changes: Dict[bytes, Optional[bytes]], size: int) -> int:
+        """Append a changelog batch, then apply ``changes`` (key -> value, None = delete) through
+        the pre-write buffer; the log end offset after the append. ``size``: the request's bytes,
+        for the buffer's bound. Under ``self.lock``."""
         info = logbatch.validate_records(batch)
         dup = self.blog.check_writer(info)
         if dup is not None:
@@ -545,24 +573,55 @@ class BucketKv:
         result = await self.blog.append(bytearray(batch), info)
         if result.duplicate:
             return result.last_offset + 1
-        try:
-            if isinstance(changes, dict):
-                self.write(changes)
-            elif count:
-                self.db.write(changes)
-        except Exception as e:
-            # the changelog has the batch, the store does not: reopening replays the log into it
-            self.stale = True
-            raise FlussError(f"Failed to write the KV state of {self.blog.name}: {e}", Errors.KV_STORAGE_EXCEPTION) from e
-        self.advance(result.last_offset + 1, count)
-        return result.last_offset + 1
+        end = result.last_offset + 1
+        if self.closed or self.stale:
+            # dropped or failed under the append: the log has the batch, reopening replays it
+            return end
+        pending = self.pending
+        if changes:
+            pending.update(changes)
+            self._pending_bytes += size
+        self.pending_end = end
+        if not pending:
+            self.applied = end
+        elif len(pending) >= PENDING_KEYS or self._pending_bytes >= PENDING_BYTES:
+            self.flush()
+        elif self._flush_timer is None:
+            self._flush_timer = asyncio.get_running_loop().call_later(PENDING_SECONDS, self._flush_due)
+        return end
 
-    def advance(self, next_offset: int, changes: int) -> None:
-        self.applied = next_offset
-        self._since_mark += changes + 1
-        if self._since_mark >= _APPLIED_EVERY:
-            self._since_mark = 0
-            self._mark(next_offset)
+    def _flush_due(self) -> None:
+        self._flush_timer = None
+        try:
+            self.flush()
+        except FlussError as e:
+            log.warning("%s", e.message)
+
+    def flush(self) -> None:
+        """Write the pre-write buffer to RocksDB as one sorted batch and record the applied offset.
+        Synchronous, so no change can slip between the buffer being taken and the offset moving."""
+        if self._flush_timer is not None:
+            self._flush_timer.cancel()
+            self._flush_timer = None
+        pending = self.pending
+        if not pending or self.closed or self.stale:
+            return
+        end = self.pending_end
+        self.pending = {}  # replaced, not cleared: a multi-get on a worker thread may hold the old one
+        self._pending_bytes = 0
+        import rocksdict
+
+        try:
+            wb = rocksdict.WriteBatch(raw_mode=True)
+            fill_batch(pending, wb)
+            self.db.write(wb)
+        except Exception as e:
+            # RocksDB missed changes the log has: reopening replays the log from the last mark
+            self.stale = True
+            raise FlussError(f"Failed to write the KV state of {self.blog.name}: {e}",
+                             Errors.KV_STORAGE_EXCEPTION) from e
+        self.applied = end
+        self._mark(end)
 
     def check_open(self) -> None:
         if self.closed:
@@ -576,9 +635,18 @@ class BucketKv:
         dup = self.blog.check_writer(_WriterProbe(writer_id, batch_sequence))
         return None if dup is None else dup.last_offset + 1
 
-    def close(self) -> None:
+    def close(self, flush: bool = True) -> None:
+        """Close the store; ``flush=False`` drops the pre-write buffer (the bucket is being dropped)."""
         if self.closed:
             return
+        if flush and not self.stale:
+            try:
+                self.flush()
+            except FlussError as e:  # the log still has the changes: the next open replays them
+                log.warning("%s", e.message)
+        elif self._flush_timer is not None:
+            self._flush_timer.cancel()
+            self._flush_timer = None
         self.closed = True
         try:
             self.db.close()
@@ -717,7 +785,7 @@ async def put_batch(table: TableKv, merger: Merger, bkv: BucketKv, records, *, f
                 batch = table.build_changelog(rows, cts, h.writer_id, h.batch_sequence)
         except (TypeError, ValueError, FlussError) as e:
             raise FlussError(f"Cannot build the changelog of {bkv.blog.name}: {e}", Errors.CORRUPT_MESSAGE) from None
-        return await bkv.commit(batch, buffer, len(buffer))
+        return await bkv.commit(batch, buffer, len(records))
 
 
 # -- every bucket -------------------------------------------------------------------------------
@@ -773,7 +841,7 @@ class KvManager:
 
     def drop(self, table_id: int, partition_id: Optional[int] = None) -> None:
         for key in [k for k in self.buckets if k[0] == table_id and (partition_id is None or k[1] == partition_id)]:
-            self.buckets.pop(key).close()
+            self.buckets.pop(key).close(flush=False)
         if partition_id is None:
             self._tables.pop(table_id, None)
 

@@ -158,10 +158,20 @@ def test_split_and_plan_twins_agree(seed):
         for ignore in (True, False):
             out = []
             for fn in (kvsplit.plan_changes, kvsplit.plan_changes_py):
-                wb = _Batch()
+                changes = {}
                 cur = dict(stored)
-                out.append((fn(keys, values, cur, full, ignore, wb, b"\x01\x00"), cur, wb.ops))
+                out.append((fn(keys, values, cur, full, ignore, changes, b"\x01\x00"), cur, list(changes.items())))
             assert out[0] == out[1]
+            # every changed key once, holding its final state
+            assert dict(out[0][2]) == {k: out[0][1][k] for k, _ in out[0][2]}
+            batches = []
+            for fn in (kvsplit.fill_batch, kvsplit.fill_batch_py):
+                wb = _Batch()
+                fn(dict(out[0][2]), wb)
+                batches.append(wb.ops)
+            assert batches[0] == batches[1]
+            assert [op[1] for op in batches[0]] == sorted(k for k, _ in out[0][2])
+            assert all((op[0] == "delete") == (dict(out[0][2])[op[1]] is None) for op in batches[0])
 
 
 def test_split_rejects_what_iter_kv_records_rejects():
@@ -171,3 +181,33 @@ def test_split_rejects_what_iter_kv_records_rejects():
         for fn in (kvsplit.split_kv_records, kvsplit.split_kv_records_py):
             with pytest.raises(CorruptBatchError):
                 fn(raw, b"\x01\x00")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_read_through_and_fill_batch_twins_agree(seed):
+    rnd = random.Random(seed)
+    stored = {bytes([rnd.randrange(4)]) * rnd.randint(1, 3): b"s%d" % i for i in range(12)}
+    pending = {bytes([rnd.randrange(4)]) * rnd.randint(0, 3): rnd.choice([None, b"p"]) for _ in range(6)}
+    keys = [bytes([rnd.randrange(4)]) * rnd.randint(0, 3) for _ in range(20)]
+    asked = []
+
+    def get(ks):
+        asked.append(list(ks))
+        return [stored.get(key) for key in ks]
+
+    expect = [pending[key] if key in pending else stored.get(key) for key in keys]
+    for fn in (kvsplit.read_through, kvsplit.read_through_py):
+        asked.clear()
+        assert fn(keys, pending, get) == expect
+        assert asked == ([[key for key in keys if key not in pending]] if any(key not in pending for key in keys)
+                         else [])
+        assert fn(keys, {}, get) == [stored.get(key) for key in keys]
+    ops = []
+    for fn in (kvsplit.fill_batch, kvsplit.fill_batch_py):
+        wb = _Batch()
+        fn(dict(pending), wb)
+        ops.append(wb.ops)
+        with pytest.raises(TypeError):
+            fn({"text": b"v"}, _Batch())
+    assert ops[0] == ops[1]
+    assert [op[1] for op in ops[0]] == sorted(pending)  # b"" and prefixes first, as RocksDB orders them
