@@ -115,6 +115,9 @@ class RecordAccumulator:
         self._slots = {(None, None): self.slot}
         self._hots = {}  # slot -> its hot batch
         self._leased = 0  # budget leased to hot batches, beyond what ``_used`` has booked
+        # sealed batches in seal order, for a sender that encodes ahead of the drain
+        # (client/write/encode_ahead.py); None while no sender asked for them
+        self.sealed: Optional[collections.deque] = None
 
     @property
     def used(self) -> int:
@@ -243,6 +246,8 @@ class RecordAccumulator:
         self._cool(b)
         st.open = None
         st.queue.append(b)
+        if self.sealed is not None:
+            self.sealed.append(b)
         self._observe(b)
         if full:
             self.assigner.on_batch_full(st.partition_id, st.bucket, num_buckets)
@@ -499,6 +504,12 @@ class RecordAccumulator:
     def begin_flush(self) -> list:
         with self._lock:
             self.flushing += 1
+            if self.sealed is not None:
+                # flush sends the open batches anyway: sealed now, they are encoded ahead too
+                # instead of waiting for a free in-flight slot before their compression starts
+                for st in list(self._active.values()):
+                    if st.open is not None and st.open.record_count:
+                        self._seal(st, False, 0)
             return list(self._incomplete)
 
     def end_flush(self) -> None:

@@ -52,7 +52,7 @@ class WriteBatch:
         "kind", "partition_id", "bucket", "chunks", "builder", "record_count", "est_bytes",
         "created", "writer_id", "sequence", "attempts", "first_attempt", "future", "payload",
         "header", "header_key", "ambiguous", "requeued", "state", "builder_bytes", "target", "handle",
-        "hot", "hot_rows", "lease", "__weakref__",
+        "hot", "hot_rows", "lease", "encoding", "__weakref__",
     )
 
     def __init__(self, kind: str, state, partition_id: Optional[int], bucket: int):
@@ -79,6 +79,8 @@ class WriteBatch:
         self.hot_rows = 0
         self.lease = 0
         self.payload = None  # encoded records without the batch header
+        # the loop future of its encode once one was started (result: None or the exception)
+        self.encoding = None
         self.header = None  # the batch header for (writer_id, sequence) == header_key
         self.header_key = None
         # set when a send failed in a way that leaves open whether the server appended it

@@ -34,6 +34,7 @@ from ...rpc import fluss_api_pb2 as pb
 from ...rpc.api import Api
 from ...rpc.wire import PRODUCE_LOG
 from ..workers import OrderedGate, codec_workers
+from .encode_ahead import EncodeAhead
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +105,7 @@ class Sender:
             cfg = getattr(ctx, "config", None)
             workers = codec_workers(cfg.get("client.compression-threads") if cfg is not None else 0)
         self._workers = workers
+        self._ahead = EncodeAhead(accumulator, self._encode_one, workers) if workers is not None else None
 
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self, runtime) -> None:
@@ -202,6 +204,8 @@ class Sender:
                 self._fail_unsent(e if isinstance(e, FlussError) else FlussError(
                     f"table '{self._table_name}': writer failed: {e!r}"))
                 next_wake = time.monotonic() + _BACKOFF_BASE
+            if self._ahead is not None:
+                self._ahead.pump(self._loop)
             if next_wake is not None:
                 delay = next_wake - time.monotonic()
                 if delay <= 0:
@@ -322,14 +326,18 @@ class Sender:
 
     async def _encode_all(self, todo: list) -> list:
         """Encodes ``todo`` (on the codec threads unless small); the exception of each or None."""
-        workers = self._workers
-        if workers is None or (len(todo) == 1 and todo[0].est_bytes < _INLINE_ENCODE_BYTES):
+        ahead = self._ahead
+        if ahead is None or (len(todo) == 1 and todo[0].encoding is None
+                             and todo[0].est_bytes < _INLINE_ENCODE_BYTES):
             return [self._encode_one(b) for b in todo]
-        futs = [asyncio.wrap_future(workers.submit(self._encode_one, b)) for b in todo]
-        return list(await asyncio.gather(*futs))
+        loop = asyncio.get_running_loop()
+        # shielded: a cancelled send must not cancel an encode another send may wait for
+        return list(await asyncio.gather(*[asyncio.shield(ahead.start(b, loop)) for b in todo]))
 
     async def _send_in_turn(self, node: int, batches: list, ticket: Optional[int]) -> None:
-        todo = [b for b in batches if b.payload is None]
+        # a batch encoded ahead counts once its future is done (the worker sets the payload
+        # before the loop hears of it)
+        todo = [b for b in batches if b.payload is None or (b.encoding is not None and not b.encoding.done())]
         if todo:
             try:
                 errors = await self._encode_all(todo)

@@ -329,7 +329,12 @@ class AppendWriter(BufferedWriter):
         if total <= target or n <= 1:
             futures.append(self._acc.append_chunk(rb, total, pid, bucket, self._num_buckets))
             return
-        per = max(1, int(n * target / total))
+        # Equal pieces, not target-sized ones plus a remainder: a 2.1 MB chunk against a 2 MB
+        # target used to become 63 k + 2 k rows, and the tiny batch cost ~10 % more CPU per
+        # chunk (framing, a compression call per buffer, a produce entry) and left one core idle
+        # at the end. Every piece stays above half the target, so dynamic sizing does not shrink.
+        pieces = -(-total // target)
+        per = max(1, -(-n // pieces))
         for start in range(0, n, per):
             chunk = rb.slice(start, per)
             futures.append(self._acc.append_chunk(chunk, chunk.nbytes, pid, bucket, self._num_buckets))
