@@ -59,7 +59,7 @@ async def test_oversized_arrow_batch_becomes_equal_batches(fluss_server, unique_
 async def test_sealed_batches_are_encoded_while_requests_wait(start_server, unique_name):
     srv = start_server(sasl=False)
     conn = await connect(srv.bootstrap_servers, {
-        "writer.batch-size": str(32 * 1024), "writer.dynamic-batch-size.enabled": "false",
+        "writer.batch-size": str(128 * 1024), "writer.dynamic-batch-size.enabled": "false",
         "writer.max-inflight-requests-per-bucket": "1", "request-timeout": "30000"})
     schema = pa.schema([("id", pa.int64())])
     path, t = await make_table(conn, unique_name(), schema, bucket_count=1)
@@ -73,7 +73,7 @@ async def test_sealed_batches_are_encoded_while_requests_wait(start_server, uniq
         inner(b)
 
     w._sender._encode = counting
-    n = 40 * 4096  # 40 batches of 32 KiB
+    n = 40 * 16384  # 40 batches of 128 KiB
     data = pa.table({"id": pa.array(range(n), pa.int64())})
     srv.proc.send_signal(signal.SIGSTOP)  # the first request goes out and is never answered
     try:

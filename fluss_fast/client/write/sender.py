@@ -105,7 +105,8 @@ class Sender:
             cfg = getattr(ctx, "config", None)
             workers = codec_workers(cfg.get("client.compression-threads") if cfg is not None else 0)
         self._workers = workers
-        self._ahead = EncodeAhead(accumulator, self._encode_one, workers) if workers is not None else None
+        self._ahead = (EncodeAhead(accumulator, self._encode_one, workers, _INLINE_ENCODE_BYTES)
+                       if workers is not None else None)
 
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self, runtime) -> None:
