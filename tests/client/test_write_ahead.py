@@ -59,7 +59,7 @@ async def test_oversized_arrow_batch_becomes_equal_batches(fluss_server, unique_
 async def test_sealed_batches_are_encoded_while_requests_wait(start_server, unique_name):
     srv = start_server(sasl=False)
     conn = await connect(srv.bootstrap_servers, {
-        "writer.batch-size": str(32 * 1024), "writer.dynamic-batch-size.enabled": "false",
+        "writer.batch-size": str(128 * 1024), "writer.dynamic-batch-size.enabled": "false",
         "writer.max-inflight-requests-per-bucket": "1", "request-timeout": "30000"})
     schema = pa.schema([("id", pa.int64())])
     path, t = await make_table(conn, unique_name(), schema, bucket_count=1)
@@ -73,7 +73,7 @@ async def test_sealed_batches_are_encoded_while_requests_wait(start_server, uniq
         inner(b)
 
     w._sender._encode = counting
-    n = 40 * 4096  # 40 batches of 32 KiB
+    n = 40 * 16384  # 40 batches of 128 KiB
     data = pa.table({"id": pa.array(range(n), pa.int64())})
     srv.proc.send_signal(signal.SIGSTOP)  # the first request goes out and is never answered
     try:
@@ -141,4 +141,37 @@ async def test_huge_write_arrow_stays_within_the_write_buffer(fluss_server, uniq
     assert grown < 64 * 1024 * 1024, f"RSS grew {grown / 1e6:.0f} MB writing {data.nbytes / 1e6:.0f} MB"
     got = sum((await conn.get_admin().list_offsets(path, [0, 1], fluss.OffsetSpec.latest())).values())
     assert got == n + 1
+    await conn.close()
+
+
+async def test_flush_seals_open_batches_so_they_encode_while_requests_wait(start_server, unique_name):
+    srv = start_server(sasl=False)
+    conn = await connect(srv.bootstrap_servers, {
+        "writer.batch-size": str(1 << 20), "writer.dynamic-batch-size.enabled": "false",
+        "writer.max-inflight-requests-per-bucket": "1", "request-timeout": "30000"})
+    schema = pa.schema([("id", pa.int64())])
+    path, t = await make_table(conn, unique_name(), schema, bucket_count=1)
+    w = t.new_append().create_writer()
+    await w.append([-1]).wait()
+    first = pa.table({"id": pa.array(range(200_000), pa.int64())})  # 1.6 MB: two full batches
+    tail = pa.table({"id": pa.array(range(200_000, 216_384), pa.int64())})  # 128 KiB, stays open
+    srv.proc.send_signal(signal.SIGSTOP)
+    try:
+        w.write_arrow(first)
+        deadline = time.monotonic() + 30
+        while w._sender.requests_sent < 2:  # the first batch is out, unanswered
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.01)
+        w.write_arrow(tail)
+        open_batch = w._acc._states[(None, 0)].open
+        assert open_batch is not None and open_batch.payload is None
+        flushing = asyncio.ensure_future(w.flush())
+        while open_batch.payload is None:
+            assert time.monotonic() < deadline, "the batch flush() sealed was not encoded ahead"
+            await asyncio.sleep(0.01)
+        assert not flushing.done()
+    finally:
+        srv.proc.send_signal(signal.SIGCONT)
+    await flushing
+    assert await read_ids(t) == [-1] + list(range(216_384))
     await conn.close()

@@ -507,6 +507,7 @@ class RecordAccumulator:
             if self.sealed is not None:
                 # flush sends the open batches anyway: sealed now, they are encoded ahead too
                 # instead of waiting for a free in-flight slot before their compression starts
+                self._cool_all()  # a hot batch's row count is only current once cooled
                 for st in list(self._active.values()):
                     if st.open is not None and st.open.record_count:
                         self._seal(st, False, 0)

@@ -23,10 +23,13 @@ from typing import Callable
 
 
 class EncodeAhead:
-    __slots__ = ("_sealed", "_encode_one", "_workers", "running", "_limit")
+    __slots__ = ("_sealed", "_encode_one", "_workers", "running", "_limit", "_min_bytes")
 
-    def __init__(self, accumulator, encode_one: Callable, workers):
+    def __init__(self, accumulator, encode_one: Callable, workers, min_bytes: int = 0):
         self._sealed = accumulator.sealed = collections.deque()
+        # smaller batches are left to the send, which encodes them on the loop: for them the
+        # hop to a worker thread and back costs more than the encode
+        self._min_bytes = min_bytes
         self._encode_one = encode_one  # batch -> None or the exception (never raises)
         self._workers = workers
         self.running = 0
@@ -53,5 +56,6 @@ class EncodeAhead:
         sealed = self._sealed
         while sealed and self.running < self._limit:
             b = sealed.popleft()
-            if b.payload is None and b.encoding is None and not b.future.done():
+            if (b.payload is None and b.encoding is None and b.est_bytes >= self._min_bytes
+                    and not b.future.done()):
                 self.start(b, loop)

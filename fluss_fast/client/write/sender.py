@@ -6,7 +6,8 @@ ProduceLog per node, and sends every request as its own task, so requests to dif
 successive requests to one node are pipelined (up to ``writer.max-inflight-requests-per-bucket``
 per bucket). Finishing row builders, Arrow IPC and compression happen in ``encode`` on the shared
 codec threads (client/workers.py), several batches at once, while requests still reach the socket
-in drain order (see below). The request is framed by hand around the encoded batches (``encode_produce_log_request``)
+in drain order (see below); a batch starts encoding when it is sealed, before any request takes it
+(encode_ahead.py). The request is framed by hand around the encoded batches (``encode_produce_log_request``)
 and handed to the connection as a list of chunks, so a batch's bytes are never copied on their
 way to the socket.
 
@@ -105,7 +106,8 @@ class Sender:
             cfg = getattr(ctx, "config", None)
             workers = codec_workers(cfg.get("client.compression-threads") if cfg is not None else 0)
         self._workers = workers
-        self._ahead = EncodeAhead(accumulator, self._encode_one, workers) if workers is not None else None
+        self._ahead = (EncodeAhead(accumulator, self._encode_one, workers, _INLINE_ENCODE_BYTES)
+                       if workers is not None else None)
 
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self, runtime) -> None:
