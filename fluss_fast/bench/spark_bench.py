@@ -8,11 +8,15 @@ Three contenders, measured in the same Spark session (local[N]) on the same data
   Python data source path.
 Reads end in Spark's ``noop`` sink (the whole scan runs, nothing is collected); writes take the
 ``memory`` source's DataFrame (same rows, same partitions, the same Arrow batches reach both sinks).
-The contenders of a kind run in turn, round after round (one warm-up round, then ``--repeat``
-timed ones), so a change of load on a shared machine hits all of them alike; each rate is the best
-round, and ``fluss/memory`` is given both from the best rounds and as the median of the per-round
-ratios. On Linux the CPU seconds each run took are split by process (Spark's JVM, its Python
-workers, the embedded server): unlike wall time, they do not depend on what else the machine runs.
+The contenders of a kind run in turn, round after round (``--warmup`` untimed rounds, then
+``--repeat`` timed ones), so a change of load on a shared machine hits all of them alike; each rate is
+the best round, and ``fluss/memory`` is given both from the best rounds and as the median of the
+per-round ratios. Every Fluss write goes into a table created before its round's clock starts, and
+afterwards each such table must hold exactly the rows written (else the bench fails). On Linux the
+CPU seconds each run took are split by process (Spark's JVM, its Python workers, the embedded
+server): unlike wall time, they do not depend on what else the machine runs. The warm-up rounds
+hide a one-off cost that a short job pays: the first Fluss task of each Python worker imports
+fluss_fast (measured separately, in a fresh interpreter, as ``first_task_import_s``).
 A profile of the Fluss read (time in the client vs the rest of the task) comes from the source's
 ``scan.stats.dir`` records and a driver-side run of the same client read without Spark.
 """
@@ -130,12 +134,14 @@ def _proc_cpu() -> dict:
     return out
 
 
-def _rounds(contenders: dict, repeat: int) -> dict:
+def _rounds(contenders: dict, repeat: int, warmup: int = 2) -> dict:
     """{name: (seconds per timed round, CPU seconds by process kind per round)}; every round runs
-    each contender once, in turn, after one untimed warm-up round (Python workers, connections,
-    JIT, the memory source's pages)."""
-    for fn in contenders.values():
-        fn()
+    each contender once, in turn, after ``warmup`` untimed rounds (JIT, connections, the memory
+    source's pages, and Python workers: Spark hands a task any idle worker of its pool, so one round
+    may leave a worker that has not yet imported a contender's module)."""
+    for _ in range(warmup):
+        for fn in contenders.values():
+            fn()
     out = {name: ([], []) for name in contenders}
     for _ in range(repeat):
         for name, fn in contenders.items():
@@ -158,6 +164,7 @@ def _summarise(rows: int, rounds: dict) -> dict:
         kinds = sorted({k for run in per_run for k in run})
         cpu[name] = {k: round(sorted(run.get(k, 0.0) for run in per_run)[len(per_run) // 2], 2) for k in kinds}
     rates["cpu_seconds_median"] = cpu
+    rates["round_seconds"] = {name: [round(x, 3) for x in secs] for name, (secs, _) in rounds.items()}
     return rates
 
 
@@ -179,8 +186,27 @@ def _client_read_rate(bootstrap: str, name: str) -> float:
     return n / (time.perf_counter() - t)
 
 
+def _import_seconds() -> float:
+    """Seconds a fresh Python worker (pyspark and pyarrow already loaded) spends importing the sink."""
+    import subprocess
+
+    code = ("import time, pyspark.worker, pyspark.sql.datasource, pyarrow; t = time.perf_counter(); "
+            "import fluss_fast.spark.writer; print(time.perf_counter() - t)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ))
+    return float(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else float("nan")
+
+
+def _rows_in(admin, name: str, buckets: int) -> int:
+    """Records in a log table: the sum of its buckets' latest offsets."""
+    import fluss_fast as fluss
+
+    offsets = admin.list_offsets(fluss.TablePath(*name.split(".")), list(range(buckets)), offset_type="latest")
+    return sum(offsets.values())
+
+
 def run(rows: int, repeat: int, buckets: int, bootstrap: Optional[str], cores: int,
-        compression: Optional[str] = None) -> dict:
+        compression: Optional[str] = None, warmup: int = 2) -> dict:
     from pyspark.sql import SparkSession
 
     import fluss_fast as fluss
@@ -232,23 +258,35 @@ def run(rows: int, repeat: int, buckets: int, bootstrap: Optional[str], cores: i
         shutil.rmtree(stats_dir, ignore_errors=True)
         out = {"rows": rows, "buckets": buckets, "cores": cores, "compression": compression or "ZSTD (default)",
                "read": {}, "write": {}}
+        out["warmup_rounds"] = warmup
         out["read"] = _summarise(rows, _rounds({
             "fluss": lambda: fluss_read.load(src).write.format("noop").mode("overwrite").save(),
             "parquet": lambda: spark.read.parquet(parquet).write.format("noop").mode("overwrite").save(),
             "memory": lambda: memory.load().write.format("noop").mode("overwrite").save(),
-        }, repeat))
+        }, repeat, warmup))
+
+        # the tables are created before the clock starts: the job, not the DDL, is measured
+        targets = [new_table() for _ in range(warmup + repeat)]
+        pending = list(targets)
 
         def write_fluss():
-            memory.load().write.format("fluss").option("bootstrap.servers", bootstrap).mode("append").save(new_table())
+            (memory.load().write.format("fluss").option("bootstrap.servers", bootstrap).mode("append")
+             .save(pending.pop(0)))
 
         out["write"] = _summarise(rows, _rounds({
             "fluss": write_fluss,
             "parquet": lambda: memory.load().write.mode("overwrite").parquet(os.path.join(work, "out.parquet")),
             "memory": lambda: memory.load().write.format("arrow_memory").mode("append").save(),
-        }, repeat))
+        }, repeat, warmup))
+        landed = {t: _rows_in(admin, t, buckets) for t in targets}
+        wrong = {t: n for t, n in landed.items() if n != rows}
+        if wrong:
+            raise RuntimeError(f"Fluss write jobs did not land exactly {rows} rows: {wrong}")
+        out["write"]["rows_verified"] = len(targets)
 
         # profile: the client alone, and the client's share of the Spark tasks' time
-        out["profile"] = {"client_read_rows_per_s_no_spark": _client_read_rate(bootstrap, src)}
+        out["profile"] = {"client_read_rows_per_s_no_spark": _client_read_rate(bootstrap, src),
+                          "first_task_import_s": round(_import_seconds(), 3)}
         try:
             with open(os.path.join(stats_dir, "reads.jsonl")) as f:
                 recs = [json.loads(line) for line in f]
@@ -268,7 +306,8 @@ def run(rows: int, repeat: int, buckets: int, bootstrap: Optional[str], cores: i
 
 def format_result(r: dict) -> str:
     lines = [f"Spark local[{r['cores']}], orders x {r['rows']:,} rows, {r['buckets']} buckets/partitions, "
-             f"Fluss tables compressed with {r.get('compression', 'ZSTD (default)')}"]
+             f"Fluss tables compressed with {r.get('compression', 'ZSTD (default)')}, "
+             f"{r.get('warmup_rounds', 1)} warm-up + {len(r['write']['round_seconds']['fluss'])} timed rounds"]
     for kind in ("read", "write"):
         m = r[kind]
         lines.append(f"  batch {kind:5}  fluss {human_rate(m['fluss'], ' rows/s'):>14}   "
@@ -284,7 +323,8 @@ def format_result(r: dict) -> str:
     if p:
         lines.append(f"  profile: the client alone reads {human_rate(p['client_read_rows_per_s_no_spark'], ' rows/s')} "
                      f"(no Spark); Spark read tasks spent {p.get('task_seconds_sum', '?')} s in "
-                     f"{p.get('read_tasks', '?')} Fluss partition reads (all runs)")
+                     f"{p.get('read_tasks', '?')} Fluss partition reads (all runs); a Python worker's first "
+                     f"Fluss task imports fluss_fast in {p.get('first_task_import_s', float('nan')):.2f} s")
     return "\n".join(lines)
 
 
@@ -293,6 +333,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rows", default="200k", help="orders rows (default 200k; accepts 10k, 1m)")
     p.add_argument("--repeat", type=int, default=3, help="timed rounds (each contender once per round; best kept, default 3)")
+    p.add_argument("--warmup", type=int, default=2, help="untimed rounds before them (default 2)")
     p.add_argument("--buckets", type=int, default=2, help="buckets of the Fluss table = input partitions")
     p.add_argument("--cores", type=int, default=2, help="Spark local[N] (default 2)")
     p.add_argument("--bootstrap-servers", help="use this cluster instead of starting the embedded server")
@@ -303,7 +344,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     opts = p.parse_args(argv)
     rows = ds.parse_rows("20k" if opts.quick else opts.rows)
     result = run(rows, 1 if opts.quick else opts.repeat, opts.buckets, opts.bootstrap_servers, opts.cores,
-                 opts.compression)
+                 opts.compression, 1 if opts.quick else opts.warmup)
     print(format_result(result))
     if opts.json:
         with open(opts.json, "w") as f:

@@ -55,12 +55,14 @@ def connection(client: Tuple[Tuple[str, str], ...]):
         return conn
 
 
-def table(client, database: str, name: str, table_id=None):
+def table(client, database: str, name: str, table_id=None, refresh: bool = False):
     """The cached table handle; looked up again when the caller planned against another table id
-    (the table was dropped and created again since)."""
+    (the table was dropped and created again since), or asks for ``refresh``: planning does, since
+    Spark reuses its planner workers for every query of the session, and a handle cached by an
+    earlier query would plan against a table that may have been dropped and re-created since."""
     key = (client, database, name)
     t = _tables.get(key)
-    if t is not None and (table_id is None or t.unwrap()._meta.table_id == table_id):
+    if not refresh and t is not None and (table_id is None or t.unwrap()._meta.table_id == table_id):
         return t
     conn = connection(client)
     try:

@@ -11,8 +11,9 @@ from .options import SourceOptions
 
 
 def table_meta(opts: SourceOptions):
-    """The table's metadata, or a FlussError naming the table."""
-    return connections.table(opts.client, opts.database, opts.table).unwrap()._meta
+    """The table's current metadata (fetched from the server: planning must not see a table that
+    was dropped and re-created since), or a FlussError naming the table."""
+    return connections.table(opts.client, opts.database, opts.table, refresh=True).unwrap()._meta
 
 
 def read_meta(opts: SourceOptions):
