@@ -22,18 +22,27 @@ cdt.import_datetime()
 _UTC = _dt.timezone.utc
 
 
-# A record never takes part in a reference cycle (it points at its chunk and row only), so it
-# stays out of the cyclic GC: polls allocate records by the hundred thousand.
+@cython.final
+@cython.no_gc
+cdef class _ChunkRows:
+    """The row dicts of one chunk, shared by its records: a record's first ``row`` costs a C
+    field read, not a Python call, once the chunk's rows exist."""
+    cdef object chunk
+    cdef list rows
+
+
+# A record never takes part in a reference cycle (it points at its chunk's rows holder only), so
+# it stays out of the cyclic GC: polls allocate records by the hundred thousand.
+@cython.final
 @cython.no_gc
 cdef class ScanRecord:
     """A single scan record: ``offset``, ``timestamp``, ``change_type`` and the ``row`` dict."""
 
-    cdef object _chunk
+    cdef _ChunkRows _rows
     cdef Py_ssize_t _k
     cdef long long _offset
     cdef long long _ts
     cdef object _ct
-    cdef object _row
 
     def __init__(self):
         raise TypeError("No constructor defined for ScanRecord")
@@ -52,9 +61,10 @@ cdef class ScanRecord:
 
     @property
     def row(self):
-        if self._row is None:
-            self._row = self._chunk.rows()[self._k]
-        return self._row
+        cdef _ChunkRows h = self._rows
+        if h.rows is None:
+            h.rows = h.chunk.rows()
+        return <object>PyList_GET_ITEM(h.rows, self._k)
 
     def __str__(self):
         return (f"ScanRecord(offset={self._offset}, timestamp={self._ts}, "
@@ -77,11 +87,14 @@ def make_records(chunk, list change_types_table, append_only):
     cdef list out = PyList_New(count)
     cdef Py_ssize_t k
     cdef ScanRecord r
+    cdef _ChunkRows h = _ChunkRows.__new__(_ChunkRows)
+    h.chunk = chunk
+    h.rows = None
     if has_ct:
         ctv = cts
     for k in range(count):
         r = ScanRecord.__new__(ScanRecord)
-        r._chunk = chunk
+        r._rows = h
         r._k = k
         r._offset = base + k if offsets is None else offsets[k]
         r._ts = ts
