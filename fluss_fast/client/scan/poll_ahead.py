@@ -6,7 +6,7 @@ rows, more when the runtime is busy receiving. So while a record scanner is poll
 drains up to ``DEPTH`` poll results (``max-poll-records`` rows each, exactly what ``poll()``
 would hand out) from the fetcher's buffer as soon as data is decoded; ``poll()`` on the caller's
 thread takes the next one without waiting for the runtime, and wakes the runtime to refill once
-the queue runs low.
+the queue runs low (``REFILL_AT``).
 
 Only this module's deque is shared between the threads (``append``/``popleft`` are atomic); the
 fetcher's state stays on the runtime loop. A result whose bucket was unsubscribed or subscribed
@@ -20,12 +20,14 @@ import collections
 import time
 from typing import Dict, List, Optional
 
-__all__ = ["PollAhead", "DEPTH", "YIELD_AFTER_S"]
+__all__ = ["PollAhead", "DEPTH", "REFILL_AT", "YIELD_AFTER_S"]
 
-#: poll results kept drained ahead; the runtime is woken to refill once half are taken (a wake
-#: is a write to the loop's eventfd that often hands the core to the runtime thread at once: rare
-#: wakes keep the caller's thread running)
-DEPTH = 16
+#: poll results kept drained ahead, and how few may be left before the runtime is woken to
+#: refill: a wake is a write to the loop's eventfd, which often hands the core to the runtime
+#: thread at once (measured at several % of the caller's time when woken every 8 polls), so the
+#: caller wakes it rarely and keeps running
+DEPTH = 32
+REFILL_AT = 8
 #: an awaited poll answered from here still yields to the caller's loop once this many seconds
 #: passed since it last did, so that a loop fed faster than it polls does not starve its other
 #: tasks; not on every poll: a turn of the loop is a select, which hands the GIL to the busy
@@ -103,7 +105,7 @@ class PollAhead:
             except IndexError:
                 self._ask_refill()
                 return None
-            if len(ready) <= DEPTH // 2:
+            if len(ready) <= REFILL_AT:
                 self._ask_refill()
             out = {}
             with f._lock:
