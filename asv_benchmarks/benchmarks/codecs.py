@@ -144,7 +144,8 @@ class ArrowLog:
 
 class PollRows:
     """records.Chunk.rows(): the row dicts a record poll hands out, 500 at a time, from one decoded
-    20k-row batch (Python values converted window by window, see records.RowSource)."""
+    20k-row batch (flat columns read from the Arrow buffers by records.RowBuilder, the others
+    converted window by window, see records.RowSource)."""
     params = (["orders", "clicks"],)
     param_names = ["dataset"]
 

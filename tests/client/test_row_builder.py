@@ -40,6 +40,10 @@ def _batch(n=N):
         "f64": _col([i * 1.5 - 7 for i in range(n)], pa.float64()),
         "b": _col([None if i % 7 == 0 else i % 2 == 0 for i in range(n)], pa.bool_()),
         "s": _col([None if i % 4 == 0 else f"ü{i}€" * (i % 3) for i in range(n)], pa.string()),
+        # few distinct short ASCII texts, some of the same length and first/middle/last bytes
+        # (the compiled builder's string cache slots), non-ASCII ones and empty ones among them
+        "cat": _col([None if i % 13 == 0 else ["aXcYe", "aZcWe", "", "view", "víew", "x" * 24,
+                                               "y" * 25, "aXcYe"][i % 8] for i in range(n)], pa.string()),
         "bin": _col([None if i % 6 == 0 else bytes([i % 256]) * (i % 4) for i in range(n)], pa.binary()),
         "ts_us": _col([us_edges[i % len(us_edges)] + (i if i % len(us_edges) != 1 else -i) for i in range(n)],
                       pa.int64()).view(pa.timestamp("us")),

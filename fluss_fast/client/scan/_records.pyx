@@ -11,7 +11,14 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.long cimport PyLong_FromLongLong
 from cpython.float cimport PyFloat_FromDouble
-from cpython.mem cimport PyMem_Malloc, PyMem_Free
+from cpython.mem cimport PyMem_Malloc, PyMem_Calloc, PyMem_Free
+from cpython.ref cimport Py_XDECREF
+from libc.string cimport memcmp
+
+cdef extern from "Python.h":
+    Py_ssize_t PyUnicode_GET_LENGTH(object o)
+    void* PyUnicode_DATA(object o)
+    bint PyUnicode_IS_ASCII(object o)
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint64_t, uintptr_t
 cimport cpython.datetime as cdt
 cimport cython
@@ -22,18 +29,29 @@ cdt.import_datetime()
 _UTC = _dt.timezone.utc
 
 
-# A record never takes part in a reference cycle (it points at its chunk and row only), so it
-# stays out of the cyclic GC: polls allocate records by the hundred thousand.
+@cython.final
 @cython.no_gc
+cdef class _ChunkRows:
+    """The row dicts of one chunk, shared by its records: a record's first ``row`` costs a C
+    field read, not a Python call, once the chunk's rows exist."""
+    cdef object chunk
+    cdef list rows
+
+
+# A record never takes part in a reference cycle (it points at its chunk's rows holder only), so
+# it stays out of the cyclic GC: polls allocate records by the hundred thousand, and free them a
+# poll's worth at a time, which the free list hands back to the next poll without malloc/free.
+@cython.final
+@cython.no_gc
+@cython.freelist(1024)
 cdef class ScanRecord:
     """A single scan record: ``offset``, ``timestamp``, ``change_type`` and the ``row`` dict."""
 
-    cdef object _chunk
+    cdef _ChunkRows _rows
     cdef Py_ssize_t _k
     cdef long long _offset
     cdef long long _ts
     cdef object _ct
-    cdef object _row
 
     def __init__(self):
         raise TypeError("No constructor defined for ScanRecord")
@@ -52,9 +70,10 @@ cdef class ScanRecord:
 
     @property
     def row(self):
-        if self._row is None:
-            self._row = self._chunk.rows()[self._k]
-        return self._row
+        cdef _ChunkRows h = self._rows
+        if h.rows is None:
+            h.rows = h.chunk.rows()
+        return <object>PyList_GET_ITEM(h.rows, self._k)
 
     def __str__(self):
         return (f"ScanRecord(offset={self._offset}, timestamp={self._ts}, "
@@ -77,11 +96,14 @@ def make_records(chunk, list change_types_table, append_only):
     cdef list out = PyList_New(count)
     cdef Py_ssize_t k
     cdef ScanRecord r
+    cdef _ChunkRows h = _ChunkRows.__new__(_ChunkRows)
+    h.chunk = chunk
+    h.rows = None
     if has_ct:
         ctv = cts
     for k in range(count):
         r = ScanRecord.__new__(ScanRecord)
-        r._chunk = chunk
+        r._rows = h
         r._k = k
         r._offset = base + k if offsets is None else offsets[k]
         r._ts = ts
@@ -154,8 +176,16 @@ cdef int64_t MAX_DAYS = 2932896
 cdef int64_t US_PER_DAY = 86400000000
 cdef int64_t US_PER_HOUR = 3600000000
 
+# Short strings of a column are looked up in a small cache of the ones made last (slot by length
+# and a few bytes): columns of few distinct values (categories, codes, actions) then share str
+# objects instead of decoding and freeing the same text row after row, as pyarrow's to_pandas
+# deduplicates strings. Sharing is invisible: str is immutable.
+DEF STR_CACHE_SLOTS = 64
+DEF STR_CACHE_MAX_LEN = 24
+
 cdef struct ColView:
     int kind
+    PyObject** strs
     Py_ssize_t slow_index
     Py_ssize_t offset
     const uint8_t* valid
@@ -187,6 +217,24 @@ cdef inline void _civil(int64_t days, int* y, int* m, int* d) noexcept:
     d[0] = <int>(doy - (153 * mp + 2) // 5 + 1)
     m[0] = <int>(mp + 3 if mp < 10 else mp - 9)
     y[0] = <int>(yoe + era * 400 + (1 if m[0] <= 2 else 0))
+
+cdef inline object _short_str(PyObject** cache, const char* s, Py_ssize_t n):
+    cdef size_t slot = <size_t>n * 7
+    cdef PyObject* hit
+    if n:
+        slot += <unsigned char>s[0] * 31 + <unsigned char>s[n - 1] * 3 + <unsigned char>s[n >> 1]
+    slot &= STR_CACHE_SLOTS - 1
+    hit = cache[slot]
+    if (hit != NULL and PyUnicode_GET_LENGTH(<object>hit) == n
+            and memcmp(PyUnicode_DATA(<object>hit), s, n) == 0):
+        return <object>hit
+    v = PyUnicode_DecodeUTF8(s, n, NULL)
+    if PyUnicode_IS_ASCII(v):  # then its characters are the UTF-8 bytes compared above
+        Py_XDECREF(hit)
+        Py_INCREF(v)
+        cache[slot] = <PyObject*>v
+    return v
+
 
 cdef const uint8_t* _address(buf):
     return NULL if buf is None or buf.size == 0 else <const uint8_t*><uintptr_t>buf.address
@@ -223,7 +271,8 @@ cdef class RowBuilder:
         # every row dict is a copy of this one with its values replaced: no growing, no rehashing
         self._template = dict.fromkeys(self._names)
         self.slow = []
-        self._cols = <ColView*>PyMem_Malloc(max(n, 1) * sizeof(ColView))
+        # zeroed: a failure half-way leaves the rest for __dealloc__ to skip
+        self._cols = <ColView*>PyMem_Calloc(max(n, 1), sizeof(ColView))
         if self._cols == NULL:
             raise MemoryError()
         self._ncols = n
@@ -234,6 +283,7 @@ cdef class RowBuilder:
             c.slow_index = -1
             c.valid = c.data = NULL
             c.offs = NULL
+            c.strs = NULL
             c.offset = 0
             if k == K_SLOW:
                 c.slow_index = len(self.slow)
@@ -260,6 +310,10 @@ cdef class RowBuilder:
                     self._decimal = decimal.Decimal
             if arr.null_count:
                 c.valid = _address(bufs[0])
+            if k == K_STR:
+                c.strs = <PyObject**>PyMem_Calloc(STR_CACHE_SLOTS, sizeof(PyObject*))
+                if c.strs == NULL:
+                    raise MemoryError()
             if k == K_STR or k == K_BIN:
                 c.offs = <const int32_t*>_address(bufs[1])
                 c.data = _address(bufs[2])
@@ -271,7 +325,13 @@ cdef class RowBuilder:
                 raise ValueError(f"column {self._names[j]!r} has no data buffer")
 
     def __dealloc__(self):
+        cdef Py_ssize_t j, k
         if self._cols != NULL:
+            for j in range(self._ncols):
+                if self._cols[j].strs != NULL:
+                    for k in range(STR_CACHE_SLOTS):
+                        Py_XDECREF(self._cols[j].strs[k])
+                    PyMem_Free(self._cols[j].strs)
             PyMem_Free(self._cols)
             self._cols = NULL
 
@@ -316,7 +376,10 @@ cdef class RowBuilder:
                     elif c.kind == K_STR:
                         a = c.offs[p]
                         b = c.offs[p + 1]
-                        v = PyUnicode_DecodeUTF8(<const char*>c.data + a, b - a, NULL)
+                        if b - a <= STR_CACHE_MAX_LEN:
+                            v = _short_str(c.strs, <const char*>c.data + a, b - a)
+                        else:
+                            v = PyUnicode_DecodeUTF8(<const char*>c.data + a, b - a, NULL)
                     elif c.kind == K_F64:
                         v = PyFloat_FromDouble((<const double*>c.data)[p])
                     elif c.kind == K_I16:

@@ -6,7 +6,7 @@ rows, more when the runtime is busy receiving. So while a record scanner is poll
 drains up to ``DEPTH`` poll results (``max-poll-records`` rows each, exactly what ``poll()``
 would hand out) from the fetcher's buffer as soon as data is decoded; ``poll()`` on the caller's
 thread takes the next one without waiting for the runtime, and wakes the runtime to refill once
-the queue runs low.
+the queue runs low (``REFILL_AT``).
 
 Only this module's deque is shared between the threads (``append``/``popleft`` are atomic); the
 fetcher's state stays on the runtime loop. A result whose bucket was unsubscribed or subscribed
@@ -17,25 +17,29 @@ to the runtime poll, which raises them.
 from __future__ import annotations
 
 import collections
+import time
 from typing import Dict, List, Optional
 
-__all__ = ["PollAhead", "DEPTH"]
+__all__ = ["PollAhead", "DEPTH", "REFILL_AT", "YIELD_AFTER_S"]
 
-#: poll results kept drained ahead; the runtime is woken to refill once half are taken (a wake
-#: is a write to the loop's eventfd that often hands the core to the runtime thread at once: rare
-#: wakes keep the caller's thread running)
-DEPTH = 16
-#: an awaited poll answered from here still yields to the caller's loop once every this many
-#: polls, so that a loop fed faster than it polls does not starve its other tasks; not on every
-#: poll, since a turn of the loop (a select, the GIL handed to the busy runtime) costs more than
-#: the whole answer
-YIELD_EVERY = 8
+#: poll results kept drained ahead, and how few may be left before the runtime is woken to
+#: refill: a wake is a write to the loop's eventfd, which often hands the core to the runtime
+#: thread at once (measured at several % of the caller's time when woken every 8 polls), so the
+#: caller wakes it rarely and keeps running
+DEPTH = 32
+REFILL_AT = 8
+#: an awaited poll answered from here still yields to the caller's loop once this many seconds
+#: passed since it last did, so that a loop fed faster than it polls does not starve its other
+#: tasks; not on every poll: a turn of the loop is a select, which hands the GIL to the busy
+#: runtime and codec threads, and getting it back can take a switch interval (5 ms), far more
+#: than the whole answer
+YIELD_AFTER_S = 0.05
 
 
 class PollAhead:
     """The drained-ahead poll results of one record scanner's fetcher."""
 
-    __slots__ = ("_fetcher", "_max_records", "_ready", "_refill_asked", "polling", "_since_yield")
+    __slots__ = ("_fetcher", "_max_records", "_ready", "_refill_asked", "polling", "_yielded_at")
 
     def __init__(self, fetcher, max_records: int):
         self._fetcher = fetcher
@@ -46,7 +50,7 @@ class PollAhead:
         # a poll is running on the runtime: it drains the buffer itself, so no filling meanwhile
         # (the data would leave the buffer it is waiting on)
         self.polling = False
-        self._since_yield = 0
+        self._yielded_at = 0.0
 
     # -- runtime loop ----------------------------------------------------------------------------
     def fill(self) -> None:
@@ -82,11 +86,10 @@ class PollAhead:
 
     def yield_now(self) -> bool:
         """Whether this answer from the ready results should first give the caller's loop a turn."""
-        n = self._since_yield + 1
-        if n >= YIELD_EVERY:
-            self._since_yield = 0
+        now = time.monotonic()
+        if now - self._yielded_at >= YIELD_AFTER_S:
+            self._yielded_at = now
             return True
-        self._since_yield = n
         return False
 
     def take(self) -> Optional[Dict[object, List]]:
@@ -102,7 +105,7 @@ class PollAhead:
             except IndexError:
                 self._ask_refill()
                 return None
-            if len(ready) <= DEPTH // 2:
+            if len(ready) <= REFILL_AT:
                 self._ask_refill()
             out = {}
             with f._lock:

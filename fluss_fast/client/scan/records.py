@@ -8,6 +8,7 @@ shared by every record of that batch (also across polls, when ``max-poll-records
 """
 from __future__ import annotations
 
+import itertools
 from typing import Dict, Iterator, List, Optional
 
 import pyarrow as pa
@@ -379,8 +380,12 @@ class ScanRecords:
         return bucket in self._chunks
 
     def __iter__(self) -> Iterator[ScanRecord]:
-        for b in list(self._chunks):
-            yield from self._bucket_records(b)
+        # an iterator made in C, not a generator: one frame resumption per record saved
+        chunks = self._chunks
+        if len(chunks) == 1:
+            for b in chunks:
+                return iter(self._bucket_records(b))
+        return itertools.chain.from_iterable(map(self._bucket_records, list(chunks)))
 
     def __str__(self) -> str:
         return f"ScanRecords(records={self._count}, buckets={len(self._chunks)})"
