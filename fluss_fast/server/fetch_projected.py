@@ -9,7 +9,7 @@ batch is larger than the budget, as it is for wide tables (orders: 2.8 MB stored
 from __future__ import annotations
 
 import os
-from typing import Callable, List, Tuple
+from typing import Callable, List, Optional, Tuple
 
 from ..codec import logbatch
 from .logstore import read_segment
