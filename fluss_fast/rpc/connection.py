@@ -35,6 +35,7 @@ _COALESCE = 16 * 1024
 _POOL_FREE_BYTES = 32 * 1024 * 1024
 # A connection that received no big frame for this long gives its spare buffers back.
 _POOL_IDLE_S = 0.25
+_FORGET_WHEN_DONE = True
 _MAX_FRAME = (1 << 31) - 1
 
 NETWORK_EXCEPTION = Errors.NETWORK_EXCEPTION
@@ -107,7 +108,13 @@ class _Protocol(asyncio.BufferedProtocol):
                 self.pool.handed_out(self._big)
                 self._big = self._big_view = None
                 self._big_filled = 0
-                self._conn._on_frame(frame, True)
+                conn = self._conn
+                conn._on_frame(frame, True)
+                if _FORGET_WHEN_DONE and not conn._pending:
+                    # The last answer awaited (the end of a scan): nothing will reuse the buffers,
+                    # so they are freed with the frames they hold instead of at the peak of the
+                    # result's memory.
+                    self.pool.forget()
             return
         self._end += nbytes
         buf, view = self._buf, self._view

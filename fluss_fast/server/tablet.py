@@ -29,7 +29,6 @@ from ..rpc.wire import encode_fetch_response, parse_produce_request
 from ..rpc.wire import encode_varint as _varint  # noqa: F401 - tests frame raw requests with it
 from . import logstore
 from .bucket_reqs import bucket_reply, check_acks, set_error
-from .fetch_projected import read_projected
 from .kv_service import KvService
 from .logstore import now_ms, read_segment
 from .protocol import RawBody
@@ -176,7 +175,6 @@ class TabletService:
         errors = False
         tables = []
         reads = []
-        projected = 0
         for treq in req.tables_req:
             entry = self._table(treq.table_id)
             projection = None
@@ -225,18 +223,6 @@ class TabletService:
                 seg, pos, n = blog.plan_read(offset, max(limit, 0), total == 0)
                 if seg is None:
                     continue
-                if projection is not None:
-                    # the budget counts projected bytes: read as it goes, bucket after bucket
-                    failed = await self._read_projected(res, blog, entry, offset, seg, pos, n,
-                                                        max(limit, 0), total == 0, projection)
-                    if failed is not None:
-                        res.fail(failed.error_code, failed.message)
-                        errors = True
-                        continue
-                    projected += res.size
-                    total += res.size
-                    budget -= res.size
-                    continue
                 reads.append((res, blog, entry, offset, seg, pos, n, projection))
                 total += n
                 budget -= n
@@ -246,7 +232,7 @@ class TabletService:
                 results.append(await self._read_bucket(*r))
         else:
             results = await asyncio.gather(*(self._read_bucket(*r) for r in reads), return_exceptions=True)
-        total = projected
+        total = 0
         for r, outcome in zip(reads, results):
             res = r[0]
             if isinstance(outcome, FlussError):
@@ -285,20 +271,6 @@ class TabletService:
                               code)
         res.chunks = parts
         res.size = size
-        return None
-
-    async def _read_projected(self, res: _Bucket, blog, entry, offset: int, seg, pos: int, n: int,
-                              limit: int, min_one: bool, projection):
-        def project(data, h):
-            return self._codec(entry, h.schema_id).project_batch(data, h, projection)
-        try:
-            res.chunks, res.size = await read_projected(seg, pos, n, limit, min_one, project)
-        except FlussError as e:
-            return e
-        except (ValueError, IndexError, KeyError) as e:
-            code = Errors.CORRUPT_MESSAGE if isinstance(e, CorruptBatchError) else Errors.INVALID_COLUMN_PROJECTION
-            return FlussError(f"Cannot project {blog.name} at offset {offset} onto fields {projection}: {e}",
-                              code)
         return None
 
     def _projection(self, entry, fields):

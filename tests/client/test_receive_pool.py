@@ -1,0 +1,117 @@
+"""Big fetch responses land in a connection's FramePool: a buffer is reused only once no view of it
+is left, and the pool keeps nothing once the last awaited answer is in or the connection idles."""
+from __future__ import annotations
+
+import asyncio
+import os
+
+import pyarrow as pa
+
+import fluss_fast as ff
+from fluss_fast.rpc import fluss_api_pb2 as pb
+from fluss_fast.rpc.api import Api
+from fluss_fast.rpc.connection import Connection
+from fluss_fast.rpc.frame_pool import FramePool
+from fluss_fast.rpc.wire import parse_fetch_response
+
+ROWS = 3000  # of 100 random bytes each: ~300 KB even after ZSTD, far above the 64 KB big-frame size
+
+
+async def _filled_table(fluss_server, unique_name):
+    conn = await ff.FlussConnection.create(ff.Config({"bootstrap.servers": fluss_server.bootstrap_servers}))
+    admin = conn.get_admin()
+    db = unique_name("pool")
+    await admin.create_database(db)
+    path = ff.TablePath(db, "t")
+    schema = pa.schema([("id", pa.int32()), ("blob", pa.binary())])
+    await admin.create_table(path, ff.TableDescriptor(ff.Schema(schema), bucket_count=1))
+    table = await conn.get_table(path)
+    w = table.new_append().create_writer()
+    w.write_arrow(pa.table({"id": pa.array(range(ROWS), pa.int32()),
+                            "blob": [os.urandom(100) for _ in range(ROWS)]}))
+    await w.flush()
+    info = await admin.get_table_info(path)
+    return conn, info.table_id
+
+
+async def _tablet_connection(fluss_server) -> Connection:
+    host, port = fluss_server.bootstrap_servers.split(",")[0].rsplit(":", 1)
+    coord = await Connection.open(host, int(port))
+    try:
+        meta = await coord.request(Api.GET_METADATA, pb.MetadataRequest())
+    finally:
+        coord.close()
+    node = meta.tablet_servers[0]
+    return await Connection.open(node.host, node.port)
+
+
+def _fetch(table_id: int, offset: int = 0, *, wait_ms: int = 0) -> bytes:
+    req = pb.FetchLogRequest(follower_server_id=-1, max_bytes=16 << 20, min_bytes=1 if wait_ms else 0,
+                             max_wait_ms=wait_ms)
+    t = req.tables_req.add(table_id=table_id, projection_pushdown_enabled=False)
+    t.buckets_req.add(bucket_id=0, fetch_offset=offset, max_fetch_bytes=8 << 20)
+    return req.SerializeToString()
+
+
+def _records(body) -> bytes:
+    for _tid, buckets in parse_fetch_response(body):
+        for r in buckets:
+            assert r.error_code == 0 and r.records is not None
+            return bytes(body[r.records[0]:r.records[1]])
+    raise AssertionError("no bucket in the response")
+
+
+async def test_fetch_buffers_are_reused_and_given_back(fluss_server, unique_name):
+    client, table_id = await _filled_table(fluss_server, unique_name)
+    conn = await _tablet_connection(fluss_server)
+    try:
+        pool: FramePool = conn._transport.get_protocol().pool
+        # a long poll at the end of the log keeps one request pending throughout
+        poll = asyncio.ensure_future(conn.request_raw(Api.FETCH_LOG, _fetch(table_id, ROWS, wait_ms=3000)))
+        first = await conn.request_raw(Api.FETCH_LOG, _fetch(table_id))
+        want = _records(first)
+        assert len(first) > 64 * 1024 and pool.stats()["allocated"] == 1
+        # while a view of the first buffer lives, the next answer gets a buffer of its own
+        second = await conn.request_raw(Api.FETCH_LOG, _fetch(table_id))
+        assert pool.stats()["allocated"] == 2 and pool.stats()["reused"] == 0
+        assert _records(second) == want and _records(first) == want
+        del first, second
+        # both are free now: the third answer reuses one, with the right bytes in it
+        third = await conn.request_raw(Api.FETCH_LOG, _fetch(table_id))
+        assert pool.stats()["reused"] == 1 and _records(third) == want
+        del third
+        # the last awaited big answer: the pool lets go of everything, the answer stays intact
+        poll.cancel()
+        a = asyncio.ensure_future(conn.request_raw(Api.FETCH_LOG, _fetch(table_id)))
+        b = asyncio.ensure_future(conn.request_raw(Api.FETCH_LOG, _fetch(table_id)))
+        got = await asyncio.gather(a, b)
+        assert pool.stats()["busy"] == 0 and pool.stats()["free_bytes"] == 0
+        assert [_records(x) for x in got] == [want, want]
+    finally:
+        conn.close()
+        await client.close()
+
+
+async def test_idle_connection_trims_its_pool(fluss_server, unique_name):
+    client, table_id = await _filled_table(fluss_server, unique_name)
+    conn = await _tablet_connection(fluss_server)
+    try:
+        pool: FramePool = conn._transport.get_protocol().pool
+        poll = asyncio.ensure_future(conn.request_raw(Api.FETCH_LOG, _fetch(table_id, ROWS, wait_ms=5000)))
+        body = await conn.request_raw(Api.FETCH_LOG, _fetch(table_id))
+        assert len(_records(body)) > 64 * 1024
+        del body
+        more = await conn.request_raw(Api.FETCH_LOG, _fetch(table_id))
+        del more
+        assert pool.stats()["free_bytes"] + pool.stats()["busy"] > 0
+        # no big frame for a while: spares go back although a request is still pending
+        for _ in range(40):
+            await asyncio.sleep(0.05)
+            if pool.stats()["free_bytes"] == 0 and pool.stats()["busy"] == 0:
+                break
+        assert pool.stats()["free_bytes"] == 0 and pool.stats()["busy"] == 0
+        assert not poll.done()
+        poll.cancel()
+    finally:
+        conn.close()
+        await client.close()
