@@ -6,6 +6,8 @@ top-level error of a success frame (LIMIT_SCAN, SCAN_KV), as the Java server doe
 """
 from __future__ import annotations
 
+import asyncio
+
 import time
 import uuid
 from typing import Dict, Optional
@@ -123,8 +125,8 @@ class KvService:
                                 req.agg_mode if req.HasField("agg_mode") else 0)
             except FlussError as e:
                 merger_error = e
-        for breq in req.buckets_req:
-            pid, out = bucket_reply(resp, breq)
+
+        async def put_one(breq, pid, out):
             try:
                 bkv = await self._bucket(ctx, entry, req.table_id, pid, breq.bucket_id)
                 if merger_error is not None:
@@ -132,6 +134,15 @@ class KvService:
                 out.log_end_offset = await put_batch(self.kv.table(entry), merger, bkv, breq.records)
             except FlussError as e:
                 set_error(out, e)
+
+        puts = [put_one(breq, *bucket_reply(resp, breq)) for breq in req.buckets_req]
+        if len(puts) == 1:
+            await puts[0]
+        elif puts:
+            # buckets are independent: one bucket's multi-get or changelog build on a worker thread
+            # overlaps another's merge on the loop (a bucket named twice keeps its order: its lock
+            # is taken in request order)
+            await asyncio.gather(*puts)
         return resp
 
     # -- LOOKUP / PREFIX_LOOKUP ------------------------------------------------------------------

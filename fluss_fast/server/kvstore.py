@@ -48,6 +48,7 @@ _APPLIED_FILE = "applied-offset"
 # (FLUSS_FAST_KV_PREWRITE_KEYS=1 flushes every batch)
 PENDING_KEYS = max(1, int(os.environ.get("FLUSS_FAST_KV_PREWRITE_KEYS") or 65536))
 PENDING_BYTES = 16 << 20  # KV batch bytes merged into the buffer since its last flush
+PENDING_TOTAL_BYTES = 256 << 20  # the same over every bucket in the process: past it, a bucket flushes at once
 PENDING_SECONDS = float(os.environ.get("FLUSS_FAST_KV_PREWRITE_SECONDS") or 2.0)
 THREAD_BUILD_ROWS = 512  # changelogs at least this long are built on a worker thread
 AUTO_INC_CACHE = 100_000  # table.auto-increment.cache-size: ids a bucket takes from its table's counter at once
@@ -65,6 +66,9 @@ def _raw_options():
     opts.set_block_based_table_factory(table)
     opts.set_memtable_prefix_bloom_ratio(0.1)
     opts.set_memtable_whole_key_filtering(True)
+    # a skiplist insert costs a cache miss per level: a 16 MiB memtable (not 64) cut the write of
+    # a pre-write flush by a third in our measurements, reads alike, flushed to SSTs more often
+    opts.set_write_buffer_size(16 << 20)
     return opts
 
 
@@ -384,6 +388,8 @@ def _version_key(v):
 class BucketKv:
     """The RocksDB state of one bucket, next to the bucket's log directory."""
 
+    pending_total = 0  # bytes in the pre-write buffers of every bucket (changed on the event loop only)
+
     def __init__(self, blog, directory: str) -> None:
         import rocksdict
 
@@ -581,10 +587,12 @@ class BucketKv:
         if changes:
             pending.update(changes)
             self._pending_bytes += size
+            BucketKv.pending_total += size
         self.pending_end = end
         if not pending:
             self.applied = end
-        elif len(pending) >= PENDING_KEYS or self._pending_bytes >= PENDING_BYTES:
+        elif (len(pending) >= PENDING_KEYS or self._pending_bytes >= PENDING_BYTES
+              or BucketKv.pending_total >= PENDING_TOTAL_BYTES):
             self.flush()
         elif self._flush_timer is None:
             self._flush_timer = asyncio.get_running_loop().call_later(PENDING_SECONDS, self._flush_due)
@@ -608,6 +616,7 @@ class BucketKv:
             return
         end = self.pending_end
         self.pending = {}  # replaced, not cleared: a multi-get on a worker thread may hold the old one
+        BucketKv.pending_total -= self._pending_bytes
         self._pending_bytes = 0
         import rocksdict
 
@@ -644,9 +653,13 @@ class BucketKv:
                 self.flush()
             except FlussError as e:  # the log still has the changes: the next open replays them
                 log.warning("%s", e.message)
-        elif self._flush_timer is not None:
-            self._flush_timer.cancel()
-            self._flush_timer = None
+        else:
+            if self._flush_timer is not None:
+                self._flush_timer.cancel()
+                self._flush_timer = None
+            BucketKv.pending_total -= self._pending_bytes
+            self._pending_bytes = 0
+            self.pending = {}
         self.closed = True
         try:
             self.db.close()

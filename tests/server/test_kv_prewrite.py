@@ -155,3 +155,29 @@ def test_buffer_is_flushed_after_its_time(start_server, unique_name, monkeypatch
         assert _applied(srv, db) == end
     finally:
         kv.close()
+
+
+def test_put_kv_of_several_buckets_answers_each_in_request_order(start_server, unique_name, monkeypatch):
+    from fluss_fast.codec.kvbatch import build_kv_batch
+    from fluss_fast.rpc.errors import Errors
+
+    srv = _start(start_server, monkeypatch, 10 ** 9, 3600)
+    kv = Kv(srv)
+    try:
+        db = unique_name("prewrite")
+        kv.create_db(db)
+        tid = kv.create_table(db, "t", bucket_count=3)
+        req = pb.PutKvRequest(acks=-1, table_id=tid, timeout_ms=30000)
+        big = [up(i, "x" * 20, i) for i in range(3000)]  # long enough for the worker-thread steps
+        req.buckets_req.add(bucket_id=2, records=build_kv_batch(big, schema_id=1))
+        req.buckets_req.add(bucket_id=0, records=build_kv_batch([up(1, "a")], schema_id=9))  # bad schema id
+        req.buckets_req.add(bucket_id=7, records=build_kv_batch([up(1, "a")], schema_id=1))  # no such bucket
+        req.buckets_req.add(bucket_id=1, records=build_kv_batch(big[:10], schema_id=1))
+        resp = kv.tablet.call(Api.PUT_KV, req)
+        assert [(b.bucket_id, b.error_code) for b in resp.buckets_resp] == [
+            (2, 0), (0, Errors.SCHEMA_NOT_EXIST), (7, Errors.UNKNOWN_TABLE_OR_BUCKET_EXCEPTION), (1, 0)]
+        assert [resp.buckets_resp[0].log_end_offset, resp.buckets_resp[3].log_end_offset] == [3000, 10]
+        assert looked_up(kv.lookup(tid, [k(5)], bucket=2)) == [[5, "x" * 20, 5]]
+        assert looked_up(kv.lookup(tid, [k(5)], bucket=1)) == [[5, "x" * 20, 5]]
+    finally:
+        kv.close()
