@@ -14,7 +14,7 @@ from fluss_fast.codec.kvbatch import build_kv_batch, iter_kv_records
 from fluss_fast.rpc import fluss_api_pb2 as pb
 from fluss_fast.rpc.api import Api
 from fluss_fast.rpc.errors import Errors
-from test_server_kv import Kv, changes, dl, k, looked_up, up
+from test_server_kv import Kv, changes, dl, k, looked_up, same_answer as _both, up
 
 
 @pytest.fixture
@@ -31,12 +31,6 @@ def pair(start_server, unique_name, monkeypatch):
     yield kvs, db, (fast_srv, slow_srv)
     for kv in kvs:
         kv.close()
-
-
-def _both(kvs, fn):
-    out = [fn(kv) for kv in kvs]
-    assert out[0] == out[1]
-    return out[0]
 
 
 def _put(kvs, tid, records, **kw):

@@ -15,7 +15,7 @@ import pytest
 from fluss_fast.codec.valuebatch import iter_value_records
 from fluss_fast.rpc import fluss_api_pb2 as pb
 from fluss_fast.rpc.api import Api
-from test_server_kv import DEC, Kv, dl, k, looked_up, up
+from test_server_kv import DEC, Kv, dl, k, looked_up, same_answer as _both, up
 
 
 def _with_env(monkeypatch, keys, seconds, start):
@@ -45,12 +45,6 @@ def pair(start_server, unique_name, monkeypatch):
     yield kvs, db, srvs
     for kv in kvs:
         kv.close()
-
-
-def _both(kvs, fn):
-    out = [fn(kv) for kv in kvs]
-    assert out[0] == out[1]
-    return out[0]
 
 
 def _put(kvs, tid, records):

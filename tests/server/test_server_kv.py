@@ -148,6 +148,13 @@ def changes(log):
     return [c for _, _, cs in log for c in cs]
 
 
+def same_answer(kvs, fn):
+    """``fn(kv)`` for each of two servers run side by side: both must answer alike."""
+    out = [fn(kv) for kv in kvs]
+    assert out[0] == out[1]
+    return out[0]
+
+
 def looked_up(resp, dec=DEC):
     assert not resp.error_code, resp.error_message
     out = []
