@@ -90,13 +90,6 @@ class FramePool:
         self._free.clear()
         self._free_bytes = 0
 
-    def forget(self) -> None:
-        """Keep nothing: spare buffers go back to the OS now, busy ones as soon as their last view
-        is gone (instead of at the next ``take``/``trim``)."""
-        self._free.clear()
-        self._free_bytes = 0
-        self._busy.clear()
-
     def stats(self) -> dict:
         return {"allocated": self.allocated, "reused": self.reused, "busy": len(self._busy),
                 "free_bytes": self._free_bytes}
