@@ -175,22 +175,18 @@ class RecordsRequest:
 
     def __init__(self, request_cls, bucket_cls):
         fields = request_cls.DESCRIPTOR.fields_by_name
-        self.acks_tag = field_tag(request_cls, "acks")
-        self.table_id_tag = field_tag(request_cls, "table_id")
-        self.timeout_ms_tag = field_tag(request_cls, "timeout_ms")
-        self.target_columns_tag = field_tag(request_cls, "target_columns") if "target_columns" in fields else None
-        self.buckets_tag = field_tag(request_cls, "buckets_req")
-        self.partition_id_tag = field_tag(bucket_cls, "partition_id")
-        self.bucket_id_tag = field_tag(bucket_cls, "bucket_id")
-        self.records_tag = field_tag(bucket_cls, "records")
-        self._acks = field_number(request_cls, "acks")
-        self._table_id = field_number(request_cls, "table_id")
-        self._timeout_ms = field_number(request_cls, "timeout_ms")
-        self._target_columns = field_number(request_cls, "target_columns") if "target_columns" in fields else None
-        self._buckets = field_number(request_cls, "buckets_req")
-        self._partition_id = field_number(bucket_cls, "partition_id")
-        self._bucket_id = field_number(bucket_cls, "bucket_id")
-        self._records = field_number(bucket_cls, "records")
+        self.target_columns_tag = self._target_columns = None  # ProduceLog has none
+        # per field: ``<attr>_tag`` (the encoder's key bytes) and ``_<attr>`` (the parser's number)
+        for attr, cls, name in (("acks", request_cls, "acks"), ("table_id", request_cls, "table_id"),
+                                ("timeout_ms", request_cls, "timeout_ms"),
+                                ("target_columns", request_cls, "target_columns"),
+                                ("buckets", request_cls, "buckets_req"),
+                                ("partition_id", bucket_cls, "partition_id"),
+                                ("bucket_id", bucket_cls, "bucket_id"), ("records", bucket_cls, "records")):
+            if cls is request_cls and name not in fields:
+                continue
+            setattr(self, attr + "_tag", field_tag(cls, name))
+            setattr(self, "_" + attr, field_number(cls, name))
 
     def encode(self, acks: int, table_id: int, timeout_ms: int, buckets, target_columns=None) -> list:
         """The request as a list of bytes-like chunks (to be written in order).
