@@ -7,7 +7,6 @@ top-level error of a success frame (LIMIT_SCAN, SCAN_KV), as the Java server doe
 from __future__ import annotations
 
 import asyncio
-
 import time
 import uuid
 from typing import Dict, Optional

@@ -605,12 +605,15 @@ class BucketKv:
         except FlussError as e:
             log.warning("%s", e.message)
 
-    def flush(self) -> None:
-        """Write the pre-write buffer to RocksDB as one sorted batch and record the applied offset.
-        Synchronous, so no change can slip between the buffer being taken and the offset moving."""
+    def _cancel_flush_timer(self) -> None:
         if self._flush_timer is not None:
             self._flush_timer.cancel()
             self._flush_timer = None
+
+    def flush(self) -> None:
+        """Write the pre-write buffer to RocksDB as one sorted batch and record the applied offset.
+        Synchronous, so no change can slip between the buffer being taken and the offset moving."""
+        self._cancel_flush_timer()
         pending = self.pending
         if not pending or self.closed or self.stale:
             return
@@ -654,9 +657,7 @@ class BucketKv:
             except FlussError as e:  # the log still has the changes: the next open replays them
                 log.warning("%s", e.message)
         else:
-            if self._flush_timer is not None:
-                self._flush_timer.cancel()
-                self._flush_timer = None
+            self._cancel_flush_timer()
             BucketKv.pending_total -= self._pending_bytes
             self._pending_bytes = 0
             self.pending = {}
