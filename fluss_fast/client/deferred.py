@@ -34,8 +34,9 @@ class Deferred(collections.abc.Coroutine):
         self._kwargs = kwargs
         self._inner = None
         self._state = _PENDING
-        # ``ready(obj, *args, **kwargs)``: None, or a callable giving the result without the
-        # runtime (or None after all), e.g. a poll whose records were drained ahead
+        # ``ready(obj, *args, **kwargs)``: None, or ``(take, yield_first)``: ``take()`` gives the
+        # result without the runtime (or None after all), e.g. a poll whose records were drained
+        # ahead; ``yield_first``: an await gives the caller's loop one turn before taking it
         self._ready = ready
 
     # -- the awaitable side ----------------------------------------------------------------------
@@ -50,9 +51,10 @@ class Deferred(collections.abc.Coroutine):
         self._state = _RUNNING
         try:
             value = None
-            take = self._ready(self._obj, *self._args, **self._kwargs) if self._ready else None
-            if take is not None:
-                if getattr(take, "yield_first", True):
+            hook = self._ready(self._obj, *self._args, **self._kwargs) if self._ready else None
+            if hook is not None:
+                take, yield_first = hook
+                if yield_first:
                     # one turn of the caller's loop, as any await of a real call gives its tasks
                     yield
                 value = take()
@@ -96,8 +98,8 @@ class Deferred(collections.abc.Coroutine):
         if self._state == _RUNNING:
             raise FlussError(f"{self._impl.__name__}() is being awaited; use the awaited value")
         try:
-            take = self._ready(self._obj, *self._args, **self._kwargs) if self._ready else None
-            value = take() if take is not None else None
+            hook = self._ready(self._obj, *self._args, **self._kwargs) if self._ready else None
+            value = hook[0]() if hook is not None else None
             if value is None:
                 value = self._rt.call(self._impl(self._obj, *self._args, **self._kwargs))
         except Exception as e:

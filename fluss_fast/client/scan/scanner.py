@@ -164,23 +164,19 @@ class LogScanner:
         return ScanRecords(chunks)
 
     def _poll_ready(self, timeout_ms=None):
-        """The ``ready`` hook of ``poll`` (client/deferred.py): a taker of records drained ahead,
-        or None when there are none (or the arguments are for the runtime poll to judge)."""
+        """The ``ready`` hook of ``poll`` (client/deferred.py): a taker of records drained ahead and
+        whether to give the caller's loop a turn first, or None when there are none (or the
+        arguments are for the runtime poll to judge)."""
         ahead = self._fetcher._ahead
         if ahead is None or not ahead.has_ready() or self._kind != RECORD:
             return None
         if type(timeout_ms) is not int or timeout_ms < 0:
             return None
-        return self._take_ready if ahead.yield_now() else self._take_ready_at_once
+        return self._take_ready, ahead.yield_now()
 
     def _take_ready(self) -> Optional[ScanRecords]:
         chunks = self._fetcher._ahead.take()
         return None if chunks is None else ScanRecords(chunks)
-
-    def _take_ready_at_once(self) -> Optional[ScanRecords]:
-        return self._take_ready()
-
-    _take_ready_at_once.yield_first = False  # type: ignore[attr-defined]
 
     async def _poll_batches(self, timeout_ms) -> List[RecordBatch]:
         timeout = self._timeout(timeout_ms)
