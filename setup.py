@@ -85,6 +85,27 @@ class OptionalBuildExt(build_ext):
         self.failed.append(name)
 
 
+# Extensions that call into system C libraries: module -> the libraries' names. Only the runtime
+# libraries are needed (the prototypes are declared in the module's own header), and on Debian both
+# come with apt itself; where one cannot be found the module is left out and its twin is used.
+SYSTEM_LIBS = {"_ipcbody": ("zstd", "lz4")}
+
+
+def system_link_args(module):
+    """Linker arguments for ``module``'s system libraries, or None when one of them is missing."""
+    from ctypes.util import find_library
+
+    args = []
+    for name in SYSTEM_LIBS.get(module, ()):
+        found = find_library(name)
+        if not found:
+            return None
+        # Linux reports a soname (``libzstd.so.1``): link it by file name, as the unversioned
+        # ``libzstd.so`` only comes with the -dev package; elsewhere a full path links directly.
+        args.append(found if os.path.isabs(found) else f"-l:{found}")
+    return args
+
+
 def extensions():
     if extensions_disabled():
         if STRICT:
@@ -100,14 +121,19 @@ def extensions():
         tell(f"WARNING: Cython is not installed; the pure-Python twins will be used (slower). {DEV_HINT}")
         return []
     sources = sorted(glob.glob("fluss_fast/**/_*.pyx", recursive=True))
-    exts = [
-        Extension(
+    exts = []
+    for src in sources:
+        link = system_link_args(os.path.basename(src)[:-4])
+        if link is None:
+            tell(f"WARNING: {src} needs {' and '.join(SYSTEM_LIBS[os.path.basename(src)[:-4]])} "
+                 f"(not found); its pure-Python twin will be used")
+            continue
+        exts.append(Extension(
             src[:-4].replace(os.sep, "."),
             [src],
             extra_compile_args=["-O3", "-Wno-unused-function"],
-        )
-        for src in sources
-    ]
+            extra_link_args=link,
+        ))
     return cythonize(
         exts,
         compiler_directives={
