@@ -125,8 +125,11 @@ def extensions():
     for src in sources:
         link = system_link_args(os.path.basename(src)[:-4])
         if link is None:
-            tell(f"WARNING: {src} needs {' and '.join(SYSTEM_LIBS[os.path.basename(src)[:-4]])} "
-                 f"(not found); its pure-Python twin will be used")
+            needs = " and ".join(f"lib{n}" for n in SYSTEM_LIBS[os.path.basename(src)[:-4]])
+            if STRICT:
+                fail(f"{src} needs {needs}, not found on this system; install them (Debian: "
+                     f"apt-get install libzstd1 liblz4-1)")
+            tell(f"WARNING: {src} needs {needs} (not found); its pure-Python twin will be used")
             continue
         exts.append(Extension(
             src[:-4].replace(os.sep, "."),
