@@ -325,7 +325,7 @@ def _body_memory(size: int) -> pa.Buffer:
     return pa.allocate_buffer(size)
 
 
-def _read_compressed(msg: memoryview, schema: pa.Schema, pos: int) -> Optional[pa.RecordBatch]:
+def _read_compressed(msg: memoryview, schema: pa.Schema) -> Optional[pa.RecordBatch]:
     """The record batch of a BUFFER-compressed IPC message, decompressed by ``codec.ipcbody``
     into one aligned uncompressed message that pyarrow then reads without copying; None for a
     message that is not compressed (or not in a form this path handles), left to pyarrow."""
@@ -557,7 +557,7 @@ class ArrowLogCodec:
         try:
             rb = None
             if self._codec_id is not None and end - start >= _OWN_DECOMPRESS_MIN_BYTES:
-                rb = _read_compressed(mv[start:end], schema, pos)
+                rb = _read_compressed(mv[start:end], schema)
             if rb is None:
                 rb = pa.ipc.read_record_batch(pa.py_buffer(mv[start:end]), schema)
         except (pa.ArrowException, ValueError, OSError) as exc:
