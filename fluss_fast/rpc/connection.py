@@ -337,6 +337,14 @@ class Connection:
             await self._wait_writable()
         return await self._enqueue(api_key, body, True, timeout)
 
+    def send_raw(self, api_key: int, body, timeout: Optional[float] = None) -> Optional[asyncio.Future]:
+        """``request_raw`` written at once, from a plain callback: the response body's future, or
+        None when the connection is not ready or is waiting for its send buffer to drain (then
+        ``await request_raw``)."""
+        if not self._ready or self._drain_waiter is not None or self._closing:
+            return None
+        return self._enqueue(api_key, body, True, timeout)
+
     def send(self, api_key: int, request, timeout: Optional[float] = None) -> asyncio.Future:
         """Like ``request`` but returns the future at once (for callers that fan out)."""
         return self._enqueue(api_key, request.SerializeToString(), False, timeout)

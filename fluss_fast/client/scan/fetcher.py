@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import functools
 import inspect
 import threading
 from typing import Dict, List, Optional
@@ -67,7 +66,7 @@ from ...rpc.wire import BucketFetchResult, parse_fetch_response
 from ..workers import codec_workers
 from .buckets import BucketState as _BucketState, Completed as _Completed, rows_below as _rows_below
 from .decode import ScanSpec
-from .decode_jobs import InOrder, decode_response
+from .decode_jobs import InOrder, decode_response, split_response
 from .offsets import list_offsets
 from .records import Chunk
 from .retry import (MAX_BACKOFF_S as _MAX_BACKOFF_S, REFRESH_CODES as _REFRESH_CODES,
@@ -294,7 +293,7 @@ class LogFetcher:
                 for _tb, st, _off in group:
                     st.inflight = True
                 self._node_reqs[node] = self._node_reqs.get(node, 0) + 1
-                self._spawn(self._fetch(node, group, req_bytes))
+                self._spawn(self._fetch(node, group, req_bytes, self._send_now(node, group, req_bytes)))
         if need_meta and self._meta_task is None:
             self._meta_task = self._spawn(self._refresh_metadata(need_meta))
         if need_latest and self._latest_task is None:
@@ -339,14 +338,30 @@ class LogFetcher:
         for _tb, st, _off in entries:
             st.inflight = False
 
-    async def _fetch(self, node: int, entries, req_bytes: int) -> None:
+    def _send_now(self, node: int, entries, req_bytes: int):
+        """The FetchLog written to an open connection right here, so that it leaves while this
+        loop turn goes on (a task would send it a turn later, after the decode jobs just queued
+        took the cores): its response future, or None to let ``_fetch`` connect and send."""
+        peek = getattr(self.ctx, "open_connection", None)
+        conn = peek(node) if peek is not None else None
+        if conn is None:
+            return None
+        try:
+            return conn.send_raw(Api.FETCH_LOG, self._build_request(entries, req_bytes))
+        except FlussError:
+            return None  # _fetch meets the same error and reports it
+
+    async def _fetch(self, node: int, entries, req_bytes: int, sent=None) -> None:
         spec = self.spec
         handed = False  # the response handler releases the request itself, before it decodes
         sent_at = self._loop.time()
         try:
             try:
-                conn = await _connection(self.ctx, node)
-                body = await conn.request_raw(Api.FETCH_LOG, self._build_request(entries, req_bytes))
+                if sent is not None:
+                    body = await sent
+                else:
+                    conn = await _connection(self.ctx, node)
+                    body = await conn.request_raw(Api.FETCH_LOG, self._build_request(entries, req_bytes))
             except FlussError as exc:
                 self._release(node, entries)
                 handed = True
@@ -421,12 +436,12 @@ class LogFetcher:
                 if r.records is not None:
                     size += r.records[1] - r.records[0]
             self.send_fetches()
-            job = functools.partial(decode_response, self.spec, mv, todo)
             if self._decodes.pending == 0 and size < _INLINE_DECODE_BYTES:
                 # small (polling) answers: no thread hop; nothing is queued ahead of this one
-                self._decoded(node, todo, job(), None)
+                self._decoded(node, todo, decode_response(self.spec, mv, todo), None)
             else:
-                self._decodes.submit(self._loop, job, node, todo)
+                self._decodes.submit_parts(self._loop, todo, split_response(self.spec, mv, todo),
+                                           node, todo)
         if error is not None:
             raise error
 
