@@ -399,6 +399,15 @@ class Connection:
         else:
             fut.set_exception(FlussError(f"Unknown response type {kind} from {self.address}", NETWORK_EXCEPTION))
 
+    def trim_receive_pool(self) -> None:
+        """Unmap the spare receive buffers now (and those whose views are gone): a reader that
+        expects no more big answers on this connection gives them back at once instead of after
+        the idle delay."""
+        transport = self._transport
+        proto = transport.get_protocol() if transport is not None else None
+        if isinstance(proto, _Protocol):
+            proto.pool.trim()
+
     def _watch_pool(self, proto: _Protocol) -> None:
         """Give ``proto``'s spare receive buffers back once big frames stop coming."""
         def check():

@@ -465,7 +465,29 @@ class LogFetcher:
             else:
                 self._fail(FlussError(f"Decoding the fetch response for table '{self.spec.path}' "
                                       f"from node {node} failed: {error!r}", CLIENT_ERROR))
+        if self._stops is not None and not self._node_reqs.get(node) and self._fetched_all():
+            # the bounded read needs no more answers from this node: its receive buffers go back
+            # as the last answers finish decoding, not an idle delay after the read (they would
+            # add to the read's peak memory on top of the whole result); a turn later, once the
+            # decode jobs let go of this answer's buffer
+            self._loop.call_soon(self._trim_receive_pool, node)
         self._wake()
+
+    def _fetched_all(self) -> bool:
+        stops = self._stops
+        with self._lock:
+            subs = self._subs
+            for tb, stop in stops.items():
+                st = subs.get(tb)
+                if st is not None and st.fetch_at < stop:
+                    return False
+        return True
+
+    def _trim_receive_pool(self, node: int) -> None:
+        peek = getattr(self.ctx, "open_connection", None)
+        conn = peek(node) if peek is not None else None
+        if conn is not None and not self._node_reqs.get(node):
+            conn.trim_receive_pool()
 
     def _scan_response(self, mv, sent, now, md, todo) -> None:
         """Per-bucket errors, high watermarks and the next fetch positions of one response;
