@@ -150,6 +150,11 @@ class ClientContext:
                 raise
             return await self._open(("cs", node.id), node.host, node.port, COORDINATOR)
 
+    def open_connection(self, node_id: int) -> Optional[Connection]:
+        """The connection to tablet server ``node_id`` if it is open now (no await), else None."""
+        conn = self._conns.get(("ts", node_id))
+        return conn if conn is not None and not conn.closed else None
+
     async def connection(self, node_id: int) -> Connection:
         """The connection to tablet server ``node_id`` (opened on first use, reopened after a failure)."""
         conn = self._conns.get(("ts", node_id))

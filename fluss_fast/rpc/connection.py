@@ -337,6 +337,14 @@ class Connection:
             await self._wait_writable()
         return await self._enqueue(api_key, body, True, timeout)
 
+    def send_raw(self, api_key: int, body, timeout: Optional[float] = None) -> Optional[asyncio.Future]:
+        """``request_raw`` written at once, from a plain callback: the response body's future, or
+        None when the connection is not ready or is waiting for its send buffer to drain (then
+        ``await request_raw``)."""
+        if not self._ready or self._drain_waiter is not None or self._closing:
+            return None
+        return self._enqueue(api_key, body, True, timeout)
+
     def send(self, api_key: int, request, timeout: Optional[float] = None) -> asyncio.Future:
         """Like ``request`` but returns the future at once (for callers that fan out)."""
         return self._enqueue(api_key, request.SerializeToString(), False, timeout)
@@ -390,6 +398,15 @@ class Connection:
             fut.set_exception(FlussError(msg, code))
         else:
             fut.set_exception(FlussError(f"Unknown response type {kind} from {self.address}", NETWORK_EXCEPTION))
+
+    def trim_receive_pool(self) -> None:
+        """Unmap the spare receive buffers now (and those whose views are gone): a reader that
+        expects no more big answers on this connection gives them back at once instead of after
+        the idle delay."""
+        transport = self._transport
+        proto = transport.get_protocol() if transport is not None else None
+        if isinstance(proto, _Protocol):
+            proto.pool.trim()
 
     def _watch_pool(self, proto: _Protocol) -> None:
         """Give ``proto``'s spare receive buffers back once big frames stop coming."""

@@ -749,6 +749,24 @@ def whole_batches_end(data) -> int:
     return pos
 
 
+def indexed_whole_span(seg: Segment, position: int, n: int) -> int:
+    """How many of the ``n`` bytes planned from ``position`` (a batch start) a FetchLog reads: up
+    to the last batch start the offset index knows within them when that keeps at least half,
+    else all ``n`` (``whole_batches_end`` then drops the cut tail after the read).
+
+    The answer ends at its last whole batch either way; this only spares reading the bytes of the
+    batch it leaves out: with batches of a few MiB (orders, 2.6 MiB) a third of every read."""
+    end = position + n
+    if end >= seg.size:
+        return n  # a segment holds whole batches: nothing is cut
+    i = bisect.bisect_right(seg.idx_pos, end) - 1
+    if i >= 0:
+        boundary = seg.idx_pos[i]
+        if boundary > position and 2 * (boundary - position) >= n:
+            return boundary - position
+    return n
+
+
 async def read_segment(seg: Segment, position: int, n: int) -> bytes:
     """``n`` bytes of a segment's file at ``position``; large reads run in a worker thread."""
     if n <= THREAD_IO_BYTES:

@@ -223,7 +223,10 @@ class TabletService:
                 seg, pos, n = blog.plan_read(offset, max(limit, 0), total == 0)
                 if seg is None:
                     continue
-                reads.append((res, blog, entry, offset, seg, pos, n, projection))
+                # the budget is charged what was planned (as Java charges a cut batch); only
+                # the bytes of the whole batches are read
+                reads.append((res, blog, entry, offset, seg, pos,
+                              logstore.indexed_whole_span(seg, pos, n), projection))
                 total += n
                 budget -= n
         if len(reads) == 1 or sum(r[6] for r in reads) <= logstore.THREAD_IO_BYTES:

@@ -487,7 +487,17 @@ class _FetchSpy:
                 spy.sizes.append(len(out))
             return out
 
+        real_send = connection.Connection.send_raw
+
+        def send_raw(conn, api_key, body, timeout=None):
+            fut = real_send(conn, api_key, body, timeout)
+            if fut is not None and api_key == Api.FETCH_LOG:
+                fut.add_done_callback(lambda f: f.cancelled() or f.exception() is not None
+                                      or spy.sizes.append(len(f.result())))
+            return fut
+
         monkeypatch.setattr(connection.Connection, "request_raw", request_raw)
+        monkeypatch.setattr(connection.Connection, "send_raw", send_raw)
 
 
 async def test_large_bounded_reads_are_exact_and_use_larger_answers(conn, db, monkeypatch):

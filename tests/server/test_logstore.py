@@ -380,3 +380,33 @@ async def test_writer_ids_never_repeat_across_restarts(tmp_path):
     lm = LogManager(str(tmp_path))
     ids += [lm.next_writer_id() for _ in range(2)]
     assert ids == [0, 1, 2, 3, 4]
+
+
+async def test_fetch_reads_stop_at_an_indexed_batch_start_within_the_budget(tmp_path):
+    lm = LogManager(str(tmp_path))
+    blog = lm.get(T, None, 0)
+    for _ in range(5):  # separate appends of > 4 KiB: every batch start is in the offset index
+        await blog.append(batch(10, payload_size=100_000))
+    size = len(batch(10, payload_size=100_000))
+    seg, pos, n = blog.plan_read(0, int(2.6 * size), True)
+    assert n == int(2.6 * size)  # the plan still covers the budget, as Java reads it
+    # ...but a fetch reads only the two whole batches its answer keeps
+    assert logstore.indexed_whole_span(seg, pos, n) == 2 * size
+    assert logstore.whole_batches_end(await logstore.read_segment(seg, pos, 2 * size)) == 2 * size
+    # from the middle of the log too
+    seg, pos, n = blog.plan_read(12, int(2.2 * size), True)
+    assert pos == size and logstore.indexed_whole_span(seg, pos, n) == 2 * size
+    # a batch bigger than the budget (min-one) and the whole rest of a segment stay as planned
+    seg, pos, n = blog.plan_read(0, 10, True)
+    assert logstore.indexed_whole_span(seg, pos, n) == n == size
+    seg, pos, n = blog.plan_read(20, 1 << 30, True)
+    assert logstore.indexed_whole_span(seg, pos, n) == n == 3 * size
+    # a budget below the first batch of a later bucket (no min-one) keeps its prefix
+    seg, pos, n = blog.plan_read(0, 1000, False)
+    assert logstore.indexed_whole_span(seg, pos, n) == n == 1000
+    # one append of four batches is one index entry: a read that would keep less than half of
+    # its budget reads it all (the answer is cut after the read, as before)
+    await blog.append(b"".join(batch(10, payload_size=100_000) for _ in range(4)))
+    seg, pos, n = blog.plan_read(50, int(3.5 * size), True)
+    assert pos == 5 * size and logstore.indexed_whole_span(seg, pos, n) == n
+    lm.close()

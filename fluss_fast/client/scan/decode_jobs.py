@@ -1,17 +1,32 @@
 """Decoding fetched responses on the codec worker threads, results applied in the order sent.
 
-A FetchLog response is decoded as one job (``decode_response``) on the process's codec threads
-(``client/workers.py``): pyarrow releases the GIL while it decompresses, so the runtime loop keeps
-receiving and several responses decode at once. Jobs finish in any order; ``InOrder`` hands their
-results back to the fetch loop in submission order, which keeps every bucket's results in offset
-order.
+A FetchLog response is decoded on the process's codec threads (``client/workers.py``), so the
+runtime loop keeps receiving and several responses decode at once. A large answer (a bounded read
+asks for megabytes per bucket) is cut at batch boundaries into parts of about ``PART_BYTES``
+(``split_response``), each its own job: one answer then keeps every core busy instead of one, and
+the last answer of a scan does not leave the other cores idle at the end. Jobs finish in any order;
+``InOrder`` puts the parts of a response back together and hands the responses to the fetch loop
+in submission order, which keeps every bucket's results in offset order.
 """
 from __future__ import annotations
 
 import functools
-from typing import Callable, Dict
+from typing import Callable, Dict, List, Optional
 
-__all__ = ["InOrder", "decode_response"]
+from ...codec import logbatch
+
+__all__ = ["InOrder", "decode_response", "split_response", "PART_BYTES"]
+
+#: record bytes per decode job of a large answer; cut at batch boundaries, so a part holds at
+#: least one whole batch (a thread hop costs tens of microseconds, a 256 KiB ZSTD batch about a
+#: millisecond to decode)
+PART_BYTES = 256 * 1024
+
+
+def _entry_next(r, nxt: int) -> int:
+    if r.filtered_end_offset is not None and r.filtered_end_offset > nxt:
+        return r.filtered_end_offset
+    return nxt
 
 
 def decode_response(spec, mv, todo):
@@ -24,12 +39,80 @@ def decode_response(spec, mv, todo):
             chunks, nxt = [], off
             if r.records is not None and r.records[1] > r.records[0]:
                 chunks, nxt = spec.decode_records(tb, mv, r.records[0], r.records[1], off)
-            if r.filtered_end_offset is not None and r.filtered_end_offset > nxt:
-                nxt = r.filtered_end_offset
+            nxt = _entry_next(r, nxt)
         except BaseException as exc:  # noqa: BLE001 - reported by the fetcher on the loop
             return out, exc
         out.append((chunks, nxt))
     return out, None
+
+
+def _decode_part(spec, tb, mv, start: int, end: int, fetch_offset: int):
+    return spec.decode_records(tb, mv, start, end, fetch_offset)
+
+
+def split_response(spec, mv, todo, part_bytes: int = PART_BYTES):
+    """The decode jobs of one response as ``[(entry index, job or None)]`` in entry and offset
+    order. A job returns ``(chunks, next offset)`` of its span; None stands for an entry without
+    records. A bucket's span is cut only after a whole batch and before its last whole batch,
+    so every part decodes at least one batch and a cut-off tail stays with the last part (which
+    reports it exactly as one job over the whole span would)."""
+    parts: List[tuple] = []
+    for k, (tb, _st, off, r) in enumerate(todo):
+        rec = r.records
+        if rec is None or rec[1] <= rec[0]:
+            parts.append((k, None))
+            continue
+        start, end = rec
+        ends = []
+        nexts = []
+        for h in logbatch.iter_batches(mv, start, end):
+            ends.append(h.position + h.total_size)
+            nexts.append(h.next_offset)
+        cut_from, fetch_at = start, off
+        for i in range(len(ends) - 1):
+            if ends[i] - cut_from >= part_bytes:
+                parts.append((k, functools.partial(_decode_part, spec, tb, mv, cut_from, ends[i],
+                                                   fetch_at)))
+                cut_from = ends[i]
+                # the next part starts at the following batch; rows below the fetch offset are
+                # still dropped should the server have answered from further back
+                fetch_at = max(nexts[i], off)
+        parts.append((k, functools.partial(_decode_part, spec, tb, mv, cut_from, end, fetch_at)))
+    return parts
+
+
+def combine_parts(todo, parts, outcomes):
+    """``(results, error)`` in ``decode_response``'s form from the parts' ``(result, exc)``."""
+    out = []
+    current = -1
+    chunks: list = []
+    nxt = 0
+    for (k, _job), (result, exc) in zip(parts, outcomes):
+        if k != current:
+            if current >= 0:
+                out.append((chunks, _entry_next(todo[current][3], nxt)))
+            current = k
+            chunks = []
+            nxt = todo[k][2]
+        if exc is not None:
+            return out, exc
+        if result is not None:
+            part_chunks, part_next = result
+            chunks.extend(part_chunks)
+            nxt = part_next
+    if current >= 0:
+        out.append((chunks, _entry_next(todo[current][3], nxt)))
+    return out, None
+
+
+class _Parts:
+    __slots__ = ("todo", "parts", "outcomes", "left")
+
+    def __init__(self, todo, parts):
+        self.todo = todo
+        self.parts = parts
+        self.outcomes: List[Optional[tuple]] = [(None, None)] * len(parts)
+        self.left = sum(1 for _k, job in parts if job is not None)
 
 
 class InOrder:
@@ -51,6 +134,27 @@ class InOrder:
         self._seq += 1
         self.pending += 1
         self._workers.submit_to_loop(loop, job, functools.partial(self._finished, seq, args))
+
+    def submit_parts(self, loop, todo, parts, *args) -> None:
+        """One response decoded as several jobs (``split_response``); applied once all are done,
+        as ``apply(*args, (results, error), None)``."""
+        seq = self._seq
+        self._seq += 1
+        self.pending += 1
+        state = _Parts(todo, parts)
+        if state.left == 0:
+            self._finished(seq, args, combine_parts(todo, parts, state.outcomes), None)
+            return
+        submit = self._workers.submit_to_loop
+        for i, (_k, job) in enumerate(parts):
+            if job is not None:
+                submit(loop, job, functools.partial(self._part_done, seq, args, state, i))
+
+    def _part_done(self, seq: int, args, state: _Parts, i: int, result, exc) -> None:
+        state.outcomes[i] = (result, exc)
+        state.left -= 1
+        if state.left == 0:
+            self._finished(seq, args, combine_parts(state.todo, state.parts, state.outcomes), None)
 
     def _finished(self, seq: int, args, result, exc) -> None:
         done = self._done

@@ -35,9 +35,11 @@ How data flows:
   per-bucket byte budget; a bucket that got a partial batch goes first next time and asks for
   that batch's size (remembered as the bucket's floor), so large batches cost no extra rounds.
 * Bounded reads (``to_arrow``, the batch reader) hold everything in memory anyway, so unless the
-  user changed ``scanner.log.fetch.max-bytes-for-bucket`` a bucket's budget doubles with every
-  answer, up to its share of the request's bytes and at most ``_BOUNDED_BUCKET_BYTES``: the first
-  answers come quickly, the later ones in fewer, larger round trips.
+  user changed ``scanner.log.fetch.max-bytes-for-bucket`` a bucket's budget starts at twice it
+  and doubles with every answer, up to its share of the request's bytes and at most
+  ``_BOUNDED_BUCKET_BYTES``: the first answers come quickly, the later ones in fewer, larger
+  round trips. (Large answers are decoded in parts on every core, so a first answer of a few
+  batches keeps both cores busy while the next ones travel.)
 
 Per-bucket errors follow the Rust client: leader/metadata problems (12, 44, 24, 21, 23) drop the
 cached leaders and retry, storage hiccups (10, 11, 26, -1) retry after a short back-off, an offset
@@ -49,7 +51,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import functools
 import inspect
 import threading
 from typing import Dict, List, Optional
@@ -67,7 +68,7 @@ from ...rpc.wire import BucketFetchResult, parse_fetch_response
 from ..workers import codec_workers
 from .buckets import BucketState as _BucketState, Completed as _Completed, rows_below as _rows_below
 from .decode import ScanSpec
-from .decode_jobs import InOrder, decode_response
+from .decode_jobs import InOrder, decode_response, split_response
 from .offsets import list_offsets
 from .records import Chunk
 from .retry import (MAX_BACKOFF_S as _MAX_BACKOFF_S, REFRESH_CODES as _REFRESH_CODES,
@@ -94,6 +95,9 @@ _MAX_AHEAD_POLL = 2
 _MAX_REQUESTS_PER_NODE = 3
 #: the per-bucket budget of a bounded read when the user kept the default one
 _BOUNDED_BUCKET_BYTES = 4 * 1024 * 1024
+#: doublings a bounded read's per-bucket budget starts with (clicks, 1 M rows: a first answer of
+#: three batches instead of one, each decoded on its own core; fewer rounds)
+_BOUNDED_HEAD_START = 1
 #: the default of scanner.log.fetch.max-bytes-for-bucket (a value the user did not choose)
 _DEFAULT_BUCKET_BYTES = 1024 * 1024
 #: responses with fewer record bytes are decoded on the loop: a thread hop would cost more
@@ -294,7 +298,7 @@ class LogFetcher:
                 for _tb, st, _off in group:
                     st.inflight = True
                 self._node_reqs[node] = self._node_reqs.get(node, 0) + 1
-                self._spawn(self._fetch(node, group, req_bytes))
+                self._spawn(self._fetch(node, group, req_bytes, self._send_now(node, group, req_bytes)))
         if need_meta and self._meta_task is None:
             self._meta_task = self._spawn(self._refresh_metadata(need_meta))
         if need_latest and self._latest_task is None:
@@ -322,7 +326,8 @@ class LogFetcher:
                 b.partition_id = tb.partition_id
             b.bucket_id = tb.bucket_id
             b.fetch_offset = off
-            per_bucket = max(base, min(share, base << min(st.rounds, 8))) if bounded else base
+            per_bucket = (max(base, min(share, base << min(st.rounds + _BOUNDED_HEAD_START, 8)))
+                          if bounded else base)
             b.max_fetch_bytes = max(per_bucket, st.need_bytes)
         if self._filter_pb is not None:
             t.filter_predicate.CopyFrom(self._filter_pb)
@@ -339,14 +344,30 @@ class LogFetcher:
         for _tb, st, _off in entries:
             st.inflight = False
 
-    async def _fetch(self, node: int, entries, req_bytes: int) -> None:
+    def _send_now(self, node: int, entries, req_bytes: int):
+        """The FetchLog written to an open connection right here, so that it leaves while this
+        loop turn goes on (a task would send it a turn later, after the decode jobs just queued
+        took the cores): its response future, or None to let ``_fetch`` connect and send."""
+        peek = getattr(self.ctx, "open_connection", None)
+        conn = peek(node) if peek is not None else None
+        if conn is None:
+            return None
+        try:
+            return conn.send_raw(Api.FETCH_LOG, self._build_request(entries, req_bytes))
+        except FlussError:
+            return None  # _fetch meets the same error and reports it
+
+    async def _fetch(self, node: int, entries, req_bytes: int, sent=None) -> None:
         spec = self.spec
         handed = False  # the response handler releases the request itself, before it decodes
         sent_at = self._loop.time()
         try:
             try:
-                conn = await _connection(self.ctx, node)
-                body = await conn.request_raw(Api.FETCH_LOG, self._build_request(entries, req_bytes))
+                if sent is not None:
+                    body = await sent
+                else:
+                    conn = await _connection(self.ctx, node)
+                    body = await conn.request_raw(Api.FETCH_LOG, self._build_request(entries, req_bytes))
             except FlussError as exc:
                 self._release(node, entries)
                 handed = True
@@ -421,12 +442,12 @@ class LogFetcher:
                 if r.records is not None:
                     size += r.records[1] - r.records[0]
             self.send_fetches()
-            job = functools.partial(decode_response, self.spec, mv, todo)
             if self._decodes.pending == 0 and size < _INLINE_DECODE_BYTES:
                 # small (polling) answers: no thread hop; nothing is queued ahead of this one
-                self._decoded(node, todo, job(), None)
+                self._decoded(node, todo, decode_response(self.spec, mv, todo), None)
             else:
-                self._decodes.submit(self._loop, job, node, todo)
+                self._decodes.submit_parts(self._loop, todo, split_response(self.spec, mv, todo),
+                                           node, todo)
         if error is not None:
             raise error
 
@@ -450,7 +471,29 @@ class LogFetcher:
             else:
                 self._fail(FlussError(f"Decoding the fetch response for table '{self.spec.path}' "
                                       f"from node {node} failed: {error!r}", CLIENT_ERROR))
+        if self._stops is not None and not self._node_reqs.get(node) and self._fetched_all():
+            # the bounded read needs no more answers from this node: its receive buffers go back
+            # as the last answers finish decoding, not an idle delay after the read (they would
+            # add to the read's peak memory on top of the whole result); a turn later, once the
+            # decode jobs let go of this answer's buffer
+            self._loop.call_soon(self._trim_receive_pool, node)
         self._wake()
+
+    def _fetched_all(self) -> bool:
+        stops = self._stops
+        with self._lock:
+            subs = self._subs
+            for tb, stop in stops.items():
+                st = subs.get(tb)
+                if st is not None and st.fetch_at < stop:
+                    return False
+        return True
+
+    def _trim_receive_pool(self, node: int) -> None:
+        peek = getattr(self.ctx, "open_connection", None)
+        conn = peek(node) if peek is not None else None
+        if conn is not None and not self._node_reqs.get(node):
+            conn.trim_receive_pool()
 
     def _scan_response(self, mv, sent, now, md, todo) -> None:
         """Per-bucket errors, high watermarks and the next fetch positions of one response;

@@ -1,0 +1,188 @@
+"""Bounded reads against the embedded server: a large answer decoded as several jobs keeps rows and
+offsets in order whatever order the jobs finish in, the receive buffers go back when the read ends,
+and reads over many buckets, some empty, end."""
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import time
+from collections import namedtuple
+
+import pyarrow as pa
+import pytest
+
+import fluss_fast as ff
+from fluss_fast.client.scan import decode_jobs
+
+SCHEMA = pa.schema([("id", pa.int64()), ("payload", pa.string())])
+
+
+def _rows(lo, hi):
+    # random hex hardly compresses: answers of megabytes from modest row counts
+    return pa.table({"id": pa.array(range(lo, hi), pa.int64()),
+                     "payload": [os.urandom(60).hex() for _ in range(lo, hi)]}, schema=SCHEMA)
+
+
+@pytest.fixture
+async def conn(fluss_server):
+    # small log batches (~64 KB), so that one answer holds many of them
+    c = await ff.FlussConnection.create(ff.Config({"bootstrap.servers": fluss_server.bootstrap_servers,
+                                                   "writer.bucket.no-key-assigner": "round_robin",
+                                                   "writer.batch-size": "65536",
+                                                   "writer.dynamic-batch-size.enabled": "false"}))
+    yield c
+    await c.close()
+
+
+async def _table(conn, unique_name, buckets):
+    db = unique_name("parts")
+    await conn.get_admin().create_database(db, ignore_if_exists=True)
+    path = ff.TablePath(db, "t")
+    await conn.get_admin().create_table(path, ff.TableDescriptor(ff.Schema(SCHEMA), bucket_count=buckets))
+    return await conn.get_table(path)
+
+
+async def _write(table, data, rows_per_batch=400):
+    w = table.new_append().create_writer()
+    for b in data.to_batches(max_chunksize=rows_per_batch):
+        w.write_arrow_batch(b)
+    await w.flush()
+
+
+async def test_parts_finishing_in_any_order_keep_each_bucket_in_offset_order(conn, unique_name,
+                                                                           monkeypatch):
+    t = await _table(conn, unique_name, 2)
+    n = 24_000
+    await _write(t, _rows(0, n))
+    calls = []
+    real = decode_jobs._decode_part
+    rnd = random.Random(7)
+
+    def shuffled(spec, tb, mv, start, end, fetch_offset):
+        calls.append((tb.bucket_id, start, end))
+        time.sleep(rnd.random() * 0.004)  # later parts often finish first
+        return real(spec, tb, mv, start, end, fetch_offset)
+
+    monkeypatch.setattr(decode_jobs, "_decode_part", shuffled)
+    # a part per batch or two, so every large answer becomes several jobs
+    monkeypatch.setattr(decode_jobs.split_response, "__defaults__", (1,))
+    sc = await t.new_scan().create_record_batch_log_scanner()
+    sc.subscribe_buckets({0: ff.EARLIEST_OFFSET, 1: ff.EARLIEST_OFFSET})
+    got = await sc.to_arrow()
+    assert got.num_rows == n
+    assert sorted(got.column("id").to_pylist()) == list(range(n))
+    # answers were split: several parts cut from the span of one answer
+    ends = {(b, e) for b, _s, e in calls}
+    assert any((b, s) in ends for b, s, _e in calls), calls
+    # rows of one bucket come in offset order: round robin writes every bucket's ids ascending
+    sc2 = await t.new_scan().create_log_scanner()
+    sc2.subscribe_buckets({0: ff.EARLIEST_OFFSET, 1: ff.EARLIEST_OFFSET})
+    seen = {0: [], 1: []}
+    deadline = time.monotonic() + 20
+    while sum(map(len, seen.values())) < n and time.monotonic() < deadline:
+        for bucket, recs in (await sc2.poll(500)).items():
+            seen[bucket.bucket_id].extend((rec.offset, rec.row["id"]) for rec in recs)
+    for recs in seen.values():
+        assert [o for o, _ in recs] == list(range(len(recs)))
+        ids = [i for _, i in recs]
+        assert ids == sorted(ids)
+    batches = await _ordered_bounded(t)
+    for b, ids in batches.items():
+        assert ids == sorted(ids) and len(ids) == len(seen[b])
+
+
+async def _ordered_bounded(t):
+    """{bucket: ids} of a batch reader, which hands out each bucket's batches in offset order."""
+    sc = await t.new_scan().create_record_batch_log_scanner()
+    sc.subscribe_buckets({0: ff.EARLIEST_OFFSET, 1: ff.EARLIEST_OFFSET})
+    out = {0: [], 1: []}
+    while True:
+        batches = await sc.poll_record_batch(2000)
+        if not batches:
+            break
+        for rb in batches:
+            out[rb.bucket.bucket_id].extend(rb.batch.column("id").to_pylist())
+    return out
+
+
+async def test_a_start_inside_a_batch_is_honoured_by_every_part(conn, unique_name, monkeypatch):
+    t = await _table(conn, unique_name, 1)
+    n = 8_000
+    await _write(t, _rows(0, n), rows_per_batch=300)
+    monkeypatch.setattr(decode_jobs.split_response, "__defaults__", (1,))
+    sc = await t.new_scan().create_record_batch_log_scanner()
+    sc.subscribe(0, 1234)  # inside a batch: rows below it are cut from the first part only
+    got = await sc.to_arrow()
+    assert got.column("id").to_pylist() == list(range(1234, n))
+
+
+Res = namedtuple("Res", "records filtered_end_offset")
+
+
+def test_combine_parts_keeps_entry_order_and_stops_at_the_first_failure():
+    todo = [(None, None, 10, Res((0, 1), None)), (None, None, 50, Res(None, 70)),
+            (None, None, 90, Res((5, 9), None))]
+    parts = [(0, "a"), (0, "b"), (1, None), (2, "c"), (2, "d")]
+    ok = [((["c1"], 20), None), ((["c2"], 30), None), ((None, None)), ((["c3"], 95), None),
+          ((["c4"], 99), None)]
+    out, err = decode_jobs.combine_parts(todo, parts, ok)
+    assert err is None
+    # entry 1 had no records: its next offset comes from filtered_end_offset
+    assert out == [(["c1", "c2"], 30), ([], 70), (["c3", "c4"], 99)]
+    boom = ValueError("bad batch")
+    failed = ok[:3] + [((["c3"], 95), None), (None, boom)]
+    out, err = decode_jobs.combine_parts(todo, parts, failed)
+    # a failing part drops its bucket's other parts, as one job over the whole span would
+    assert err is boom and out == [(["c1", "c2"], 30), ([], 70)]
+
+
+async def test_receive_buffers_go_back_when_a_bounded_read_ends(conn, unique_name, monkeypatch):
+    from fluss_fast.rpc import connection as rpc_conn
+
+    # the idle trim would also empty the pool, later: keep it out of the way
+    monkeypatch.setattr(rpc_conn, "_POOL_IDLE_S", 60.0)
+    t = await _table(conn, unique_name, 3)
+    n = 30_000
+    await _write(t, _rows(0, n))
+    sc = await t.new_scan().create_record_batch_log_scanner()
+    sc.subscribe_buckets({b: ff.EARLIEST_OFFSET for b in range(3)})
+    got = await sc.to_arrow()
+    assert got.num_rows == n
+
+    async def pool_stats():
+        async def on_loop():
+            ctx = conn._ctx
+            c = ctx.open_connection(0)
+            return c._transport.get_protocol().pool.stats()
+        return await conn._ctx.runtime.run(on_loop())
+
+    stats = await pool_stats()
+    assert stats["allocated"] > 0  # answers really came through the pool
+    for _ in range(20):
+        if stats["free_bytes"] == 0 and stats["busy"] == 0:
+            break
+        await asyncio.sleep(0.01)
+        stats = await pool_stats()
+    assert stats["free_bytes"] == 0 and stats["busy"] == 0, stats
+    # the connection still works, and the next read starts afresh
+    sc.subscribe_buckets({b: ff.EARLIEST_OFFSET for b in range(3)})
+    assert (await sc.to_arrow()).num_rows == n
+
+
+async def test_many_buckets_some_empty_end_and_read_everything(conn, unique_name, monkeypatch):
+    monkeypatch.setattr(decode_jobs.split_response, "__defaults__", (1,))
+    buckets = 12
+    t = await _table(conn, unique_name, buckets)
+    # 5 rows over 12 round-robin buckets: most stay empty; then one bucket gets large answers
+    await _write(t, _rows(0, 5))
+    sc = await t.new_scan().create_record_batch_log_scanner()
+    sc.subscribe_buckets({b: ff.EARLIEST_OFFSET for b in range(buckets)})
+    got = await sc.to_arrow()
+    assert sorted(got.column("id").to_pylist()) == list(range(5))
+    await _write(t, _rows(5, 20_000), rows_per_batch=2000)
+    sc.subscribe_buckets({b: ff.EARLIEST_OFFSET for b in range(buckets)})
+    got = await sc.to_arrow()
+    assert sorted(got.column("id").to_pylist()) == list(range(20_000))
+    sc.subscribe_buckets({b: ff.LATEST_OFFSET for b in range(buckets)})
+    assert (await sc.to_arrow()).num_rows == 0
