@@ -19,7 +19,7 @@ from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
 from ..rpc.errors import Errors
 from .bucket_reqs import bucket_reply, check_acks, set_error
-from .kvstore import Merger, put_batch
+from .kvstore import FIRST_KEY, Merger, put_batch
 
 SCANNER_TTL_S = 600.0          # kv.scanner.ttl
 MAX_SCANNERS_PER_BUCKET = 8
@@ -56,7 +56,7 @@ class _Scanner:
         self.key = key
         self.snapshot = bkv.snapshot()
         self.it = self.snapshot.iter()
-        self.it.seek_to_first()
+        self.it.seek(FIRST_KEY)  # past the store's applied-offset entry
         self.left = limit
         self.seq = 0
         self.touched = time.monotonic()

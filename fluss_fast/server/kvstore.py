@@ -44,6 +44,10 @@ log = logging.getLogger("fluss_fast.server.kvstore")
 
 
 _APPLIED_FILE = "applied-offset"
+# The applied offset is stored in RocksDB under the empty key, which no primary key encodes to
+# (every key column writes at least one byte); iterations start at FIRST_KEY to pass it by.
+_APPLIED_KEY = b""
+FIRST_KEY = b"\x00"
 # the pre-write buffer's bounds: they also bound the log a restart after a crash replays
 # (FLUSS_FAST_KV_PREWRITE_KEYS=1 flushes every batch)
 PENDING_KEYS = max(1, int(os.environ.get("FLUSS_FAST_KV_PREWRITE_KEYS") or 65536))
@@ -92,6 +96,20 @@ def _raw_options():
     none, lz4 = rocksdict.DBCompressionType.none(), rocksdict.DBCompressionType.lz4()
     opts.set_compression_per_level([none, none, lz4, lz4, lz4, lz4, lz4])
     return opts
+
+
+def _open_db(path: str):
+    """A bucket's RocksDB, written without RocksDB's own WAL: the bucket's changelog is the WAL.
+    Every write carries the log offset it brings the state to (``_APPLIED_KEY``), and with one
+    column family RocksDB recovers a prefix of its writes, so the mark recovered always matches the
+    state recovered, and the log is replayed from there (DATA.md's replay is idempotent)."""
+    import rocksdict
+
+    db = rocksdict.Rdict(path, _raw_options())
+    wo = rocksdict.WriteOptions()
+    wo.disable_wal = True
+    db.set_write_options(wo)
+    return db
 
 
 # -- aggregation merge engine -----------------------------------------------------------------------
@@ -413,12 +431,10 @@ class BucketKv:
     pending_total = 0  # bytes in the pre-write buffers of every bucket (changed on the event loop only)
 
     def __init__(self, blog, directory: str) -> None:
-        import rocksdict
-
         self.blog = blog
         self.dir = directory
         os.makedirs(directory, exist_ok=True)
-        self.db = rocksdict.Rdict(os.path.join(directory, "db"), _raw_options())
+        self.db = _open_db(os.path.join(directory, "db"))
         self.lock = asyncio.Lock()
         self.applied = self._read_applied()  # RocksDB holds the log up to here
         # the pre-write buffer: changes up to pending_end that RocksDB does not have yet
@@ -469,11 +485,23 @@ class BucketKv:
 
     # -- the applied-offset mark ---------------------------------------------------------------
     def _read_applied(self) -> int:
+        """The offset stored in RocksDB beside the state it describes. A store without one was
+        written with RocksDB's WAL by an older server (its ``applied-offset`` file is then exact), or
+        is new: its mark is stored now and made durable before any write that skips the WAL."""
+        raw = self.db.get(_APPLIED_KEY)
+        if raw is not None:
+            return int(raw)
         try:
             with open(os.path.join(self.dir, _APPLIED_FILE), "rb") as f:
-                return int(f.read().decode().strip() or 0)
+                offset = int(f.read().decode().strip() or 0)
         except (OSError, ValueError):
-            return 0
+            offset = 0
+        self._store_mark(offset)
+        return offset
+
+    def _store_mark(self, offset: int) -> None:
+        self.db.put(_APPLIED_KEY, b"%d" % offset)
+        self.db.flush()  # into an SST: from here on the mark in RocksDB is the one recovery trusts
 
     def _mark(self, offset: int) -> None:
         path = os.path.join(self.dir, _APPLIED_FILE)
@@ -496,6 +524,7 @@ class BucketKv:
             self._clear()
             start = self.blog.log_start_offset
         if start >= hw:
+            self.applied = self.pending_end = start
             return
         replayed = 0
         pieces = self.blog.whole_batches(start)
@@ -504,7 +533,7 @@ class BucketKv:
             for h in logbatch.iter_batches(data):
                 if h.next_offset <= start:
                     continue
-                writes = {}
+                writes = {_APPLIED_KEY: b"%d" % h.next_offset}
                 for ct, values in table.changelog_rows(data, h):
                     schema = table.schemas[h.schema_id]
                     width = len(schema.columns)
@@ -531,7 +560,9 @@ class BucketKv:
         self.db.close()
         rocksdict.Rdict.destroy(path, _raw_options())
         shutil.rmtree(path, ignore_errors=True)
-        self.db = rocksdict.Rdict(path, _raw_options())
+        self.db = _open_db(path)
+        # durable before the rebuild writes: a crash in it must not find a store without its mark
+        self._store_mark(self.blog.log_start_offset)
 
     # -- access ----------------------------------------------------------------------------------
     def get(self, key: bytes) -> Optional[bytes]:
@@ -571,7 +602,7 @@ class BucketKv:
         self.flush()
         out = []
         it = self.db.iter()
-        it.seek_to_first()
+        it.seek(FIRST_KEY)
         while it.valid() and (limit is None or len(out) < limit):
             out.append(it.value())
             it.next()
@@ -656,6 +687,9 @@ class BucketKv:
         try:
             wb = rocksdict.WriteBatch(raw_mode=True)
             fill_batch(pending, wb)
+            # the applied offset rides in the same batch: whatever prefix of its writes RocksDB
+            # still has after a crash, its mark says which stretch of the log to replay
+            wb.put(_APPLIED_KEY, b"%d" % end)
             self.db.write(wb)
         except Exception as e:
             # RocksDB missed changes the log has: reopening replays the log from the last mark
@@ -693,6 +727,8 @@ class BucketKv:
             self.pending = {}
         self.closed = True
         try:
+            if flush and not self.stale:
+                self.db.flush()  # the memtables to SSTs: a clean restart replays nothing
             self.db.close()
         except Exception:  # noqa: BLE001 - closing a store that is going away anyway
             log.exception("closing the KV store of %s failed", self.blog.name)
