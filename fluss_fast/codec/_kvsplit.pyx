@@ -149,6 +149,7 @@ def plan_changes(list keys, list values, dict current, bint full, bint ignore_de
 
 
 cdef struct _Key:
+    uint64_t head  # the first 8 bytes big-endian, zero-padded: most comparisons end here
     const char *p
     Py_ssize_t n
     PyObject *key
@@ -158,11 +159,24 @@ cdef struct _Key:
 cdef int _key_order(const void *a, const void *b) noexcept nogil:
     cdef const _Key *x = <const _Key *>a
     cdef const _Key *y = <const _Key *>b
-    cdef Py_ssize_t n = x.n if x.n < y.n else y.n
-    cdef int c = memcmp(x.p, y.p, <size_t>n)
+    cdef Py_ssize_t n
+    cdef int c
+    if x.head != y.head:
+        return -1 if x.head < y.head else 1
+    # equal heads: zero padding may hide a length difference, so compare the whole keys
+    n = x.n if x.n < y.n else y.n
+    c = memcmp(x.p, y.p, <size_t>n)
     if c:
         return c
     return (x.n > y.n) - (x.n < y.n)
+
+
+cdef inline uint64_t _head(const unsigned char *p, Py_ssize_t n) noexcept nogil:
+    cdef uint64_t h = 0
+    cdef Py_ssize_t i
+    for i in range(8):
+        h = (h << 8) | (p[i] if i < n else 0)
+    return h
 
 
 def fill_batch(dict changes, batch):
@@ -183,6 +197,7 @@ def fill_batch(dict changes, batch):
         while PyDict_Next(changes, &pos, &k, &v):
             arr[i].p = PyBytes_AS_STRING(<object>k)
             arr[i].n = PyBytes_GET_SIZE(<object>k)
+            arr[i].head = _head(<const unsigned char *>arr[i].p, arr[i].n)
             arr[i].key = k
             arr[i].value = v
             i += 1

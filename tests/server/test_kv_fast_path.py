@@ -247,3 +247,15 @@ def test_plan_changes_into_current_itself(seed):
         assert fn(keys, values, same, True, False, same, b"\x01\x00") == separate
         assert {k: v for k, v in same.items() if k in changes} == changes
         assert all(same[k] is None and stored[k] is None for k in same if k not in changes)
+
+
+def test_fill_batch_orders_keys_that_differ_past_eight_bytes_or_by_zero_padding():
+    keys = [b"\x01", b"\x01\x00", b"\x01" + b"\x00" * 8, b"\x01" + b"\x00" * 9, b"abcdefgh", b"abcdefgh\x00",
+            b"abcdefghi", b"abcdefgha", b"abcdefgh\xff", b"\xff" * 8, b"\xff" * 12, b"\x00", b"", b"abcdefg"]
+    rnd = random.Random(5)
+    for _ in range(20):
+        rnd.shuffle(keys)
+        for fn in (kvsplit.fill_batch, kvsplit.fill_batch_py):
+            wb = _Batch()
+            fn({key: b"v" for key in keys}, wb)
+            assert [op[1] for op in wb.ops] == sorted(keys)
