@@ -259,3 +259,31 @@ def test_fill_batch_orders_keys_that_differ_past_eight_bytes_or_by_zero_padding(
             wb = _Batch()
             fn({key: b"v" for key in keys}, wb)
             assert [op[1] for op in wb.ops] == sorted(keys)
+
+
+def test_put_kv_with_agg_mode_overwrite_and_without_it(fluss_server, unique_name):
+    """PutKv is read in place from the frame, except requests with agg_mode, which protobuf reads:
+    both must reach the merge with the right rule (first_row keeps, overwrite replaces)."""
+    kv = Kv(fluss_server)
+    try:
+        db = unique_name("aggmode")
+        kv.create_db(db)
+        tid = kv.create_table(db, "t", properties={"table.merge-engine": "first_row"})
+
+        def put(rec, agg_mode=None):
+            req = pb.PutKvRequest(acks=-1, table_id=tid, timeout_ms=30000)
+            if agg_mode is not None:
+                req.agg_mode = agg_mode
+            req.buckets_req.add(bucket_id=0, records=build_kv_batch([rec], schema_id=1))
+            resp = kv.tablet.call(Api.PUT_KV, req).buckets_resp[0]
+            assert not resp.error_code, resp.error_message
+
+        put(up(1, "first"))
+        put(up(1, "second"))
+        assert looked_up(kv.lookup(tid, [k(1)])) == [[1, "first", None]]
+        put(up(1, "forced"), agg_mode=1)
+        assert looked_up(kv.lookup(tid, [k(1)])) == [[1, "forced", None]]
+        put(up(1, "kept out"), agg_mode=0)
+        assert looked_up(kv.lookup(tid, [k(1)])) == [[1, "forced", None]]
+    finally:
+        kv.close()
