@@ -10,10 +10,14 @@ iteration (prefix lookups, limit scans, SCAN_KV) and on a clean stop: a skiplist
 sorted batch at a fraction of the per-key cost of many small ones, and a key changed again before
 the flush is written once. So the log is never behind the KV store. Every changelog record that
 carries a row (+I, +U, -D) holds the whole row image, which makes replaying a stretch of the log
-idempotent; the store remembers (in ``applied-offset`` next to it, written after each flush, when
-RocksDB has the buffer) an offset up to which it certainly holds the log, and on opening replays
-the log from there to its end — which also restores whatever the buffer held at a crash. A store
-that claims more than the log holds (the log lost a torn tail) is rebuilt from the whole log.
+idempotent. RocksDB is written without its own WAL (the log is one already): every write batch
+also stores, under the empty key, the log offset it brings the state to, and as RocksDB recovers
+a prefix of its write batches after a crash, the recovered offset always describes the recovered
+state. On opening the store replays the log from that offset to its end — which also restores
+whatever the buffer (or a memtable RocksDB had not flushed) held at a crash. A store that claims
+more than the log holds (the log lost a torn tail) is rebuilt from the whole log. The
+``applied-offset`` file beside the store says how far RocksDB has been given the log (for
+operators and tests); it is read only once, to take over a store of an older server.
 
 Values are stored as Java stores them: int16 LE schema id, then the row in the table's kv format.
 """
