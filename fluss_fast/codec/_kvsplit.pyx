@@ -100,10 +100,11 @@ def plan_changes(list keys, list values, dict current, bint full, bint ignore_de
                  bytes latest):
     cdef list rows = []
     cdef bytearray cts = bytearray()
-    cdef Py_ssize_t i, n = len(keys), before = len(changes)
+    cdef Py_ssize_t i, n = len(keys)
     cdef object key, value
     cdef PyObject *old
     cdef bint mixed = False
+    cdef bint same = changes is current
     cdef const char *lp = PyBytes_AS_STRING(latest)
     cdef const char *rp
     if len(values) != n:
@@ -119,8 +120,9 @@ def plan_changes(list keys, list values, dict current, bint full, bint ignore_de
                 continue
             rows.append(<object>old)
             cts.append(CT_DELETE)
-            current[key] = None
-            PyDict_SetItem(changes, key, None)
+            PyDict_SetItem(current, key, None)
+            if not same:
+                PyDict_SetItem(changes, key, None)
         else:
             if not full:
                 rows.append(value)
@@ -136,16 +138,18 @@ def plan_changes(list keys, list values, dict current, bint full, bint ignore_de
                     rows.append(value)
                     cts.append(CT_UA)
             PyDict_SetItem(current, key, value)
-            PyDict_SetItem(changes, key, value)
+            if not same:
+                PyDict_SetItem(changes, key, value)
     for r in rows:
         rp = PyBytes_AS_STRING(r)
         if PyBytes_GET_SIZE(r) < 2 or rp[0] != lp[0] or rp[1] != lp[1]:
             mixed = True
             break
-    return rows, cts, len(changes) - before, mixed
+    return rows, cts, mixed
 
 
 cdef struct _Key:
+    uint64_t head  # the first 8 bytes big-endian, zero-padded: most comparisons end here
     const char *p
     Py_ssize_t n
     PyObject *key
@@ -155,11 +159,24 @@ cdef struct _Key:
 cdef int _key_order(const void *a, const void *b) noexcept nogil:
     cdef const _Key *x = <const _Key *>a
     cdef const _Key *y = <const _Key *>b
-    cdef Py_ssize_t n = x.n if x.n < y.n else y.n
-    cdef int c = memcmp(x.p, y.p, <size_t>n)
+    cdef Py_ssize_t n
+    cdef int c
+    if x.head != y.head:
+        return -1 if x.head < y.head else 1
+    # equal heads: zero padding may hide a length difference, so compare the whole keys
+    n = x.n if x.n < y.n else y.n
+    c = memcmp(x.p, y.p, <size_t>n)
     if c:
         return c
     return (x.n > y.n) - (x.n < y.n)
+
+
+cdef inline uint64_t _head(const unsigned char *p, Py_ssize_t n) noexcept nogil:
+    cdef uint64_t h = 0
+    cdef Py_ssize_t i
+    for i in range(8):
+        h = (h << 8) | (p[i] if i < n else 0)
+    return h
 
 
 def fill_batch(dict changes, batch):
@@ -180,6 +197,7 @@ def fill_batch(dict changes, batch):
         while PyDict_Next(changes, &pos, &k, &v):
             arr[i].p = PyBytes_AS_STRING(<object>k)
             arr[i].n = PyBytes_GET_SIZE(<object>k)
+            arr[i].head = _head(<const unsigned char *>arr[i].p, arr[i].n)
             arr[i].key = k
             arr[i].value = v
             i += 1
@@ -217,4 +235,34 @@ def read_through(list keys, dict pending, get):
         got = get(misses)
         for j in range(len(at)):
             out[<Py_ssize_t>at[j]] = got[j]
+    return out
+
+
+def current_values(list keys, list values, dict pending, get, bint deletes_only):
+    cdef dict out = {}
+    cdef list misses = []
+    cdef Py_ssize_t i, n = len(keys)
+    cdef object key
+    cdef PyObject *v
+    if len(values) != n:
+        raise ValueError(f"{n} keys but {len(values)} values")
+    for i in range(n):
+        if deletes_only and values[i] is not None:
+            continue
+        key = keys[i]
+        if PyDict_GetItem(out, key) != NULL:
+            continue
+        v = PyDict_GetItem(pending, key)
+        if v == NULL:
+            PyDict_SetItem(out, key, None)
+            misses.append(key)
+        else:
+            PyDict_SetItem(out, key, <object>v)
+    if misses:
+        got = get(misses)
+        if len(got) != len(misses):
+            raise ValueError(f"{len(got)} values read for {len(misses)} keys")
+        for i in range(len(misses)):
+            if got[i] is not None:
+                PyDict_SetItem(out, misses[i], got[i])
     return out

@@ -10,9 +10,11 @@ None for a delete. Errors are ``CorruptBatchError`` with ``kvbatch.iter_kv_recor
 in order to ``current`` (key -> stored value or None; it must hold every key whose old value
 matters: all keys for the FULL image, the deleted ones for WAL), sets the final state of every
 key it changed in the dict ``changes`` (None = deleted), and returns ``(rows, change_types,
-writes, mixed)``: the changelog's stored values and their change-type bytes, the number of keys
-written, and whether any changelog row is under another schema than the two-byte ``latest``. A
-key repeated in the batch sees its earlier records, as in the Java server.
+mixed)``: the changelog's stored values and their change-type bytes, and whether any changelog
+row is under another schema than the two-byte ``latest``. A key repeated in the batch sees its
+earlier records, as in the Java server. ``changes`` may be ``current`` itself: with the FULL image
+every key of the batch is read, and the keys it does not change are deletes of absent keys, whose
+``None`` changes nothing when written.
 
 ``fill_batch(changes, batch)`` puts a dict of changes into ``batch`` (anything with
 ``put(key, value)`` / ``delete(key)``, a rocksdict ``WriteBatch``) in key order: RocksDB's
@@ -20,6 +22,10 @@ memtable inserts a long run of sorted keys at a fraction of the cost of scattere
 
 ``read_through(keys, pending, get)`` is the current value of every key: from the dict ``pending``
 (None = deleted) when it has the key, else from one ``get(missing_keys)`` call (a RocksDB multi-get).
+
+``current_values(keys, values, pending, get, deletes_only)`` is ``read_through`` of the distinct
+keys whose old value a merge needs (every key, or with ``deletes_only`` those whose value is None)
+as a dict key -> stored value or None, built in one pass: ``plan_changes``'s ``current``.
 ``_kvsplit.pyx`` is the compiled twin.
 """
 from __future__ import annotations
@@ -33,7 +39,7 @@ from .errors import CorruptBatchError
 from .indexedlog import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
 from .rows import decode_varint
 
-__all__ = ["split_kv_records", "plan_changes", "fill_batch", "read_through"]
+__all__ = ["split_kv_records", "plan_changes", "fill_batch", "read_through", "current_values"]
 
 _HEADER = 28
 _CRC_AT = 5
@@ -82,10 +88,11 @@ def split_kv_records(buf, prefix: bytes) -> Tuple[List[bytes], List[Optional[byt
 
 
 def plan_changes(keys, values, current: dict, full: bool, ignore_deletes: bool, changes: dict,
-                 latest: bytes) -> Tuple[List[bytes], bytearray, int, bool]:
+                 latest: bytes) -> Tuple[List[bytes], bytearray, bool]:
     rows: List[bytes] = []
     cts = bytearray()
-    before = len(changes)
+    if len(values) != len(keys):
+        raise ValueError(f"{len(keys)} keys but {len(values)} values")
     for key, value in zip(keys, values):
         if value is None:
             if ignore_deletes:
@@ -113,7 +120,7 @@ def plan_changes(keys, values, current: dict, full: bool, ignore_deletes: bool, 
             current[key] = value
         changes[key] = current[key]
     mixed = any(r[:2] != latest for r in rows)
-    return rows, cts, len(changes) - before, mixed
+    return rows, cts, mixed
 
 
 def fill_batch(changes: dict, batch) -> None:
@@ -145,9 +152,34 @@ def read_through(keys: List[bytes], pending: dict, get) -> List[Optional[bytes]]
     return out
 
 
+def current_values(keys: List[bytes], values: List[Optional[bytes]], pending: dict, get,
+                   deletes_only: bool) -> dict:
+    if len(values) != len(keys):
+        raise ValueError(f"{len(keys)} keys but {len(values)} values")
+    out: dict = {}
+    misses: List[bytes] = []
+    for key, value in zip(keys, values):
+        if (deletes_only and value is not None) or key in out:
+            continue
+        if key in pending:
+            out[key] = pending[key]
+        else:
+            out[key] = None
+            misses.append(key)
+    if misses:
+        got = get(misses)
+        if len(got) != len(misses):
+            raise ValueError(f"{len(got)} values read for {len(misses)} keys")
+        for key, value in zip(misses, got):
+            if value is not None:
+                out[key] = value
+    return out
+
+
 split_kv_records_py = split_kv_records
 plan_changes_py = plan_changes
 fill_batch_py = fill_batch
 read_through_py = read_through
+current_values_py = current_values
 
 pick("_kvsplit", globals(), __all__)

@@ -18,8 +18,9 @@ from ..errors import FlussError
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
 from ..rpc.errors import Errors
+from ..rpc.wire import PUT_KV
 from .bucket_reqs import bucket_reply, check_acks, set_error
-from .kvstore import Merger, put_batch
+from .kvstore import FIRST_KEY, Merger, put_batch
 
 SCANNER_TTL_S = 600.0          # kv.scanner.ttl
 MAX_SCANNERS_PER_BUCKET = 8
@@ -56,7 +57,7 @@ class _Scanner:
         self.key = key
         self.snapshot = bkv.snapshot()
         self.it = self.snapshot.iter()
-        self.it.seek_to_first()
+        self.it.seek(FIRST_KEY)  # past the store's applied-offset entry
         self.left = limit
         self.seq = 0
         self.touched = time.monotonic()
@@ -120,8 +121,9 @@ class KvService:
         merger = merger_error = None
         if entry is not None and entry.has_primary_key:
             try:
-                merger = Merger(self.kv.table(entry), list(req.target_columns),
-                                req.agg_mode if req.HasField("agg_mode") else 0)
+                # the raw parser takes only requests without agg_mode (others go through protobuf)
+                agg_mode = req.agg_mode if isinstance(req, pb.PutKvRequest) and req.HasField("agg_mode") else 0
+                merger = Merger(self.kv.table(entry), list(req.target_columns), agg_mode)
             except FlussError as e:
                 merger_error = e
 
@@ -143,6 +145,9 @@ class KvService:
             # is taken in request order)
             await asyncio.gather(*puts)
         return resp
+
+    # the KV batches are read in place from the request frame (no protobuf copy of the records)
+    put_kv.raw_parser = PUT_KV.parse
 
     # -- LOOKUP / PREFIX_LOOKUP ------------------------------------------------------------------
     async def lookup(self, ctx, version, req):

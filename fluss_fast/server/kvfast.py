@@ -83,26 +83,24 @@ async def put_batch_fast(table, merger, bkv, records, h) -> int:
         if behavior == "DISABLE" and None in values:
             raise deletes_disabled()
         ignore_deletes = behavior == "IGNORE"
-        if full:
-            wanted = list(dict.fromkeys(keys))
-        elif ignore_deletes:
-            wanted = []
-        else:
-            wanted = list(dict.fromkeys(k for k, v in zip(keys, values) if v is None))
-        if len(wanted) >= THREAD_GET_KEYS:
+        # FULL image: the old value of every key; WAL: only of the deleted ones (none when ignored)
+        deletes_only = not full
+        reads = len(keys) if full else (0 if ignore_deletes else values.count(None))
+        if reads >= THREAD_GET_KEYS:
             # RocksDB's multi-get drops the GIL: other buckets' requests go on meanwhile
             try:
-                got = await asyncio.to_thread(bkv.multi_get, wanted)
+                current = await asyncio.to_thread(bkv.current_values, keys, values, deletes_only)
             except Exception as e:  # noqa: BLE001 - e.g. the bucket was dropped under the read
                 if bkv.closed:
                     raise FlussError(f"{name} was dropped", Errors.UNKNOWN_TABLE_OR_BUCKET_EXCEPTION) from None
                 raise FlussError(f"Failed to read the KV state of {name}: {e}", Errors.KV_STORAGE_EXCEPTION) from e
         else:
-            got = bkv.multi_get(wanted) if wanted else []
-        current = dict(zip(wanted, got))
-        changes = {}
-        rows, cts, _, mixed = plan_changes(keys, values, current, full, ignore_deletes, changes,
-                                           _SID.pack(table.latest_schema_id))
+            current = bkv.current_values(keys, values, deletes_only) if reads else {}
+        # with the FULL image the read values become the changes (plan_changes' contract), saving a
+        # dict per batch; ignored deletes would write their old values back, so they keep a separate one
+        changes = current if full and not ignore_deletes else {}
+        rows, cts, mixed = plan_changes(keys, values, current, full, ignore_deletes, changes,
+                                        _SID.pack(table.latest_schema_id))
         try:
             if len(rows) >= THREAD_BUILD_ROWS:
                 # decoding and compression run beside the event loop (zstd and Arrow drop the GIL);

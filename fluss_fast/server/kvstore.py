@@ -10,10 +10,14 @@ iteration (prefix lookups, limit scans, SCAN_KV) and on a clean stop: a skiplist
 sorted batch at a fraction of the per-key cost of many small ones, and a key changed again before
 the flush is written once. So the log is never behind the KV store. Every changelog record that
 carries a row (+I, +U, -D) holds the whole row image, which makes replaying a stretch of the log
-idempotent; the store remembers (in ``applied-offset`` next to it, written after each flush, when
-RocksDB has the buffer) an offset up to which it certainly holds the log, and on opening replays
-the log from there to its end — which also restores whatever the buffer held at a crash. A store
-that claims more than the log holds (the log lost a torn tail) is rebuilt from the whole log.
+idempotent. RocksDB is written without its own WAL (the log is one already): every write batch
+also stores, under the empty key, the log offset it brings the state to, and as RocksDB recovers
+a prefix of its write batches after a crash, the recovered offset always describes the recovered
+state. On opening the store replays the log from that offset to its end — which also restores
+whatever the buffer (or a memtable RocksDB had not flushed) held at a crash. A store that claims
+more than the log holds (the log lost a torn tail) is rebuilt from the whole log. The
+``applied-offset`` file beside the store says how far RocksDB has been given the log (for
+operators and tests); it is read only once, to take over a store of an older server.
 
 Values are stored as Java stores them: int16 LE schema id, then the row in the table's kv format.
 """
@@ -31,7 +35,7 @@ from ..codec.errors import CorruptBatchError
 from ..codec.indexedlog import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
 from ..codec.keys import key_columns
 from ..codec.kvbatch import encode_value, iter_kv_records, parse_kv_header
-from ..codec.kvsplit import fill_batch, read_through
+from ..codec.kvsplit import current_values, fill_batch, read_through
 from ..codec.rows import (INDEXED, CompactedKeyEncoder, CompactedRowDecoder, CompactedRowEncoder,
                           IndexedRowDecoder, IndexedRowEncoder)
 from ..errors import FlussError
@@ -44,6 +48,10 @@ log = logging.getLogger("fluss_fast.server.kvstore")
 
 
 _APPLIED_FILE = "applied-offset"
+# The applied offset is stored in RocksDB under the empty key, which no primary key encodes to
+# (every key column writes at least one byte); iterations start at FIRST_KEY to pass it by.
+_APPLIED_KEY = b""
+FIRST_KEY = b"\x00"
 # the pre-write buffer's bounds: they also bound the log a restart after a crash replays
 # (FLUSS_FAST_KV_PREWRITE_KEYS=1 flushes every batch)
 PENDING_KEYS = max(1, int(os.environ.get("FLUSS_FAST_KV_PREWRITE_KEYS") or 65536))
@@ -51,7 +59,22 @@ PENDING_BYTES = 16 << 20  # KV batch bytes merged into the buffer since its last
 PENDING_TOTAL_BYTES = 256 << 20  # the same over every bucket in the process: past it, a bucket flushes at once
 PENDING_SECONDS = float(os.environ.get("FLUSS_FAST_KV_PREWRITE_SECONDS") or 2.0)
 THREAD_BUILD_ROWS = 512  # changelogs at least this long are built on a worker thread
+BLOCK_CACHE_BYTES = 64 << 20  # shared by every bucket's RocksDB in the process
 AUTO_INC_CACHE = 100_000  # table.auto-increment.cache-size: ids a bucket takes from its table's counter at once
+
+
+_BLOCK_CACHE = None
+
+
+def _block_cache():
+    """One LRU block cache for every bucket's store: PUT_KV reads the old value of every key it
+    updates, and a bucket's working set is rarely the same size as its neighbours'."""
+    global _BLOCK_CACHE
+    if _BLOCK_CACHE is None:
+        import rocksdict
+
+        _BLOCK_CACHE = rocksdict.Cache(BLOCK_CACHE_BYTES)
+    return _BLOCK_CACHE
 
 
 def _raw_options():
@@ -63,13 +86,34 @@ def _raw_options():
     # (on the SST files and on the memtable) answer those misses without a search, ~5x cheaper
     table = rocksdict.BlockBasedOptions()
     table.set_bloom_filter(10, False)
+    table.set_block_cache(_block_cache())
+    # a hash index inside each data block: a point read of a present key skips the block's binary search
+    table.set_data_block_index_type(rocksdict.DataBlockIndexType.binary_and_hash())
     opts.set_block_based_table_factory(table)
     opts.set_memtable_prefix_bloom_ratio(0.1)
     opts.set_memtable_whole_key_filtering(True)
     # a skiplist insert costs a cache miss per level: a 16 MiB memtable (not 64) cut the write of
     # a pre-write flush by a third in our measurements, reads alike, flushed to SSTs more often
     opts.set_write_buffer_size(16 << 20)
+    # the young levels are rewritten by every compaction and read by every old-value lookup: left
+    # uncompressed they cost no snappy on flush, compaction or read; the bottom levels keep lz4
+    none, lz4 = rocksdict.DBCompressionType.none(), rocksdict.DBCompressionType.lz4()
+    opts.set_compression_per_level([none, none, lz4, lz4, lz4, lz4, lz4])
     return opts
+
+
+def _open_db(path: str):
+    """A bucket's RocksDB, written without RocksDB's own WAL: the bucket's changelog is the WAL.
+    Every write carries the log offset it brings the state to (``_APPLIED_KEY``), and with one
+    column family RocksDB recovers a prefix of its writes, so the mark recovered always matches the
+    state recovered, and the log is replayed from there (DATA.md's replay is idempotent)."""
+    import rocksdict
+
+    db = rocksdict.Rdict(path, _raw_options())
+    wo = rocksdict.WriteOptions()
+    wo.disable_wal = True
+    db.set_write_options(wo)
+    return db
 
 
 # -- aggregation merge engine -----------------------------------------------------------------------
@@ -391,12 +435,10 @@ class BucketKv:
     pending_total = 0  # bytes in the pre-write buffers of every bucket (changed on the event loop only)
 
     def __init__(self, blog, directory: str) -> None:
-        import rocksdict
-
         self.blog = blog
         self.dir = directory
         os.makedirs(directory, exist_ok=True)
-        self.db = rocksdict.Rdict(os.path.join(directory, "db"), _raw_options())
+        self.db = _open_db(os.path.join(directory, "db"))
         self.lock = asyncio.Lock()
         self.applied = self._read_applied()  # RocksDB holds the log up to here
         # the pre-write buffer: changes up to pending_end that RocksDB does not have yet
@@ -447,11 +489,23 @@ class BucketKv:
 
     # -- the applied-offset mark ---------------------------------------------------------------
     def _read_applied(self) -> int:
+        """The offset stored in RocksDB beside the state it describes. A store without one was
+        written with RocksDB's WAL by an older server (its ``applied-offset`` file is then exact), or
+        is new: its mark is stored now and made durable before any write that skips the WAL."""
+        raw = self.db.get(_APPLIED_KEY)
+        if raw is not None:
+            return int(raw)
         try:
             with open(os.path.join(self.dir, _APPLIED_FILE), "rb") as f:
-                return int(f.read().decode().strip() or 0)
+                offset = int(f.read().decode().strip() or 0)
         except (OSError, ValueError):
-            return 0
+            offset = 0
+        self._store_mark(offset)
+        return offset
+
+    def _store_mark(self, offset: int) -> None:
+        self.db.put(_APPLIED_KEY, b"%d" % offset)
+        self.db.flush()  # into an SST: from here on the mark in RocksDB is the one recovery trusts
 
     def _mark(self, offset: int) -> None:
         path = os.path.join(self.dir, _APPLIED_FILE)
@@ -474,6 +528,7 @@ class BucketKv:
             self._clear()
             start = self.blog.log_start_offset
         if start >= hw:
+            self.applied = self.pending_end = start
             return
         replayed = 0
         pieces = self.blog.whole_batches(start)
@@ -482,7 +537,7 @@ class BucketKv:
             for h in logbatch.iter_batches(data):
                 if h.next_offset <= start:
                     continue
-                writes = {}
+                writes = {_APPLIED_KEY: b"%d" % h.next_offset}
                 for ct, values in table.changelog_rows(data, h):
                     schema = table.schemas[h.schema_id]
                     width = len(schema.columns)
@@ -509,7 +564,9 @@ class BucketKv:
         self.db.close()
         rocksdict.Rdict.destroy(path, _raw_options())
         shutil.rmtree(path, ignore_errors=True)
-        self.db = rocksdict.Rdict(path, _raw_options())
+        self.db = _open_db(path)
+        # durable before the rebuild writes: a crash in it must not find a store without its mark
+        self._store_mark(self.blog.log_start_offset)
 
     # -- access ----------------------------------------------------------------------------------
     def get(self, key: bytes) -> Optional[bytes]:
@@ -525,6 +582,11 @@ class BucketKv:
         if not keys:
             return []
         return read_through(keys, self.pending, self.db.get)
+
+    def current_values(self, keys: List[bytes], values: List[Optional[bytes]], deletes_only: bool) -> dict:
+        """``codec.kvsplit.current_values`` of this bucket (the pre-write buffer, then RocksDB); as
+        safe on a worker thread as ``multi_get``."""
+        return current_values(keys, values, self.pending, self.db.get, deletes_only)
 
     def prefix(self, prefix: bytes) -> List[bytes]:
         self.flush()
@@ -544,7 +606,7 @@ class BucketKv:
         self.flush()
         out = []
         it = self.db.iter()
-        it.seek_to_first()
+        it.seek(FIRST_KEY)
         while it.valid() and (limit is None or len(out) < limit):
             out.append(it.value())
             it.next()
@@ -569,8 +631,8 @@ class BucketKv:
         return self.db.snapshot()
 
     async def commit(self, batch: bytes, changes: Dict[bytes, Optional[bytes]], size: int) -> int:
-        """Append a changelog batch, then apply ``changes`` (key -> value, None = delete) through
-        the pre-write buffer; the log end offset after the append. ``size``: the request's bytes,
+        """Append a changelog batch, then apply ``changes`` (key -> value, None = delete; the dict
+        becomes the buffer's, the caller drops it) through the pre-write buffer; the log end offset after the append. ``size``: the request's bytes,
         for the buffer's bound. Under ``self.lock``."""
         info = logbatch.validate_records(batch)
         dup = self.blog.check_writer(info)
@@ -585,7 +647,10 @@ class BucketKv:
             return end
         pending = self.pending
         if changes:
-            pending.update(changes)
+            if pending:
+                pending.update(changes)
+            else:  # the caller hands ``changes`` over: an empty buffer takes it as it is
+                pending = self.pending = changes
             self._pending_bytes += size
             BucketKv.pending_total += size
         self.pending_end = end
@@ -626,6 +691,9 @@ class BucketKv:
         try:
             wb = rocksdict.WriteBatch(raw_mode=True)
             fill_batch(pending, wb)
+            # the applied offset rides in the same batch: whatever prefix of its writes RocksDB
+            # still has after a crash, its mark says which stretch of the log to replay
+            wb.put(_APPLIED_KEY, b"%d" % end)
             self.db.write(wb)
         except Exception as e:
             # RocksDB missed changes the log has: reopening replays the log from the last mark
@@ -663,6 +731,8 @@ class BucketKv:
             self.pending = {}
         self.closed = True
         try:
+            if flush and not self.stale:
+                self.db.flush()  # the memtables to SSTs: a clean restart replays nothing
             self.db.close()
         except Exception:  # noqa: BLE001 - closing a store that is going away anyway
             log.exception("closing the KV store of %s failed", self.blog.name)

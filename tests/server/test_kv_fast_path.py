@@ -205,3 +205,85 @@ def test_read_through_and_fill_batch_twins_agree(seed):
             fn({"text": b"v"}, _Batch())
     assert ops[0] == ops[1]
     assert [op[1] for op in ops[0]] == sorted(pending)  # b"" and prefixes first, as RocksDB orders them
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_current_values_twins_agree(seed):
+    rnd = random.Random(seed)
+    stored = {bytes([rnd.randrange(5)]) * rnd.randint(1, 3): b"s%d" % i for i in range(12)}
+    pending = {bytes([rnd.randrange(5)]) * rnd.randint(1, 3): rnd.choice([None, b"p"]) for _ in range(6)}
+    keys = [bytes([rnd.randrange(5)]) * rnd.randint(1, 3) for _ in range(25)]
+    values = [None if rnd.random() < 0.4 else b"v" for _ in keys]
+    for deletes_only in (False, True):
+        wanted = [key for key, v in zip(keys, values) if not deletes_only or v is None]
+        expect = {key: pending[key] if key in pending else stored.get(key) for key in wanted}
+        for fn in (kvsplit.current_values, kvsplit.current_values_py):
+            asked = []
+
+            def get(ks):
+                asked.append(list(ks))
+                return [stored.get(key) for key in ks]
+
+            got = fn(keys, values, pending, get, deletes_only)
+            assert got == expect and list(got) == list(dict.fromkeys(wanted))  # first-seen order
+            misses = list(dict.fromkeys(key for key in wanted if key not in pending))
+            assert asked == ([misses] if misses else [])
+        with pytest.raises(ValueError):
+            kvsplit.current_values(keys, values[:-1], pending, get, deletes_only)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_plan_changes_into_current_itself(seed):
+    """FULL image: ``changes`` may be ``current``; the result differs from a separate dict only by
+    deletes of absent keys, which hold None (writing it changes nothing)."""
+    rnd = random.Random(seed)
+    keys = [bytes([rnd.randrange(6)]) for _ in range(30)]
+    values = [None if rnd.random() < 0.3 else b"\x01\x00v%d" % i for i in range(30)]
+    stored = {bytes([i]): rnd.choice([None, b"\x01\x00old"]) for i in range(6)}
+    for fn in (kvsplit.plan_changes, kvsplit.plan_changes_py):
+        cur, changes = {k: stored[k] for k in keys}, {}
+        separate = fn(keys, values, cur, True, False, changes, b"\x01\x00")
+        same = {k: stored[k] for k in keys}
+        assert fn(keys, values, same, True, False, same, b"\x01\x00") == separate
+        assert {k: v for k, v in same.items() if k in changes} == changes
+        assert all(same[k] is None and stored[k] is None for k in same if k not in changes)
+
+
+def test_fill_batch_orders_keys_that_differ_past_eight_bytes_or_by_zero_padding():
+    keys = [b"\x01", b"\x01\x00", b"\x01" + b"\x00" * 8, b"\x01" + b"\x00" * 9, b"abcdefgh", b"abcdefgh\x00",
+            b"abcdefghi", b"abcdefgha", b"abcdefgh\xff", b"\xff" * 8, b"\xff" * 12, b"\x00", b"", b"abcdefg"]
+    rnd = random.Random(5)
+    for _ in range(20):
+        rnd.shuffle(keys)
+        for fn in (kvsplit.fill_batch, kvsplit.fill_batch_py):
+            wb = _Batch()
+            fn({key: b"v" for key in keys}, wb)
+            assert [op[1] for op in wb.ops] == sorted(keys)
+
+
+def test_put_kv_with_agg_mode_overwrite_and_without_it(fluss_server, unique_name):
+    """PutKv is read in place from the frame, except requests with agg_mode, which protobuf reads:
+    both must reach the merge with the right rule (first_row keeps, overwrite replaces)."""
+    kv = Kv(fluss_server)
+    try:
+        db = unique_name("aggmode")
+        kv.create_db(db)
+        tid = kv.create_table(db, "t", properties={"table.merge-engine": "first_row"})
+
+        def put(rec, agg_mode=None):
+            req = pb.PutKvRequest(acks=-1, table_id=tid, timeout_ms=30000)
+            if agg_mode is not None:
+                req.agg_mode = agg_mode
+            req.buckets_req.add(bucket_id=0, records=build_kv_batch([rec], schema_id=1))
+            resp = kv.tablet.call(Api.PUT_KV, req).buckets_resp[0]
+            assert not resp.error_code, resp.error_message
+
+        put(up(1, "first"))
+        put(up(1, "second"))
+        assert looked_up(kv.lookup(tid, [k(1)])) == [[1, "first", None]]
+        put(up(1, "forced"), agg_mode=1)
+        assert looked_up(kv.lookup(tid, [k(1)])) == [[1, "forced", None]]
+        put(up(1, "kept out"), agg_mode=0)
+        assert looked_up(kv.lookup(tid, [k(1)])) == [[1, "forced", None]]
+    finally:
+        kv.close()
