@@ -1,14 +1,174 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """Compiled twin of :mod:`fluss_fast.codec.upsertrow`."""
 from libc.stdint cimport int32_t, uint32_t
+from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_GetItem
 from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.ref cimport PyObject, Py_INCREF
 
 cdef extern from "fluss_murmur.h":
     int32_t ffm_bucket(const unsigned char *p, Py_ssize_t n, int32_t nb) nogil
+
+cdef object _KvChunk = None
+
+
+cdef object _chunk_class():
+    # the pure module defines KvChunk and imports this one: look it up once it is complete
+    global _KvChunk
+    if _KvChunk is None:
+        from fluss_fast.codec.upsertrow import KvChunk
+        _KvChunk = KvChunk
+    return _KvChunk
+
+
+cdef inline Py_ssize_t _put_varint(unsigned char *p, uint32_t u) noexcept nogil:
+    cdef Py_ssize_t i = 0
+    while u > 0x7F:
+        p[i] = <unsigned char>((u & 0x7F) | 0x80)
+        u >>= 7
+        i += 1
+    p[i] = <unsigned char>u
+    return i + 1
+
+
+cdef inline void _put_i32(unsigned char *p, Py_ssize_t v) noexcept nogil:
+    p[0] = <unsigned char>(v & 0xFF)
+    p[1] = <unsigned char>((v >> 8) & 0xFF)
+    p[2] = <unsigned char>((v >> 16) & 0xFF)
+    p[3] = <unsigned char>((v >> 24) & 0xFF)
+
+
+cdef bytes _record(bytes key, object value):
+    """``int32 length | varint key length | key | value`` (value None: a delete)."""
+    cdef Py_ssize_t kn = PyBytes_GET_SIZE(key)
+    cdef Py_ssize_t vn = 0 if value is None else PyBytes_GET_SIZE(<bytes>value)
+    cdef unsigned char kl[5]
+    cdef Py_ssize_t w = _put_varint(kl, <uint32_t>kn)
+    cdef bytes record = PyBytes_FromStringAndSize(NULL, 4 + w + kn + vn)
+    cdef unsigned char *p = <unsigned char *>PyBytes_AS_STRING(record)
+    _put_i32(p, w + kn + vn)
+    memcpy(p + 4, kl, w)
+    memcpy(p + 4 + w, PyBytes_AS_STRING(key), kn)
+    if vn:
+        memcpy(p + 4 + w + kn, PyBytes_AS_STRING(<bytes>value), vn)
+    return record
+
+
+cdef class KvRecordBuilder:
+    cdef unsigned char *_p
+    cdef Py_ssize_t _n
+    cdef Py_ssize_t _cap
+    cdef Py_ssize_t _count
+
+    def __cinit__(self):
+        self._p = NULL
+        self._n = self._cap = self._count = 0
+
+    def __dealloc__(self):
+        free(self._p)
+
+    cdef int _reserve(self, Py_ssize_t extra) except -1:
+        cdef Py_ssize_t want = self._n + extra
+        cdef Py_ssize_t cap
+        cdef unsigned char *p
+        if want <= self._cap:
+            return 0
+        cap = self._cap * 2 if self._cap else 65536
+        while cap < want:
+            cap *= 2
+        p = <unsigned char *>realloc(self._p, cap)
+        if p == NULL:
+            raise MemoryError()
+        self._p = p
+        self._cap = cap
+        return 0
+
+    cdef Py_ssize_t _put(self, const unsigned char *k, Py_ssize_t kn, const unsigned char *v,
+                         Py_ssize_t vn) except -1:
+        """Frame one record in place; ``vn`` < 0 is a delete. The bytes now held."""
+        cdef Py_ssize_t body = kn + (vn if vn > 0 else 0)
+        cdef Py_ssize_t w
+        cdef unsigned char *p
+        self._reserve(9 + body)
+        p = self._p + self._n
+        w = _put_varint(p + 4, <uint32_t>kn)
+        _put_i32(p, w + body)
+        memcpy(p + 4 + w, k, kn)
+        if vn > 0:
+            memcpy(p + 4 + w + kn, v, vn)
+        self._n += 4 + w + body
+        self._count += 1
+        return self._n
+
+    def append(self, record):
+        cdef Py_buffer view
+        if PyBytes_CheckExact(record):
+            self._reserve(PyBytes_GET_SIZE(record))
+            memcpy(self._p + self._n, PyBytes_AS_STRING(record), PyBytes_GET_SIZE(record))
+            self._n += PyBytes_GET_SIZE(record)
+        else:
+            PyObject_GetBuffer(record, &view, PyBUF_SIMPLE)
+            try:
+                self._reserve(view.len)
+                memcpy(self._p + self._n, view.buf, view.len)
+                self._n += view.len
+            finally:
+                PyBuffer_Release(&view)
+        self._count += 1
+        return self._n
+
+    def put(self, key, value):
+        cdef bytes k = key if PyBytes_CheckExact(key) else bytes(key)
+        cdef bytes v
+        if value is None:
+            return self._put(<const unsigned char *>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k), NULL, -1)
+        v = value if PyBytes_CheckExact(value) else bytes(value)
+        return self._put(<const unsigned char *>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k),
+                         <const unsigned char *>PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v))
+
+    def __len__(self):
+        return self._count
+
+    def build(self):
+        data = b"" if self._p == NULL else PyBytes_FromStringAndSize(<char *>self._p, self._n)
+        n = self._count
+        free(self._p)  # builders live for one batch: give the memory back now
+        self._p = NULL
+        self._n = self._cap = self._count = 0
+        return _chunk_class()(data, n)
+
+
+cdef class KvSlot:
+    cdef object _acquire
+    cdef object _release
+    cdef public object builder
+    cdef public object handle
+    cdef public Py_ssize_t size
+    cdef public Py_ssize_t cap
+
+    def __init__(self, lock):
+        self._acquire = lock.acquire
+        self._release = lock.release
+        self.builder = None
+        self.handle = None
+        self.size = 0
+        self.cap = 0
+
+    def append(self, row):
+        """Add ``row`` if the hot batch has room; its handle, or None (nothing was added)."""
+        cdef object builder
+        self._acquire()
+        try:
+            builder = self.builder
+            if builder is None or self.size >= self.cap:
+                return None
+            self.size = builder.append(row)
+            return self.handle
+        finally:
+            self._release()
 
 
 cdef class UpsertRow:
@@ -18,7 +178,12 @@ cdef class UpsertRow:
     cdef object _row_encode
     cdef int32_t _nb
     cdef dict _slots
+    cdef list _found  # bucket -> its compiled slot once seen, so most rows skip the dict
     cdef Py_ssize_t _width
+    cdef object _writer
+    cdef object _ctx
+    cdef object _fallback
+    cdef object _append
 
     def __init__(self, names, key_positions, key_encoder, row_encoder, int num_buckets, dict slots):
         if num_buckets <= 0:
@@ -29,6 +194,7 @@ cdef class UpsertRow:
         self._row_encode = row_encoder.encode
         self._nb = num_buckets
         self._slots = slots
+        self._found = [None] * num_buckets
         self._width = len(self._names)
 
     @property
@@ -47,15 +213,32 @@ cdef class UpsertRow:
     def slots(self):
         return self._slots
 
+    def bind(self, writer, ctx, fallback, append):
+        self._writer = writer
+        self._ctx = ctx
+        self._fallback = fallback
+        self._append = append
+
+    def upsert(self, row):
+        if self._writer._closed or self._ctx._closed:
+            return self._fallback(row)
+        got = self._put(row)
+        if got is None:
+            return self._fallback(row)
+        if type(got) is tuple:
+            return self._append((<tuple>got)[0], None, (<tuple>got)[1], self._nb)
+        return got
+
     def put(self, row):
+        return self._put(row)
+
+    cdef object _put(self, row):
         cdef list values, kvals
-        cdef Py_ssize_t i, nk, n, vlen, klen_len, total
+        cdef Py_ssize_t i, nk, n
         cdef PyObject *got
-        cdef object v, key, value, slot
+        cdef object v, key, value, slot, builder, h
+        cdef KvSlot ks
         cdef bytes record
-        cdef unsigned char *p
-        cdef unsigned char kl[10]
-        cdef uint32_t u
         cdef int32_t bucket
         if type(row) is dict:
             if len(<dict>row) != self._width:
@@ -92,31 +275,32 @@ cdef class UpsertRow:
         if type(key) is not bytes or type(value) is not bytes:
             key = bytes(key)
             value = bytes(value)
-        n = PyBytes_GET_SIZE(key)
-        vlen = PyBytes_GET_SIZE(value)
-        u = <uint32_t>n
-        klen_len = 0
-        while u > 0x7F:
-            kl[klen_len] = <unsigned char>((u & 0x7F) | 0x80)
-            u >>= 7
-            klen_len += 1
-        kl[klen_len] = <unsigned char>u
-        klen_len += 1
-        total = klen_len + n + vlen
-        record = PyBytes_FromStringAndSize(NULL, 4 + total)
-        p = <unsigned char *>PyBytes_AS_STRING(record)
-        p[0] = <unsigned char>(total & 0xFF)
-        p[1] = <unsigned char>((total >> 8) & 0xFF)
-        p[2] = <unsigned char>((total >> 16) & 0xFF)
-        p[3] = <unsigned char>((total >> 24) & 0xFF)
-        memcpy(p + 4, kl, klen_len)
-        memcpy(p + 4 + klen_len, PyBytes_AS_STRING(key), n)
-        memcpy(p + 4 + klen_len + n, PyBytes_AS_STRING(value), vlen)
-        bucket = ffm_bucket(<const unsigned char *>PyBytes_AS_STRING(key), n, self._nb)
-        got = PyDict_GetItem(self._slots, (None, bucket))
-        if got != NULL:
+        bucket = ffm_bucket(<const unsigned char *>PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key), self._nb)
+        slot = self._found[bucket]
+        if slot is None:
+            got = PyDict_GetItem(self._slots, (None, bucket))
+            if got == NULL:
+                return (_record(key, value), bucket)
             slot = <object>got
-            h = slot.append(record)
-            if h is not None:
-                return h
+            if type(slot) is KvSlot:
+                self._found[bucket] = slot
+        if type(slot) is KvSlot:
+            ks = <KvSlot>slot
+            ks._acquire()
+            try:
+                builder = ks.builder
+                if builder is None:
+                    # cooled: the accumulator may also have replaced the slot, look it up again
+                    self._found[bucket] = None
+                elif ks.size < ks.cap and type(builder) is KvRecordBuilder:
+                    ks.size = (<KvRecordBuilder>builder)._put(
+                        <const unsigned char *>PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key),
+                        <const unsigned char *>PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value))
+                    return ks.handle
+            finally:
+                ks._release()
+        record = _record(key, value)
+        h = slot.append(record)
+        if h is not None:
+            return h
         return (record, bucket)

@@ -62,3 +62,78 @@ def test_declines_what_it_does_not_handle(cls):
     for row in [{"name": "a", "id": 1}, {"name": "a", "id": 1, "scor": 2.0}, ["a", 1], ("a", None, 1.0),
                 ["a", "not an int", 1.0], {"name": "a", "id": 1, "score": "x"}, "a,1,2", None]:
         assert enc.put(row) is None
+
+
+BUILDERS = [upsertrow.KvRecordBuilder, upsertrow.KvRecordBuilder_py]
+
+
+@pytest.mark.parametrize("cls", BUILDERS)
+def test_record_builders_frame_records_as_kv_record(cls):
+    rnd = random.Random(5)
+    b = cls()
+    expect = []
+    for i in range(300):
+        key = bytes(rnd.randrange(256) for _ in range(rnd.choice([0, 1, 5, 127, 128, 300])))
+        value = None if i % 7 == 0 else bytes(rnd.randrange(256) for _ in range(rnd.randrange(0, 70000 if i == 5 else 40)))
+        rec = kv_record(key, value)
+        expect.append(rec)
+        size = b.append(bytearray(rec)) if i % 3 == 0 else (b.append(rec) if i % 3 == 1 else b.put(key, value))
+        assert size == sum(map(len, expect))
+    assert len(b) == 300
+    chunk = b.build()
+    assert (chunk.data, chunk.num_rows) == (b"".join(expect), 300)
+    assert len(b) == 0 and b.build().data == b""
+
+
+@pytest.mark.parametrize("cls,builder,slot", [
+    (upsertrow.UpsertRow, upsertrow.KvRecordBuilder, upsertrow.KvSlot),
+    (upsertrow.UpsertRow, upsertrow.KvRecordBuilder_py, upsertrow.KvSlot),
+    (upsertrow.UpsertRow, upsertrow.KvRecordBuilder, upsertrow.KvSlot_py),
+    (upsertrow.UpsertRow_py, upsertrow.KvRecordBuilder_py, upsertrow.KvSlot_py),
+    (upsertrow.UpsertRow_py, upsertrow.KvRecordBuilder, upsertrow.KvSlot)])
+def test_rows_go_into_the_slots_builders(cls, builder, slot):
+    import threading
+
+    lock = threading.Lock()
+    slots = {}
+    for b in range(3):
+        s = slots[(None, b)] = slot(lock)
+        s.builder, s.handle, s.size, s.cap = builder(), f"handle {b}", 0, 2000
+    fallback, appended = [], []
+
+    class Open:
+        _closed = False
+
+    enc = cls(SCHEMA.names, KEY_POS, KEY_ENC, ROW_ENC, 3, slots)
+    writer, ctx = Open(), Open()
+    enc.bind(writer, ctx, lambda row: fallback.append(row) or "fallback",
+             lambda rec, pid, bucket, nb: appended.append((rec, pid, bucket, nb)) or "appended")
+    rnd = random.Random(9)
+    taken = {b: [] for b in range(3)}
+    for i in range(200):
+        values = ["k" * rnd.randrange(0, 40), rnd.randrange(-(1 << 40), 1 << 40), 0.25]
+        record, bucket = _expected(values, 3)
+        got = enc.upsert(dict(zip(SCHEMA.names, values)) if i % 2 else values)
+        if got == "appended":  # the slot was full
+            assert appended[-1] == (record, None, bucket, 3)
+        else:
+            assert got == f"handle {bucket}"
+            taken[bucket].append(record)
+    assert appended and not fallback
+    for b in range(3):
+        s = slots[(None, b)]
+        assert s.size == sum(map(len, taken[b])) and s.builder.build().data == b"".join(taken[b])
+    # a cooled slot (no builder) turns rows away, and they come back once it is refilled
+    s = slots[(None, 0)]
+    s.builder = None
+    values = next(v for v in (["a", n, None] for n in range(100)) if _expected(v, 3)[1] == 0)
+    assert enc.upsert(values) == "appended"
+    s.builder, s.size, s.cap = builder(), 0, 10 ** 6
+    assert enc.upsert(values) == "handle 0" and s.builder.build().data == _expected(values, 3)[0]
+    # what the fast path does not take, and a closed writer or connection, go to the fallback
+    assert enc.upsert({"name": "a", "id": 1}) == "fallback"
+    writer._closed = True
+    assert enc.upsert(values) == "fallback"
+    writer._closed, ctx._closed = False, True
+    assert enc.upsert(values) == "fallback"
+    assert len(fallback) == 3

@@ -78,7 +78,7 @@ class RecordAccumulator:
     def __init__(self, *, table_name: str, memory_size: int, wait_timeout_ms: int, batch_size: int,
                  dynamic: bool, dynamic_min: int, linger_ms: int, assigner, new_builder: Callable,
                  wake: Callable[[], None], runtime_thread: Callable[[], Optional[int]],
-                 runtime=None, kind=KIND_LOG):
+                 runtime=None, kind=KIND_LOG, slot_class=None):
         self.table_name = table_name
         self.kind = kind
         self._lock = threading.Lock()
@@ -111,7 +111,9 @@ class RecordAccumulator:
         # changes hands. Each hot batch holds a lease on the memory budget: its slot takes rows
         # while the builder has grown less than the lease since the batch turned hot, so the
         # budget and the batch target are kept without per-row bookkeeping.
-        self.slot = HotSlot(self._lock)
+        # KV writers use codec.upsertrow.KvSlot, the slot their compiled per-row path writes into
+        self._slot_class = slot_class or HotSlot
+        self.slot = self._slot_class(self._lock)
         self._slots = {(None, None): self.slot}
         self._hots = {}  # slot -> its hot batch
         self._leased = 0  # budget leased to hot batches, beyond what ``_used`` has booked
@@ -137,7 +139,7 @@ class RecordAccumulator:
                     for k, old in list(self._slots.items()):
                         if old is not self.slot and old not in self._hots:
                             del self._slots[k]
-                s = self._slots[key] = HotSlot(self._lock)
+                s = self._slots[key] = self._slot_class(self._lock)
             return s
 
     # -- caller side --------------------------------------------------------------------------
