@@ -57,6 +57,12 @@ cdef int64_t MIN_MILLIS = -62135596800000
 cdef int64_t MAX_MILLIS = 253402300799999
 
 cdef object _UTC = _dt.timezone.utc
+try:  # pyarrow's aware values carry this zone; its offset is always zero, no need to ask it
+    import zoneinfo as _zoneinfo
+    _ZONE_UTC = _zoneinfo.ZoneInfo("UTC")
+except Exception:  # no tz database here: nothing can carry it either
+    _ZONE_UTC = _UTC
+cdef object _ZUTC = _ZONE_UTC
 cdef object _py = None  # fluss_fast.codec.rows, imported on first use (it imports this module)
 cdef object _Decimal = None
 cdef object _conv_decimal = None
@@ -240,7 +246,7 @@ cdef inline int timestamp_value(object v, bint ltz, int64_t *millis, int32_t *na
         return 0
     tz = cdt.datetime_tzinfo(v)
     cdef int64_t shift = 0
-    if tz is not None and not (ltz and tz is _UTC):
+    if tz is not None and not (ltz and (tz is _UTC or tz is _ZUTC)):
         if not ltz:
             return 0  # aware values are rejected for NTZ by the pure helper, with its message
         # LTZ: any zone (zoneinfo's UTC from pyarrow, fixed offsets, DST zones) by its offset

@@ -5,7 +5,7 @@ from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.dict cimport PyDict_GetItem
+from cpython.dict cimport PyDict_GetItem, PyDict_Next
 from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.ref cimport PyObject, Py_INCREF
 
@@ -180,6 +180,12 @@ cdef class UpsertRow:
     cdef dict _slots
     cdef list _found  # bucket -> its compiled slot once seen, so most rows skip the dict
     cdef Py_ssize_t _width
+    cdef dict _col_of  # column name -> position
+    # A dict row is read in its own order: the key object seen at that place in the previous row
+    # and its column. Rows built alike share their key objects, so most keys are matched by
+    # identity, without hashing or comparing strings.
+    cdef list _seen_keys
+    cdef list _seen_cols
     cdef object _writer
     cdef object _ctx
     cdef object _fallback
@@ -196,6 +202,9 @@ cdef class UpsertRow:
         self._slots = slots
         self._found = [None] * num_buckets
         self._width = len(self._names)
+        self._col_of = {name: i for i, name in enumerate(self._names)}
+        self._seen_keys = [None] * self._width
+        self._seen_cols = [0] * self._width
 
     @property
     def names(self):
@@ -234,8 +243,10 @@ cdef class UpsertRow:
 
     cdef object _put(self, row):
         cdef list values, kvals
-        cdef Py_ssize_t i, nk, n
+        cdef Py_ssize_t i, nk, pos, j, col
         cdef PyObject *got
+        cdef PyObject *k
+        cdef PyObject *pv
         cdef object v, key, value, slot, builder, h
         cdef KvSlot ks
         cdef bytes record
@@ -243,18 +254,22 @@ cdef class UpsertRow:
         if type(row) is dict:
             if len(<dict>row) != self._width:
                 return None
-            values = PyList_New(self._width)
-            for i in range(self._width):
-                got = PyDict_GetItem(<dict>row, self._names[i])
-                if got == NULL:
-                    # PyList_New's slots are NULL: fill them before the list can be freed
-                    for n in range(i, self._width):
-                        Py_INCREF(None)
-                        PyList_SET_ITEM(values, n, None)
-                    return None
-                v = <object>got
-                Py_INCREF(v)
-                PyList_SET_ITEM(values, i, v)
+            values = [None] * self._width
+            pos = 0
+            j = 0
+            while PyDict_Next(<dict>row, &pos, &k, &pv):
+                if k == <PyObject *>self._seen_keys[j]:
+                    col = self._seen_cols[j]
+                else:
+                    got = PyDict_GetItem(self._col_of, <object>k)
+                    if got == NULL:
+                        return None  # not a column (the general path words it)
+                    col = <object>got
+                    self._seen_keys[j] = <object>k
+                    self._seen_cols[j] = col
+                # distinct keys are distinct columns, and there are as many keys as columns
+                values[col] = <object>pv
+                j += 1
         elif type(row) is list or type(row) is tuple:
             if len(row) != self._width:
                 return None

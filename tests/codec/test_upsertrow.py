@@ -137,3 +137,25 @@ def test_rows_go_into_the_slots_builders(cls, builder, slot):
     writer._closed, ctx._closed = False, True
     assert enc.upsert(values) == "fallback"
     assert len(fallback) == 3
+
+
+@pytest.mark.parametrize("cls", [upsertrow.UpsertRow, upsertrow.UpsertRow_py])
+def test_dict_rows_in_any_key_order(cls):
+    # the compiled put matches a dict's keys by identity with the previous row's where it can:
+    # orders change, key objects are shared or fresh, and a stranger key still sends the row back
+    enc = cls(SCHEMA.names, KEY_POS, KEY_ENC, ROW_ENC, 3, {})
+    rnd = random.Random(11)
+    shared = list(SCHEMA.names)
+    for i in range(300):
+        values = [f"n{i}", i * 7919, None if i % 4 else 2.5]
+        names = shared if i % 3 else ["".join(list(n)) for n in SCHEMA.names]  # fresh str objects
+        pairs = list(zip(names, values))
+        if i % 5 == 0:
+            rnd.shuffle(pairs)
+        row = dict(pairs)
+        if i % 17 == 0:
+            row.pop(names[2])
+            row["scor"] = 1.0
+            assert enc.put(row) is None
+        else:
+            assert enc.put(row) == _expected(values, 3)
