@@ -76,9 +76,11 @@ cdef class KvRecordBuilder:
         cdef unsigned char *p
         if want <= self._cap:
             return 0
-        cap = self._cap * 2 if self._cap else 65536
-        while cap < want:
-            cap *= 2
+        # a quarter more: big blocks are mmap'd and grow in place, while spare capacity of the
+        # batches waiting for the server would count against the process, not the write budget
+        cap = want + (want >> 2)
+        if cap < 65536:
+            cap = 65536
         p = <unsigned char *>realloc(self._p, cap)
         if p == NULL:
             raise MemoryError()
@@ -254,7 +256,7 @@ cdef class UpsertRow:
         if type(row) is dict:
             if len(<dict>row) != self._width:
                 return None
-            values = [None] * self._width
+            values = PyList_New(self._width)  # NULL slots: all set below, or freed as they are
             pos = 0
             j = 0
             while PyDict_Next(<dict>row, &pos, &k, &pv):
@@ -268,7 +270,8 @@ cdef class UpsertRow:
                     self._seen_keys[j] = <object>k
                     self._seen_cols[j] = col
                 # distinct keys are distinct columns, and there are as many keys as columns
-                values[col] = <object>pv
+                Py_INCREF(<object>pv)
+                PyList_SET_ITEM(values, col, <object>pv)
                 j += 1
         elif type(row) is list or type(row) is tuple:
             if len(row) != self._width:
@@ -301,19 +304,19 @@ cdef class UpsertRow:
                 self._found[bucket] = slot
         if type(slot) is KvSlot:
             ks = <KvSlot>slot
-            ks._acquire()
-            try:
-                builder = ks.builder
-                if builder is None:
-                    # cooled: the accumulator may also have replaced the slot, look it up again
-                    self._found[bucket] = None
-                elif ks.size < ks.cap and type(builder) is KvRecordBuilder:
-                    ks.size = (<KvRecordBuilder>builder)._put(
-                        <const unsigned char *>PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key),
-                        <const unsigned char *>PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value))
-                    return ks.handle
-            finally:
-                ks._release()
+            # Without the slot's lock: from reading the builder to the return no Python code
+            # runs, so no other thread can run in between (the GIL), and every step of the
+            # accumulator that holds the lock sees the slot before or after this record, never
+            # in between: what the lock around ``append`` guarantees, without two calls into it.
+            builder = ks.builder
+            if builder is None:
+                # cooled: the accumulator may also have replaced the slot, look it up again
+                self._found[bucket] = None
+            elif ks.size < ks.cap and type(builder) is KvRecordBuilder:
+                ks.size = (<KvRecordBuilder>builder)._put(
+                    <const unsigned char *>PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key),
+                    <const unsigned char *>PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value))
+                return ks.handle
         record = _record(key, value)
         h = slot.append(record)
         if h is not None:
