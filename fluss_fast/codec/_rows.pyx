@@ -85,17 +85,7 @@ cdef object _pure():
 # ----------------------------------------------------------------------------------------------
 # growable output buffer (per call: encoders may be shared between threads)
 # ----------------------------------------------------------------------------------------------
-cdef struct WBuf:
-    unsigned char *p
-    Py_ssize_t n
-    Py_ssize_t cap
-    unsigned char small[256]
-
-
-cdef inline void wb_init(WBuf *b) noexcept:
-    b.p = b.small
-    b.n = 0
-    b.cap = 256
+# (the WBuf struct with wb_init / wb_free, like the codec classes' C attributes, is in _rows.pxd)
 
 
 cdef int wb_grow(WBuf *b, Py_ssize_t need) except -1:
@@ -120,12 +110,6 @@ cdef inline int wb_reserve(WBuf *b, Py_ssize_t k) except -1:
     if b.n + k > b.cap:
         wb_grow(b, k)
     return 0
-
-
-cdef inline void wb_free(WBuf *b) noexcept:
-    if b.p != b.small:
-        free(b.p)
-    b.p = b.small
 
 
 cdef inline int wb_write(WBuf *b, const char *data, Py_ssize_t k) except -1:
@@ -153,17 +137,8 @@ cdef inline int wb_bytes_obj(WBuf *b, bytes data) except -1:
 # ----------------------------------------------------------------------------------------------
 # per-field plan
 # ----------------------------------------------------------------------------------------------
-cdef class _Field:
-    cdef int code
-    cdef bint nullable
-    cdef bint compact
-    cdef bint fixed
-    cdef Py_ssize_t size
-    cdef int scale
-    cdef int precision
-    cdef object info
-    cdef object slow_write      # pure writer for the cases handled in Python
-    cdef object slow_read
+cdef class _Field:  # attributes in _rows.pxd
+    pass
 
 
 cdef list _plan(infos, str fmt):
@@ -467,13 +442,6 @@ cdef inline bint is_fixed_scalar(int code) noexcept:
 # what every row encoder/decoder shares
 # ----------------------------------------------------------------------------------------------
 cdef class _RowCodec:
-    cdef list _fields
-    cdef object _infos
-    cdef object _names
-    cdef Py_ssize_t _n
-    cdef Py_ssize_t _nbytes
-    cdef Py_ssize_t _header  # null bitset, plus the IndexedRow's var-length slots
-
     cdef _setup(self, types, names, str fmt):
         cdef Py_ssize_t nvar = 0
         self._infos = _pure()._infos(types)
@@ -597,8 +565,6 @@ cdef int compacted_field(WBuf *b, _Field f, object v) except -1:
 
 cdef class CompactedRowEncoder(_RowEncoder):
     """``encode(values) -> bytes``: one CompactedRow (null bitset + fields, no padding)."""
-
-    cdef bint _key  # CompactedKeyEncoder: no null bitset, nulls refused
 
     def __init__(self, types, names=None):
         self._setup(types, names, "COMPACTED")

@@ -9,6 +9,8 @@ from cpython.dict cimport PyDict_GetItem, PyDict_Next
 from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.ref cimport PyObject, Py_INCREF
 
+from fluss_fast.codec._rows cimport WBuf, _RowEncoder, wb_free, wb_init
+
 cdef extern from "fluss_murmur.h":
     int32_t ffm_bucket(const unsigned char *p, Py_ssize_t n, int32_t nb) nogil
 
@@ -41,19 +43,18 @@ cdef inline void _put_i32(unsigned char *p, Py_ssize_t v) noexcept nogil:
     p[3] = <unsigned char>((v >> 24) & 0xFF)
 
 
-cdef bytes _record(bytes key, object value):
-    """``int32 length | varint key length | key | value`` (value None: a delete)."""
-    cdef Py_ssize_t kn = PyBytes_GET_SIZE(key)
-    cdef Py_ssize_t vn = 0 if value is None else PyBytes_GET_SIZE(<bytes>value)
+cdef bytes _record(const unsigned char *kp, Py_ssize_t kn, const unsigned char *vp, Py_ssize_t vn):
+    """``int32 length | varint key length | key | value`` (``vn`` < 0: a delete)."""
     cdef unsigned char kl[5]
     cdef Py_ssize_t w = _put_varint(kl, <uint32_t>kn)
-    cdef bytes record = PyBytes_FromStringAndSize(NULL, 4 + w + kn + vn)
+    cdef Py_ssize_t body = kn + (vn if vn > 0 else 0)
+    cdef bytes record = PyBytes_FromStringAndSize(NULL, 4 + w + body)
     cdef unsigned char *p = <unsigned char *>PyBytes_AS_STRING(record)
-    _put_i32(p, w + kn + vn)
+    _put_i32(p, w + body)
     memcpy(p + 4, kl, w)
-    memcpy(p + 4 + w, PyBytes_AS_STRING(key), kn)
-    if vn:
-        memcpy(p + 4 + w + kn, PyBytes_AS_STRING(<bytes>value), vn)
+    memcpy(p + 4 + w, kp, kn)
+    if vn > 0:
+        memcpy(p + 4 + w + kn, vp, vn)
     return record
 
 
@@ -178,6 +179,8 @@ cdef class UpsertRow:
     cdef list _key_positions
     cdef object _key_encode
     cdef object _row_encode
+    cdef _RowEncoder _key_enc  # the compiled encoders, when they are (else None)
+    cdef _RowEncoder _row_enc
     cdef int32_t _nb
     cdef dict _slots
     cdef list _found  # bucket -> its compiled slot once seen, so most rows skip the dict
@@ -200,6 +203,9 @@ cdef class UpsertRow:
         self._key_positions = [int(i) for i in key_positions]
         self._key_encode = key_encoder.encode
         self._row_encode = row_encoder.encode
+        if isinstance(key_encoder, _RowEncoder) and isinstance(row_encoder, _RowEncoder):
+            self._key_enc = key_encoder
+            self._row_enc = row_encoder
         self._nb = num_buckets
         self._slots = slots
         self._found = [None] * num_buckets
@@ -249,10 +255,8 @@ cdef class UpsertRow:
         cdef PyObject *got
         cdef PyObject *k
         cdef PyObject *pv
-        cdef object v, key, value, slot, builder, h
-        cdef KvSlot ks
-        cdef bytes record
-        cdef int32_t bucket
+        cdef object v, key, value
+        cdef WBuf kb, vb
         if type(row) is dict:
             if len(<dict>row) != self._width:
                 return None
@@ -285,20 +289,43 @@ cdef class UpsertRow:
             v = values[<Py_ssize_t>self._key_positions[i]]
             Py_INCREF(v)
             PyList_SET_ITEM(kvals, i, v)
-        try:
-            key = self._key_encode(kvals)
-            value = self._row_encode(values)
-        except (TypeError, ValueError, OverflowError):
-            return None
-        if type(key) is not bytes or type(value) is not bytes:
+        if self._key_enc is None:  # pure encoders (tests mixing the twins)
+            try:
+                key = self._key_encode(kvals)
+                value = self._row_encode(values)
+            except (TypeError, ValueError, OverflowError):
+                return None
             key = bytes(key)
             value = bytes(value)
-        bucket = ffm_bucket(<const unsigned char *>PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key), self._nb)
+            return self._place(<const unsigned char *>PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key),
+                               <const unsigned char *>PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value))
+        # the compiled encoders write into buffers on the stack: no call through Python, no bytes
+        # objects unless the record has to travel the general way
+        wb_init(&kb)
+        wb_init(&vb)
+        try:
+            try:
+                self._key_enc._put(&kb, kvals)
+                self._row_enc._put(&vb, values)
+            except (TypeError, ValueError, OverflowError):
+                return None
+            return self._place(kb.p, kb.n, vb.p, vb.n)
+        finally:
+            wb_free(&kb)
+            wb_free(&vb)
+
+    cdef object _place(self, const unsigned char *kp, Py_ssize_t kn, const unsigned char *vp, Py_ssize_t vn):
+        """The encoded record into its bucket's slot: the handle, or (record, bucket)."""
+        cdef PyObject *got
+        cdef object slot, builder, h
+        cdef KvSlot ks
+        cdef bytes record
+        cdef int32_t bucket = ffm_bucket(kp, kn, self._nb)
         slot = self._found[bucket]
         if slot is None:
             got = PyDict_GetItem(self._slots, (None, bucket))
             if got == NULL:
-                return (_record(key, value), bucket)
+                return (_record(kp, kn, vp, vn), bucket)
             slot = <object>got
             if type(slot) is KvSlot:
                 self._found[bucket] = slot
@@ -313,11 +340,9 @@ cdef class UpsertRow:
                 # cooled: the accumulator may also have replaced the slot, look it up again
                 self._found[bucket] = None
             elif ks.size < ks.cap and type(builder) is KvRecordBuilder:
-                ks.size = (<KvRecordBuilder>builder)._put(
-                    <const unsigned char *>PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key),
-                    <const unsigned char *>PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value))
+                ks.size = (<KvRecordBuilder>builder)._put(kp, kn, vp, vn)
                 return ks.handle
-        record = _record(key, value)
+        record = _record(kp, kn, vp, vn)
         h = slot.append(record)
         if h is not None:
             return h
