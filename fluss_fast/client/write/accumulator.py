@@ -173,8 +173,9 @@ class RecordAccumulator:
             for b in list(self._hots.values()):
                 self._cool(b)
 
-    def _heat(self, slot: HotSlot, b: WriteBatch, share: int) -> None:
-        """Let ``slot`` feed ``b`` (open, with a row builder) for up to ``share`` budget bytes."""
+    def _heat(self, slot: HotSlot, b: WriteBatch, share: int, parts: int = 1) -> None:
+        """Let ``slot`` feed ``b`` (open, with a row builder) for up to ``share`` budget bytes,
+        and no more than its ``parts``-th of what is free."""
         old = self._hots.get(slot)
         if old is not None:
             self._cool(old)
@@ -183,6 +184,8 @@ class RecordAccumulator:
         # est_bytes reaches its target; the lease keeps both, in builder-size units
         lease = self.limit - self._used - self._leased - self.row_bytes + 1
         lease = min(lease, b.target - b.est_bytes, share)
+        if parts > 1:
+            lease = min(lease, (self.limit - self._used - self._leased) // parts)
         if lease <= 0:
             return
         builder = b.builder
@@ -290,7 +293,11 @@ class RecordAccumulator:
             if (bucket is not None or self._sticky) and b.state.open is b and b.builder is not None:
                 # several batches may be filling at once: none may lease more than its share
                 n = len(self._hots) + (slot not in self._hots)
-                self._heat(slot, b, self.limit if n <= 1 else self.limit // (n + 1))
+                # Rows placed by bucket (keys) fill every bucket's batch at once: with little
+                # free, one slot leasing all of it would make the next row of any other bucket
+                # cool them all, and every bucket take turns on this path row by row
+                parts = max(n, len(self._active)) if bucket is not None else 1
+                self._heat(slot, b, self.limit if n <= 1 else self.limit // (n + 1), parts)
             return b.handle
 
     def append_row(self, row, partition_id, bucket: Optional[int], num_buckets: int):
