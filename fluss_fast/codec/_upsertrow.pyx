@@ -64,9 +64,13 @@ cdef class KvRecordBuilder:
     cdef Py_ssize_t _cap
     cdef Py_ssize_t _count
 
-    def __cinit__(self):
+    def __cinit__(self, Py_ssize_t capacity=0):
         self._p = NULL
         self._n = self._cap = self._count = 0
+        # the batch's size up front: growing by copies would move each byte several times
+        # (untouched pages of a big block cost no memory until rows reach them)
+        if capacity > 0:
+            self._reserve(capacity)
 
     def __dealloc__(self):
         free(self._p)

@@ -2,7 +2,7 @@
 in schema order) to one finished KV record and its bucket, written into the bucket's open KV
 batch in one call.
 
-``KvRecordBuilder``: the records of one open KV batch (``int32 length | varint key length | key
+``KvRecordBuilder(capacity=0)``: the records of one open KV batch (``int32 length | varint key length | key
 | value``, back to back; DATA.md §5). ``append(record)`` takes a finished record, ``put(key,
 value)`` frames one (``value`` None: a delete); both return the bytes held so far. ``build()``
 hands them over as a ``KvChunk`` (``data``, ``num_rows``) and empties the builder.
@@ -67,7 +67,7 @@ class KvRecordBuilder:
 
     __slots__ = ("_buf", "_n")
 
-    def __init__(self):
+    def __init__(self, capacity: int = 0):  # capacity: a hint the compiled twin allocates up front
         self._buf = bytearray()
         self._n = 0
 

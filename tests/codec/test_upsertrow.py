@@ -77,10 +77,11 @@ def test_declines_what_it_does_not_handle(cls):
 BUILDERS = [upsertrow.KvRecordBuilder, upsertrow.KvRecordBuilder_py]
 
 
+@pytest.mark.parametrize("capacity", [0, 100, 1 << 20])
 @pytest.mark.parametrize("cls", BUILDERS)
-def test_record_builders_frame_records_as_kv_record(cls):
+def test_record_builders_frame_records_as_kv_record(cls, capacity):
     rnd = random.Random(5)
-    b = cls()
+    b = cls(capacity) if capacity else cls()
     expect = []
     for i in range(300):
         key = bytes(rnd.randrange(256) for _ in range(rnd.choice([0, 1, 5, 127, 128, 300])))

@@ -10,6 +10,7 @@ The bulk Arrow methods (``upsert_arrow`` ...) build the records column by column
 """
 from __future__ import annotations
 
+import functools
 import re
 from typing import List, Optional
 
@@ -37,6 +38,12 @@ _NULL_FIELD = re.compile(r"field '([^']*)' is null but its type")
 def illegal_argument(message: str) -> FlussError:
     """pyfluss's wording for the core client's IllegalArgument errors."""
     return FlussError(f"Fluss hitting illegal argument error {message}.", CLIENT_ERROR)
+
+
+def batch_capacity(cfg) -> int:
+    """Bytes a KV batch's builder sets aside: the batch size (up to 16 MiB; bigger batches
+    grow), and room for the record that fills it (a batch is sealed once it reaches its target)."""
+    return min(max(0, cfg.writer_batch_size), 16 << 20) + 64 * 1024
 
 
 def check_target_columns(meta, target: List[int]) -> None:
@@ -218,7 +225,7 @@ class UpsertWriter(BufferedWriter):
         acks, retries, max_inflight, idem = delivery_settings(cfg)
         self._start_sending(cfg, acks, retries, max_inflight, idem, batch_size=cfg.writer_batch_size,
                             assigner=make_no_key_assigner("sticky"),  # never asked: every record has its bucket
-                            new_builder=KvRecordBuilder, kind=KIND_KV,
+                            new_builder=functools.partial(KvRecordBuilder, batch_capacity(cfg)), kind=KIND_KV,
                             kv_target_columns=list(target_columns or []), slot_class=KvSlot)
         tracked = getattr(ctx, "writers", None)
         if tracked is not None:
