@@ -24,6 +24,10 @@ cdef enum:
     K_BYTES = 8
     K_TS = 9
 
+cdef enum:
+    _NULL_KEY = 1
+    _NO_MEMORY = 2
+
 cdef struct Col:
     int kind
     const uint8_t *valid
@@ -37,7 +41,8 @@ cdef struct Buf:
     Py_ssize_t cap
 
 
-cdef int _reserve(Buf *buf, Py_ssize_t extra) except -1:
+cdef int _reserve(Buf *buf, Py_ssize_t extra) noexcept nogil:
+    """Room for ``extra`` more bytes; -1 when memory ran out (the caller raises, with the GIL)."""
     cdef Py_ssize_t want = buf.n + extra
     cdef Py_ssize_t cap
     cdef unsigned char *p
@@ -48,7 +53,7 @@ cdef int _reserve(Buf *buf, Py_ssize_t extra) except -1:
         cap *= 2
     p = <unsigned char *>realloc(buf.p, cap)
     if p == NULL:
-        raise MemoryError()
+        return -1
     buf.p = p
     buf.cap = cap
     return 0
@@ -123,16 +128,18 @@ cdef inline bint _null(Col *c, Py_ssize_t r) noexcept nogil:
     return c.kind == K_NULL or (c.valid != NULL and not c.valid[r])
 
 
-cdef int _put_key(Buf *buf, Col *cols, int *idx, Py_ssize_t n, Py_ssize_t r) except -1:
-    """Row r's key over the columns idx[0..n) into buf, replacing what it held; a null key
-    column raises KeyNullError."""
+cdef int _put_key(Buf *buf, Col *cols, int *idx, Py_ssize_t n, Py_ssize_t r, int *null_col) noexcept nogil:
+    """Row r's key over the columns idx[0..n) into buf, replacing what it held. 0, or
+    _NULL_KEY with the column in ``null_col``, or _NO_MEMORY."""
     cdef Py_ssize_t i, bound = 0
     for i in range(n):
         if _null(&cols[idx[i]], r):
-            raise KeyNullError(idx[i], r)
+            null_col[0] = idx[i]
+            return _NULL_KEY
         bound += _bound(&cols[idx[i]], r)
     buf.n = 0
-    _reserve(buf, bound)
+    if _reserve(buf, bound):
+        return _NO_MEMORY
     for i in range(n):
         buf.n += _field(buf.p + buf.n, &cols[idx[i]], r)
     return 0
@@ -167,6 +174,7 @@ def encode_kv_columns(specs, key_cols, bucket_cols, value_cols, Py_ssize_t nrows
     cdef Py_ssize_t *rec_start = NULL
     cdef unsigned char *row
     cdef int32_t rec_len
+    cdef int rc = 0, null_col = 0
     cdef int64_t *bsize = NULL
     cdef int64_t *bcount = NULL
     cdef unsigned char **bptr = NULL
@@ -195,39 +203,51 @@ def encode_kv_columns(specs, key_cols, bucket_cols, value_cols, Py_ssize_t nrows
         for i in range(nv if nv > 0 else 0):
             vc[i] = value_cols[i]
         nbits = (nv + 7) >> 3 if nv > 0 else 0
-        for r in range(nrows):
-            # the key, into its scratch buffer
-            _put_key(&key, cols, kc, nk, r)
-            if nbk:
-                _put_key(&bkey, cols, bc, nbk, r)
-                bucket = ffm_bucket(bkey.p, bkey.n, num_buckets)
-            else:
-                bucket = ffm_bucket(key.p, key.n, num_buckets)
-            # the record: int32 length | varint key length | key | value row
-            bound = 4 + 5 + key.n + nbits
-            for i in range(nv if nv > 0 else 0):
-                bound += _bound(&cols[vc[i]], r)
-            _reserve(&out, bound)
-            start = out.n
-            w = start + 4
-            w += _put_varint(out.p + w, <uint64_t>key.n)
-            memcpy(out.p + w, key.p, key.n)
-            w += key.n
-            if nv >= 0:
-                row = out.p + w
-                for i in range(nbits):
-                    row[i] = 0
-                w += nbits
-                for i in range(nv):
-                    if _null(&cols[vc[i]], r):
-                        row[i >> 3] |= <unsigned char>(1 << (i & 7))
-                    else:
-                        w += _field(out.p + w, &cols[vc[i]], r)
-            rec_len = <int32_t>(w - start - 4)
-            memcpy(out.p + start, &rec_len, 4)
-            out.n = w
-            rec_bucket[r] = bucket
-            rec_start[r] = start
+        # the columns are plain buffers from here on: other threads (the sender) run meanwhile
+        with nogil:
+            for r in range(nrows):
+                # the key, into its scratch buffer
+                rc = _put_key(&key, cols, kc, nk, r, &null_col)
+                if rc:
+                    break
+                if nbk:
+                    rc = _put_key(&bkey, cols, bc, nbk, r, &null_col)
+                    if rc:
+                        break
+                    bucket = ffm_bucket(bkey.p, bkey.n, num_buckets)
+                else:
+                    bucket = ffm_bucket(key.p, key.n, num_buckets)
+                # the record: int32 length | varint key length | key | value row
+                bound = 4 + 5 + key.n + nbits
+                for i in range(nv if nv > 0 else 0):
+                    bound += _bound(&cols[vc[i]], r)
+                if _reserve(&out, bound):
+                    rc = _NO_MEMORY
+                    break
+                start = out.n
+                w = start + 4
+                w += _put_varint(out.p + w, <uint64_t>key.n)
+                memcpy(out.p + w, key.p, key.n)
+                w += key.n
+                if nv >= 0:
+                    row = out.p + w
+                    for i in range(nbits):
+                        row[i] = 0
+                    w += nbits
+                    for i in range(nv):
+                        if _null(&cols[vc[i]], r):
+                            row[i >> 3] |= <unsigned char>(1 << (i & 7))
+                        else:
+                            w += _field(out.p + w, &cols[vc[i]], r)
+                rec_len = <int32_t>(w - start - 4)
+                memcpy(out.p + start, &rec_len, 4)
+                out.n = w
+                rec_bucket[r] = bucket
+                rec_start[r] = start
+        if rc == _NULL_KEY:
+            raise KeyNullError(null_col, r)
+        if rc:
+            raise MemoryError()
         rec_start[nrows] = out.n
         # records grouped by bucket, each group in row order
         bsize = <int64_t *>calloc(num_buckets, sizeof(int64_t))
@@ -245,11 +265,12 @@ def encode_kv_columns(specs, key_cols, bucket_cols, value_cols, Py_ssize_t nrows
                 bptr[nb] = <unsigned char *>PyBytes_AS_STRING(data)
                 result[nb] = (data, bcount[nb])
                 bsize[nb] = 0  # from here on: bytes filled
-        for r in range(nrows):
-            nb = rec_bucket[r]
-            w = rec_start[r + 1] - rec_start[r]
-            memcpy(bptr[nb] + bsize[nb], out.p + rec_start[r], w)
-            bsize[nb] += w
+        with nogil:  # the new bytes objects are not visible to anyone yet
+            for r in range(nrows):
+                nb = rec_bucket[r]
+                w = rec_start[r + 1] - rec_start[r]
+                memcpy(bptr[nb] + bsize[nb], out.p + rec_start[r], w)
+                bsize[nb] += w
         return result
     finally:
         free(bsize)

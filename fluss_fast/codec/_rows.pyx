@@ -57,6 +57,12 @@ cdef int64_t MIN_MILLIS = -62135596800000
 cdef int64_t MAX_MILLIS = 253402300799999
 
 cdef object _UTC = _dt.timezone.utc
+try:  # pyarrow's aware values carry this zone; its offset is always zero, no need to ask it
+    import zoneinfo as _zoneinfo
+    _ZONE_UTC = _zoneinfo.ZoneInfo("UTC")
+except Exception:  # no tz database here: nothing can carry it either
+    _ZONE_UTC = _UTC
+cdef object _ZUTC = _ZONE_UTC
 cdef object _py = None  # fluss_fast.codec.rows, imported on first use (it imports this module)
 cdef object _Decimal = None
 cdef object _conv_decimal = None
@@ -79,17 +85,7 @@ cdef object _pure():
 # ----------------------------------------------------------------------------------------------
 # growable output buffer (per call: encoders may be shared between threads)
 # ----------------------------------------------------------------------------------------------
-cdef struct WBuf:
-    unsigned char *p
-    Py_ssize_t n
-    Py_ssize_t cap
-    unsigned char small[256]
-
-
-cdef inline void wb_init(WBuf *b) noexcept:
-    b.p = b.small
-    b.n = 0
-    b.cap = 256
+# (the WBuf struct with wb_init / wb_free, like the codec classes' C attributes, is in _rows.pxd)
 
 
 cdef int wb_grow(WBuf *b, Py_ssize_t need) except -1:
@@ -114,12 +110,6 @@ cdef inline int wb_reserve(WBuf *b, Py_ssize_t k) except -1:
     if b.n + k > b.cap:
         wb_grow(b, k)
     return 0
-
-
-cdef inline void wb_free(WBuf *b) noexcept:
-    if b.p != b.small:
-        free(b.p)
-    b.p = b.small
 
 
 cdef inline int wb_write(WBuf *b, const char *data, Py_ssize_t k) except -1:
@@ -147,17 +137,8 @@ cdef inline int wb_bytes_obj(WBuf *b, bytes data) except -1:
 # ----------------------------------------------------------------------------------------------
 # per-field plan
 # ----------------------------------------------------------------------------------------------
-cdef class _Field:
-    cdef int code
-    cdef bint nullable
-    cdef bint compact
-    cdef bint fixed
-    cdef Py_ssize_t size
-    cdef int scale
-    cdef int precision
-    cdef object info
-    cdef object slow_write      # pure writer for the cases handled in Python
-    cdef object slow_read
+cdef class _Field:  # attributes in _rows.pxd
+    pass
 
 
 cdef list _plan(infos, str fmt):
@@ -240,7 +221,7 @@ cdef inline int timestamp_value(object v, bint ltz, int64_t *millis, int32_t *na
         return 0
     tz = cdt.datetime_tzinfo(v)
     cdef int64_t shift = 0
-    if tz is not None and not (ltz and tz is _UTC):
+    if tz is not None and not (ltz and (tz is _UTC or tz is _ZUTC)):
         if not ltz:
             return 0  # aware values are rejected for NTZ by the pure helper, with its message
         # LTZ: any zone (zoneinfo's UTC from pyarrow, fixed offsets, DST zones) by its offset
@@ -461,13 +442,6 @@ cdef inline bint is_fixed_scalar(int code) noexcept:
 # what every row encoder/decoder shares
 # ----------------------------------------------------------------------------------------------
 cdef class _RowCodec:
-    cdef list _fields
-    cdef object _infos
-    cdef object _names
-    cdef Py_ssize_t _n
-    cdef Py_ssize_t _nbytes
-    cdef Py_ssize_t _header  # null bitset, plus the IndexedRow's var-length slots
-
     cdef _setup(self, types, names, str fmt):
         cdef Py_ssize_t nvar = 0
         self._infos = _pure()._infos(types)
@@ -591,8 +565,6 @@ cdef int compacted_field(WBuf *b, _Field f, object v) except -1:
 
 cdef class CompactedRowEncoder(_RowEncoder):
     """``encode(values) -> bytes``: one CompactedRow (null bitset + fields, no padding)."""
-
-    cdef bint _key  # CompactedKeyEncoder: no null bitset, nulls refused
 
     def __init__(self, types, names=None):
         self._setup(types, names, "COMPACTED")

@@ -78,7 +78,7 @@ class RecordAccumulator:
     def __init__(self, *, table_name: str, memory_size: int, wait_timeout_ms: int, batch_size: int,
                  dynamic: bool, dynamic_min: int, linger_ms: int, assigner, new_builder: Callable,
                  wake: Callable[[], None], runtime_thread: Callable[[], Optional[int]],
-                 runtime=None, kind=KIND_LOG):
+                 runtime=None, kind=KIND_LOG, slot_class=None):
         self.table_name = table_name
         self.kind = kind
         self._lock = threading.Lock()
@@ -111,7 +111,9 @@ class RecordAccumulator:
         # changes hands. Each hot batch holds a lease on the memory budget: its slot takes rows
         # while the builder has grown less than the lease since the batch turned hot, so the
         # budget and the batch target are kept without per-row bookkeeping.
-        self.slot = HotSlot(self._lock)
+        # KV writers use codec.upsertrow.KvSlot, the slot their compiled per-row path writes into
+        self._slot_class = slot_class or HotSlot
+        self.slot = self._slot_class(self._lock)
         self._slots = {(None, None): self.slot}
         self._hots = {}  # slot -> its hot batch
         self._leased = 0  # budget leased to hot batches, beyond what ``_used`` has booked
@@ -137,7 +139,7 @@ class RecordAccumulator:
                     for k, old in list(self._slots.items()):
                         if old is not self.slot and old not in self._hots:
                             del self._slots[k]
-                s = self._slots[key] = HotSlot(self._lock)
+                s = self._slots[key] = self._slot_class(self._lock)
             return s
 
     # -- caller side --------------------------------------------------------------------------
@@ -171,8 +173,9 @@ class RecordAccumulator:
             for b in list(self._hots.values()):
                 self._cool(b)
 
-    def _heat(self, slot: HotSlot, b: WriteBatch, share: int) -> None:
-        """Let ``slot`` feed ``b`` (open, with a row builder) for up to ``share`` budget bytes."""
+    def _heat(self, slot: HotSlot, b: WriteBatch, share: int, parts: int = 1) -> None:
+        """Let ``slot`` feed ``b`` (open, with a row builder) for up to ``share`` budget bytes,
+        and no more than its ``parts``-th of what is free."""
         old = self._hots.get(slot)
         if old is not None:
             self._cool(old)
@@ -181,6 +184,8 @@ class RecordAccumulator:
         # est_bytes reaches its target; the lease keeps both, in builder-size units
         lease = self.limit - self._used - self._leased - self.row_bytes + 1
         lease = min(lease, b.target - b.est_bytes, share)
+        if parts > 1:
+            lease = min(lease, (self.limit - self._used - self._leased) // parts)
         if lease <= 0:
             return
         builder = b.builder
@@ -288,7 +293,11 @@ class RecordAccumulator:
             if (bucket is not None or self._sticky) and b.state.open is b and b.builder is not None:
                 # several batches may be filling at once: none may lease more than its share
                 n = len(self._hots) + (slot not in self._hots)
-                self._heat(slot, b, self.limit if n <= 1 else self.limit // (n + 1))
+                # Rows placed by bucket (keys) fill every bucket's batch at once: with little
+                # free, one slot leasing all of it would make the next row of any other bucket
+                # cool them all, and every bucket take turns on this path row by row
+                parts = max(n, len(self._active)) if bucket is not None else 1
+                self._heat(slot, b, self.limit if n <= 1 else self.limit // (n + 1), parts)
             return b.handle
 
     def append_row(self, row, partition_id, bucket: Optional[int], num_buckets: int):

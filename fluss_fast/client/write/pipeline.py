@@ -55,7 +55,7 @@ class BufferedWriter:
     runtime thread ships them."""
 
     def _start_sending(self, cfg, acks, retries, max_inflight, idem, *, batch_size: int, assigner,
-                       new_builder, kind=KIND_LOG, kv_target_columns=None) -> None:
+                       new_builder, kind=KIND_LOG, kv_target_columns=None, slot_class=None) -> None:
         ctx = self._ctx
         self._closed = False
         self._err_lock = threading.Lock()
@@ -79,6 +79,7 @@ class BufferedWriter:
             runtime_thread=lambda: self._runtime._thread_id,
             runtime=self._runtime,
             kind=kind,
+            slot_class=slot_class,
         )
         self._sender = Sender(
             ctx=ctx, meta=self._meta, accumulator=self._acc, idempotence=self._idem,

@@ -10,6 +10,7 @@ The bulk Arrow methods (``upsert_arrow`` ...) build the records column by column
 """
 from __future__ import annotations
 
+import functools
 import re
 from typing import List, Optional
 
@@ -18,7 +19,7 @@ import pyarrow as pa
 from ...codec import murmur
 from ...codec.keys import KeyEncoder, key_columns
 from ...codec.rows import CompactedRowEncoder, IndexedRowEncoder
-from ...codec.upsertrow import UpsertRow
+from ...codec.upsertrow import KvSlot, UpsertRow
 from ...errors import FlussError
 from ...metadata import PARTITION_SEPARATOR
 from ...rpc.errors import CLIENT_ERROR
@@ -37,6 +38,12 @@ _NULL_FIELD = re.compile(r"field '([^']*)' is null but its type")
 def illegal_argument(message: str) -> FlussError:
     """pyfluss's wording for the core client's IllegalArgument errors."""
     return FlussError(f"Fluss hitting illegal argument error {message}.", CLIENT_ERROR)
+
+
+def batch_capacity(cfg) -> int:
+    """Bytes a KV batch's builder sets aside: the batch size (up to 16 MiB; bigger batches
+    grow), and room for the record that fills it (a batch is sealed once it reaches its target)."""
+    return min(max(0, cfg.writer_batch_size), 16 << 20) + 64 * 1024
 
 
 def check_target_columns(meta, target: List[int]) -> None:
@@ -218,8 +225,8 @@ class UpsertWriter(BufferedWriter):
         acks, retries, max_inflight, idem = delivery_settings(cfg)
         self._start_sending(cfg, acks, retries, max_inflight, idem, batch_size=cfg.writer_batch_size,
                             assigner=make_no_key_assigner("sticky"),  # never asked: every record has its bucket
-                            new_builder=KvRecordBuilder, kind=KIND_KV,
-                            kv_target_columns=list(target_columns or []))
+                            new_builder=functools.partial(KvRecordBuilder, batch_capacity(cfg)), kind=KIND_KV,
+                            kv_target_columns=list(target_columns or []), slot_class=KvSlot)
         tracked = getattr(ctx, "writers", None)
         if tracked is not None:
             tracked.add(self)  # the connection's close() drains it
@@ -227,8 +234,11 @@ class UpsertWriter(BufferedWriter):
         # whole rows of unpartitioned tables bucketed by their key: one compiled call per row
         self._fast_row = None
         if target_columns is None and not lay.part_pos and lay.bucket_same:
-            self._fast_row = UpsertRow(schema.names, lay.phys_pos, lay.key_encoder, lay.row_encoder,
-                                       lay.num_buckets, self._acc._slots)
+            self._fast_row = fast = UpsertRow(schema.names, lay.phys_pos, lay.key_encoder, lay.row_encoder,
+                                              lay.num_buckets, self._acc._slots)
+            fast.bind(self, ctx, self._upsert_checked, self._acc.append_slotted)
+            # the whole call compiled: the instance attribute is found before the method
+            self.upsert = fast.upsert
 
     def __repr__(self) -> str:
         return "UpsertWriter()"
@@ -256,15 +266,13 @@ class UpsertWriter(BufferedWriter):
     def upsert(self, row) -> WriteResultHandle:
         """Insert or replace the row with this primary key (dict by column name, or list/tuple
         in schema order; for a partial update, the target columns only)."""
+        return self._upsert_checked(row)
+
+    def _upsert_checked(self, row) -> WriteResultHandle:
+        """Every row the fast path (``UpsertRow.upsert``, which stands in for ``upsert`` when
+        it applies) declines: checked and encoded here, errors worded as pyfluss words them."""
         if self._closed or self._ctx._closed:
             self._check_open()
-        fast = self._fast_row
-        if fast is not None:
-            got = fast.put(row)
-            if got is not None:
-                if type(got) is not tuple:
-                    return got
-                return self._acc.append_slotted(got[0], None, got[1], self._layout.num_buckets)
         values = self._row_shaper.values(row)
         key = self._key(values)
         lay = self._layout
