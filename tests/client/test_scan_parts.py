@@ -186,3 +186,39 @@ async def test_many_buckets_some_empty_end_and_read_everything(conn, unique_name
     assert sorted(got.column("id").to_pylist()) == list(range(20_000))
     sc.subscribe_buckets({b: ff.LATEST_OFFSET for b in range(buckets)})
     assert (await sc.to_arrow()).num_rows == 0
+
+
+def test_split_cuts_after_whole_batches_and_keeps_a_cut_tail_with_the_last_part():
+    from fluss_fast.codec import logbatch
+
+    # three whole batches of ~1 KB (offsets 0-9, 10-19, 20-29) and the first 100 bytes of a
+    # fourth, as a Java server sends when the byte budget ends inside a batch
+    batches = [logbatch.build_batch(bytes(1000), schema_id=1, record_count=10, base_offset=10 * k)
+               for k in range(4)]
+    buf = b"".join(batches[:3]) + batches[3][:100]
+    size = len(batches[0])
+    spans = []
+
+    class Spec:
+        def decode_records(self, tb, mv, start, end, fetch_offset):
+            spans.append((start, end, fetch_offset))
+            return [], fetch_offset
+
+    r = Res((0, len(buf)), None)
+    todo = [("tb", None, 5, r)]
+    parts = decode_jobs.split_response(Spec(), memoryview(buf), todo, 1)
+    for _k, job in parts:
+        job()
+    # a part per whole batch; the last one also carries the cut tail; the first keeps the fetch
+    # offset (rows below it are dropped), the others start at their first batch
+    assert spans == [(0, size, 5), (size, 2 * size, 10), (2 * size, len(buf), 20)]
+    spans.clear()
+    for _k, job in decode_jobs.split_response(Spec(), memoryview(buf), todo, 2 * size):
+        job()
+    assert spans == [(0, 2 * size, 5), (2 * size, len(buf), 20)]
+    # nothing whole at all: one part over the span, which reports the batch that does not fit
+    spans.clear()
+    tail = batches[3][:100]
+    for _k, job in decode_jobs.split_response(Spec(), memoryview(tail), [("tb", None, 30, Res((0, 100), None))], 1):
+        job()
+    assert spans == [(0, 100, 30)]

@@ -354,8 +354,8 @@ class LogFetcher:
             return None
         try:
             return conn.send_raw(Api.FETCH_LOG, self._build_request(entries, req_bytes))
-        except FlussError:
-            return None  # _fetch meets the same error and reports it
+        except (FlussError, RuntimeError, OSError):
+            return None  # _fetch meets the same trouble and reports it
 
     async def _fetch(self, node: int, entries, req_bytes: int, sent=None) -> None:
         spec = self.spec
