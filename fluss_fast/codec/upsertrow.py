@@ -117,6 +117,8 @@ class UpsertRow:
         self._append = append
 
     def upsert(self, row):
+        """Insert or replace the row with this primary key: ``UpsertWriter.upsert`` (it stands
+        in for the writer's method)."""
         if self._writer._closed or self._ctx._closed:
             return self._fallback(row)
         got = self.put(row)
