@@ -72,6 +72,10 @@ async def put_batch_fast(table, merger, bkv, records, h) -> int:
         keys, values = split_kv_records(records, _SID.pack(h.schema_id))
     except CorruptBatchError as e:
         raise FlussError(f"Corrupt KV batch for {name}: {e}", Errors.CORRUPT_MESSAGE) from None
+    if b"" in keys:
+        from .kvstore import check_keys
+
+        check_keys(keys, name)
     full = table.image != "WAL"
     behavior = merger.delete_behavior
 

@@ -570,6 +570,8 @@ class BucketKv:
 
     # -- access ----------------------------------------------------------------------------------
     def get(self, key: bytes) -> Optional[bytes]:
+        if not key:
+            return None  # the applied-offset entry is no row
         pending = self.pending
         if key in pending:
             return pending[key]
@@ -581,7 +583,10 @@ class BucketKv:
         buffer, so a flush in between only moves a value to where it is read next."""
         if not keys:
             return []
-        return read_through(keys, self.pending, self.db.get)
+        out = read_through(keys, self.pending, self.db.get)
+        if b"" in keys:  # the applied-offset entry is no row (no key encoder writes an empty key)
+            out = [None if not key else v for key, v in zip(keys, out)]
+        return out
 
     def current_values(self, keys: List[bytes], values: List[Optional[bytes]], deletes_only: bool) -> dict:
         """``codec.kvsplit.current_values`` of this bucket (the pre-write buffer, then RocksDB); as
@@ -592,7 +597,7 @@ class BucketKv:
         self.flush()
         out = []
         it = self.db.iter()
-        it.seek(prefix)
+        it.seek(prefix or FIRST_KEY)
         n = len(prefix)
         while it.valid():
             k = it.key()
@@ -632,8 +637,9 @@ class BucketKv:
 
     async def commit(self, batch: bytes, changes: Dict[bytes, Optional[bytes]], size: int) -> int:
         """Append a changelog batch, then apply ``changes`` (key -> value, None = delete; the dict
-        becomes the buffer's, the caller drops it) through the pre-write buffer; the log end offset after the append. ``size``: the request's bytes,
-        for the buffer's bound. Under ``self.lock``."""
+        may become the buffer itself, so the caller lets go of it) through the pre-write buffer; the
+        log end offset after the append. ``size``: the request's bytes, for the buffer's bound.
+        Under ``self.lock``."""
         info = logbatch.validate_records(batch)
         dup = self.blog.check_writer(info)
         if dup is not None:
@@ -771,6 +777,7 @@ async def put_batch(table: TableKv, merger: Merger, bkv: BucketKv, records, *, f
         kvs = list(iter_kv_records(records, verify_crc=True))
     except CorruptBatchError as e:
         raise FlussError(f"Corrupt KV batch for {bkv.blog.name}: {e}", Errors.CORRUPT_MESSAGE) from None
+    check_keys([key for key, _ in kvs], bkv.blog.name)
     decoder = table.decoder(h.schema_id)
     width = len(table.schemas[h.schema_id].columns)
     pad = [None] * (table.ncols - width)
@@ -870,6 +877,13 @@ async def put_batch(table: TableKv, merger: Merger, bkv: BucketKv, records, *, f
         except (TypeError, ValueError, FlussError) as e:
             raise FlussError(f"Cannot build the changelog of {bkv.blog.name}: {e}", Errors.CORRUPT_MESSAGE) from None
         return await bkv.commit(batch, buffer, len(records))
+
+
+def check_keys(keys, name: str) -> None:
+    """No key encoder writes an empty key, and the store keeps its applied offset under it: a batch
+    carrying one is refused before it can touch that entry."""
+    if any(len(key) == 0 for key in keys):
+        raise FlussError(f"Corrupt KV batch for {name}: a record has an empty key", Errors.CORRUPT_MESSAGE)
 
 
 # -- every bucket -------------------------------------------------------------------------------

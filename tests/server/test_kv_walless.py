@@ -143,3 +143,25 @@ def test_store_of_an_older_server_is_taken_over(start_server, unique_name):
         assert int(store.get(b"")) == end + 1
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("props", [{}, {"table.merge-engine": "first_row"}])  # fast path, general path
+def test_an_empty_key_cannot_reach_the_applied_offset_entry(start_server, unique_name, props):
+    from fluss_fast.rpc.errors import Errors
+
+    srv = start_server(sasl=False)
+    kv = Kv(srv)
+    db = unique_name("walless")
+    kv.create_db(db)
+    tid = kv.create_table(db, "t", bucket_count=1, properties=props)
+    end = kv.put(tid, [up(1, "a")]).log_end_offset
+    resp = kv.put(tid, [up(2, "b"), (b"", up(3, "c")[1])])
+    assert resp.error_code == Errors.CORRUPT_MESSAGE and "empty key" in resp.error_message
+    assert looked_up(kv.lookup(tid, [b"", k(1), k(2)])) == [None, [1, "a", None], None]
+    kv.close()
+    srv.stop()
+    srv.start()
+    kv = Kv(srv)
+    assert looked_up(kv.lookup(tid, [b"", k(1)])) == [None, [1, "a", None]]
+    assert kv.put(tid, [up(4, "d")]).log_end_offset == end + 1
+    kv.close()
