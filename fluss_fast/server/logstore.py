@@ -767,23 +767,52 @@ def indexed_whole_span(seg: Segment, position: int, n: int) -> int:
     return n
 
 
+_RWF_NOWAIT = getattr(os, "RWF_NOWAIT", 0)
+
+
+def _read_cached(fd: int, position: int, n: int):
+    """The bytes the page cache holds now at ``position`` (up to ``n``), read without waiting for
+    the disk: ``(buffer, count)``, count 0 when nothing could be read that way."""
+    buf = bytearray(n)
+    try:
+        got = os.preadv(fd, [buf], position, _RWF_NOWAIT)
+    except OSError:
+        # EAGAIN (not cached) or a file system / kernel without RWF_NOWAIT: the thread reads it,
+        # and reports a real error
+        return buf, 0
+    return buf, got
+
+
 async def read_segment(seg: Segment, position: int, n: int) -> bytes:
-    """``n`` bytes of a segment's file at ``position``; large reads run in a worker thread."""
+    """``n`` bytes of a segment's file at ``position``. Large reads of bytes the page cache holds
+    (a scan of recent data) copy them right here; only what must come from the disk waits in a
+    worker thread. In a scan the client's decoding keeps every core busy, and two thread hops per
+    read cost more than the copy (1 M rows, 3 buckets: server CPU per scan 3.6-4.5 ms inline vs
+    7.3-8.2 ms threaded on clicks, 16 vs 24 ms on orders)."""
     if n <= THREAD_IO_BYTES:
         try:
             return os.pread(seg.fd, n, position)
         except OSError as e:
             raise FlussError(f"Failed to read {seg.stem}.log: {e}", Errors.LOG_STORAGE_EXCEPTION) from e
+    got = 0
+    if _RWF_NOWAIT:
+        buf, got = _read_cached(seg.fd, position, n)
+        if got == n or (0 < got and position + got >= seg.size):
+            return buf if got == n else memoryview(buf)[:got]
     try:
         fd = os.dup(seg.fd)
     except OSError as e:
         raise FlussError(f"Failed to read {seg.stem}.log: {e}", Errors.LOG_STORAGE_EXCEPTION) from e
     try:
-        return await asyncio.to_thread(os.pread, fd, n, position)
+        rest = await asyncio.to_thread(os.pread, fd, n - got, position + got)
     except OSError as e:
         raise FlussError(f"Failed to read {seg.stem}.log: {e}", Errors.LOG_STORAGE_EXCEPTION) from e
     finally:
         os.close(fd)
+    if not got:
+        return rest
+    buf[got:got + len(rest)] = rest
+    return buf if len(rest) == n - got else memoryview(buf)[:got + len(rest)]
 
 
 def _remove_tree(path: str) -> None:
