@@ -789,8 +789,8 @@ async def read_segment(seg: Segment, position: int, n: int) -> bytes:
     """``n`` bytes of a segment's file at ``position``. Large reads of bytes the page cache holds
     (a scan of recent data) copy them right here; only what must come from the disk waits in a
     worker thread. In a scan the client's decoding keeps every core busy, and two thread hops per
-    read cost more than the copy (1 M rows, 3 buckets: server CPU per scan 3.6-4.5 ms inline vs
-    7.3-8.2 ms threaded on clicks, 16 vs 24 ms on orders)."""
+    read cost more than the copy (1 M rows, 3 buckets, runs alternating: server CPU per full scan
+    4.2-4.5 vs 5.5-5.8 ms on clicks, 16 vs 19-22 ms on orders; the scans no slower)."""
     if n <= THREAD_IO_BYTES:
         try:
             return os.pread(seg.fd, n, position)
