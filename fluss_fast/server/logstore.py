@@ -43,7 +43,9 @@ log = logging.getLogger("fluss_fast.server.log")
 DEFAULT_SEGMENT_BYTES = 1 << 30          # log.segment.file-size
 DEFAULT_INDEX_INTERVAL_BYTES = 4096      # log.index.interval-size
 WRITER_STATE_BATCHES = 5                 # batches remembered per writer for duplicate detection
-# Above this many bytes a read runs in a worker thread instead of on the event loop.
+# Above this many bytes, the part of a read the page cache does not hold runs in a worker thread
+# instead of on the event loop (see read_segment; the numbers below are from before cached bytes
+# were copied on the loop).
 # Measured on the 2-core test machine with 1 MiB produce / 4 MiB fetch frames over loopback: the
 # thread version was faster both ways (fetch 1.3-1.6 vs 0.8-1.05 GB/s, ingest 0.20-0.33 vs
 # 0.16-0.21 GB/s into cold page cache), since the loop keeps receiving while the copy runs; below a
@@ -767,23 +769,52 @@ def indexed_whole_span(seg: Segment, position: int, n: int) -> int:
     return n
 
 
+_RWF_NOWAIT = getattr(os, "RWF_NOWAIT", 0)
+
+
+def _read_cached(fd: int, position: int, n: int):
+    """The bytes the page cache holds now at ``position`` (up to ``n``), read without waiting for
+    the disk: ``(buffer, count)``, count 0 when nothing could be read that way."""
+    buf = bytearray(n)
+    try:
+        got = os.preadv(fd, [buf], position, _RWF_NOWAIT)
+    except OSError:
+        # EAGAIN (not cached) or a file system / kernel without RWF_NOWAIT: the thread reads it,
+        # and reports a real error
+        return buf, 0
+    return buf, got
+
+
 async def read_segment(seg: Segment, position: int, n: int) -> bytes:
-    """``n`` bytes of a segment's file at ``position``; large reads run in a worker thread."""
+    """``n`` bytes of a segment's file at ``position``. Large reads of bytes the page cache holds
+    (a scan of recent data) copy them right here; only what must come from the disk waits in a
+    worker thread. In a scan the client's decoding keeps every core busy, and two thread hops per
+    read cost more than the copy (1 M rows, 3 buckets, runs alternating: server CPU per full scan
+    4.2-4.5 vs 5.5-5.8 ms on clicks, 16 vs 19-22 ms on orders; the scans no slower)."""
     if n <= THREAD_IO_BYTES:
         try:
             return os.pread(seg.fd, n, position)
         except OSError as e:
             raise FlussError(f"Failed to read {seg.stem}.log: {e}", Errors.LOG_STORAGE_EXCEPTION) from e
+    got = 0
+    if _RWF_NOWAIT:
+        buf, got = _read_cached(seg.fd, position, n)
+        if got == n or (0 < got and position + got >= seg.size):
+            return buf if got == n else memoryview(buf)[:got]
     try:
         fd = os.dup(seg.fd)
     except OSError as e:
         raise FlussError(f"Failed to read {seg.stem}.log: {e}", Errors.LOG_STORAGE_EXCEPTION) from e
     try:
-        return await asyncio.to_thread(os.pread, fd, n, position)
+        rest = await asyncio.to_thread(os.pread, fd, n - got, position + got)
     except OSError as e:
         raise FlussError(f"Failed to read {seg.stem}.log: {e}", Errors.LOG_STORAGE_EXCEPTION) from e
     finally:
         os.close(fd)
+    if not got:
+        return rest
+    buf[got:got + len(rest)] = rest
+    return buf if len(rest) == n - got else memoryview(buf)[:got + len(rest)]
 
 
 def _remove_tree(path: str) -> None:

@@ -410,3 +410,53 @@ async def test_fetch_reads_stop_at_an_indexed_batch_start_within_the_budget(tmp_
     seg, pos, n = blog.plan_read(50, int(3.5 * size), True)
     assert pos == 5 * size and logstore.indexed_whole_span(seg, pos, n) == n
     lm.close()
+
+
+async def _big_segment(tmp_path):
+    blog = LogManager(str(tmp_path)).get(T, None, 0)
+    for i in range(4):  # ~1.2 MB: reads above THREAD_IO_BYTES
+        await blog.append(batch(10, payload_size=300_000, fill=65 + i))
+    return blog
+
+
+async def test_large_reads_of_cached_and_uncached_bytes_give_the_file_exactly(tmp_path, monkeypatch):
+    blog = await _big_segment(tmp_path)
+    seg, pos, n = blog.plan_read(0, 1 << 30, True)
+    assert n > logstore.THREAD_IO_BYTES
+    want = os.pread(seg.fd, n, pos)
+    assert len(want) == n
+    # page cache hot: copied on the loop
+    assert bytes(await logstore.read_segment(seg, pos, n)) == want
+    assert bytes(await logstore.read_segment(seg, pos + 7, n - 7)) == want[7:]
+    # past the end of the file: only what is there, as pread gives it
+    assert bytes(await logstore.read_segment(seg, pos + 5, n + 4096)) == want[5:]
+    # the page cache holding only a prefix (or nothing): the rest comes from the worker thread
+    real = logstore._read_cached
+    for cached in (0, 1, 4096, n // 2, n - 1):
+        def partial(fd, position, count, cached=cached):
+            buf, got = real(fd, position, min(count, cached) or 1)
+            out = bytearray(count)
+            k = min(got, cached)
+            out[:k] = buf[:k]
+            return out, k
+        monkeypatch.setattr(logstore, "_read_cached", partial)
+        assert bytes(await logstore.read_segment(seg, pos, n)) == want, cached
+        assert bytes(await logstore.read_segment(seg, pos + 3, n + 100)) == want[3:], cached
+    # a kernel or file system without RWF_NOWAIT: every large read goes to the thread
+    monkeypatch.setattr(logstore, "_read_cached", real)
+    monkeypatch.setattr(logstore, "_RWF_NOWAIT", 0)
+    assert bytes(await logstore.read_segment(seg, pos, n)) == want
+
+
+async def test_large_read_of_a_closed_segment_fails_as_a_storage_error(tmp_path):
+    blog = await _big_segment(tmp_path)
+    seg, pos, n = blog.plan_read(0, 1 << 30, True)
+    fd = seg.fd
+    seg.fd = os.open(os.devnull, os.O_WRONLY)  # reads fail with EBADF on this descriptor
+    try:
+        with pytest.raises(FlussError) as ei:
+            await logstore.read_segment(seg, pos, n)
+        assert ei.value.error_code == logstore.Errors.LOG_STORAGE_EXCEPTION
+    finally:
+        os.close(seg.fd)
+        seg.fd = fd
