@@ -3,12 +3,7 @@
 
 
 cdef class HotSlot:
-    cdef object _acquire
-    cdef object _release
-    cdef public object builder
-    cdef public object handle
-    cdef public Py_ssize_t size
-    cdef public Py_ssize_t cap
+    # the fields are declared in _appendslot.pxd, where _upsertrow.KvSlot cimports them
 
     def __init__(self, lock):
         self._acquire = lock.acquire

@@ -5,6 +5,8 @@ from libc.stdlib cimport calloc, malloc, realloc, free
 from libc.string cimport memcpy
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 
+from fluss_fast.codec.varint_put cimport ff_put_varint
+
 import numpy as np
 
 from fluss_fast.codec.kvcolumns import KeyNullError
@@ -59,16 +61,6 @@ cdef int _reserve(Buf *buf, Py_ssize_t extra) noexcept nogil:
     return 0
 
 
-cdef inline Py_ssize_t _put_varint(unsigned char *p, uint64_t u) noexcept nogil:
-    cdef Py_ssize_t i = 0
-    while u > 0x7F:
-        p[i] = <unsigned char>((u & 0x7F) | 0x80)
-        u >>= 7
-        i += 1
-    p[i] = <unsigned char>u
-    return i + 1
-
-
 cdef inline Py_ssize_t _bound(Col *c, Py_ssize_t r) noexcept nogil:
     """Most bytes field ``r`` of ``c`` can take."""
     cdef const int64_t *off
@@ -95,9 +87,9 @@ cdef inline Py_ssize_t _field(unsigned char *p, Col *c, Py_ssize_t r) noexcept n
         memcpy(p, c.a + 2 * r, 2)
         return 2
     if k == K_VAR32:
-        return _put_varint(p, <uint32_t>(<const int32_t *>c.a)[r])
+        return ff_put_varint(p, <uint32_t>(<const int32_t *>c.a)[r])
     if k == K_VAR64:
-        return _put_varint(p, <uint64_t>(<const int64_t *>c.a)[r])
+        return ff_put_varint(p, <uint64_t>(<const int64_t *>c.a)[r])
     if k == K_F32:
         f = (<const float *>c.a)[r]
         if f != f:
@@ -116,12 +108,12 @@ cdef inline Py_ssize_t _field(unsigned char *p, Col *c, Py_ssize_t r) noexcept n
         off = <const int64_t *>c.a
         s = off[r]
         e = off[r + 1]
-        w = _put_varint(p, <uint64_t>(e - s))
+        w = ff_put_varint(p, <uint64_t>(e - s))
         memcpy(p + w, c.b + s, e - s)
         return w + (e - s)
     # K_TS
-    w = _put_varint(p, <uint64_t>(<const int64_t *>c.a)[r])
-    return w + _put_varint(p + w, <uint32_t>(<const int32_t *>c.b)[r])
+    w = ff_put_varint(p, <uint64_t>(<const int64_t *>c.a)[r])
+    return w + ff_put_varint(p + w, <uint32_t>(<const int32_t *>c.b)[r])
 
 
 cdef inline bint _null(Col *c, Py_ssize_t r) noexcept nogil:
@@ -226,7 +218,7 @@ def encode_kv_columns(specs, key_cols, bucket_cols, value_cols, Py_ssize_t nrows
                     break
                 start = out.n
                 w = start + 4
-                w += _put_varint(out.p + w, <uint64_t>key.n)
+                w += ff_put_varint(out.p + w, <uint64_t>key.n)
                 memcpy(out.p + w, key.p, key.n)
                 w += key.n
                 if nv >= 0:

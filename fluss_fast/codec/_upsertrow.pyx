@@ -9,6 +9,9 @@ from cpython.dict cimport PyDict_GetItem, PyDict_Next
 from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.ref cimport PyObject, Py_INCREF
 
+from fluss_fast.codec._appendslot cimport HotSlot
+from fluss_fast.codec.le_bytes cimport ff_le_put32
+from fluss_fast.codec.varint_put cimport ff_put_varint
 from fluss_fast.codec._rows cimport WBuf, _RowEncoder, wb_free, wb_init
 
 cdef extern from "fluss_murmur.h":
@@ -26,31 +29,14 @@ cdef object _chunk_class():
     return _KvChunk
 
 
-cdef inline Py_ssize_t _put_varint(unsigned char *p, uint32_t u) noexcept nogil:
-    cdef Py_ssize_t i = 0
-    while u > 0x7F:
-        p[i] = <unsigned char>((u & 0x7F) | 0x80)
-        u >>= 7
-        i += 1
-    p[i] = <unsigned char>u
-    return i + 1
-
-
-cdef inline void _put_i32(unsigned char *p, Py_ssize_t v) noexcept nogil:
-    p[0] = <unsigned char>(v & 0xFF)
-    p[1] = <unsigned char>((v >> 8) & 0xFF)
-    p[2] = <unsigned char>((v >> 16) & 0xFF)
-    p[3] = <unsigned char>((v >> 24) & 0xFF)
-
-
 cdef bytes _record(const unsigned char *kp, Py_ssize_t kn, const unsigned char *vp, Py_ssize_t vn):
     """``int32 length | varint key length | key | value`` (``vn`` < 0: a delete)."""
     cdef unsigned char kl[5]
-    cdef Py_ssize_t w = _put_varint(kl, <uint32_t>kn)
+    cdef Py_ssize_t w = ff_put_varint(kl, <uint32_t>kn)
     cdef Py_ssize_t body = kn + (vn if vn > 0 else 0)
     cdef bytes record = PyBytes_FromStringAndSize(NULL, 4 + w + body)
     cdef unsigned char *p = <unsigned char *>PyBytes_AS_STRING(record)
-    _put_i32(p, w + body)
+    ff_le_put32(p, <int32_t>w + body)
     memcpy(p + 4, kl, w)
     memcpy(p + 4 + w, kp, kn)
     if vn > 0:
@@ -101,8 +87,8 @@ cdef class KvRecordBuilder:
         cdef unsigned char *p
         self._reserve(9 + body)
         p = self._p + self._n
-        w = _put_varint(p + 4, <uint32_t>kn)
-        _put_i32(p, w + body)
+        w = ff_put_varint(p + 4, <uint32_t>kn)
+        ff_le_put32(p, <int32_t>w + body)
         memcpy(p + 4 + w, k, kn)
         if vn > 0:
             memcpy(p + 4 + w + kn, v, vn)
@@ -148,34 +134,9 @@ cdef class KvRecordBuilder:
         return _chunk_class()(data, n)
 
 
-cdef class KvSlot:
-    cdef object _acquire
-    cdef object _release
-    cdef public object builder
-    cdef public object handle
-    cdef public Py_ssize_t size
-    cdef public Py_ssize_t cap
-
-    def __init__(self, lock):
-        self._acquire = lock.acquire
-        self._release = lock.release
-        self.builder = None
-        self.handle = None
-        self.size = 0
-        self.cap = 0
-
-    def append(self, row):
-        """Add ``row`` if the hot batch has room; its handle, or None (nothing was added)."""
-        cdef object builder
-        self._acquire()
-        try:
-            builder = self.builder
-            if builder is None or self.size >= self.cap:
-                return None
-            self.size = builder.append(row)
-            return self.handle
-        finally:
-            self._release()
+cdef class KvSlot(HotSlot):
+    """``HotSlot`` for KV batches: its own type so ``UpsertRow`` knows the slot's builder is a
+    ``KvRecordBuilder`` it may feed directly."""
 
 
 cdef class UpsertRow:
