@@ -318,8 +318,9 @@ def _canonical(t: pa.DataType):
 _OWN_DECOMPRESS_MIN_BYTES = 0
 
 
-#: uncompressed bodies of this size or more get their own private mapping (``_mapped_body``)
-_MAPPED_BODY_BYTES = 4 << 20
+#: uncompressed bodies of this size or more get their own private mapping (``_mapped_body``); from
+#: one whole huge page up, so that at most a tail below 2 MiB faults in small pages
+_MAPPED_BODY_BYTES = 2 << 20
 _HUGE_PAGE = 2 << 20
 _MAP_FLAGS = getattr(mmap, "MAP_PRIVATE", 0) | getattr(mmap, "MAP_ANONYMOUS", 0)
 _MADV_HUGEPAGE = getattr(mmap, "MADV_HUGEPAGE", None)
