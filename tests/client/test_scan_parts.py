@@ -170,6 +170,45 @@ async def test_receive_buffers_go_back_when_a_bounded_read_ends(conn, unique_nam
     assert (await sc.to_arrow()).num_rows == n
 
 
+async def test_spare_receive_buffers_go_when_the_last_answer_arrives(conn, unique_name, monkeypatch):
+    # the spares can serve no later answer of the read, so they must not sit on top of the whole
+    # result while the last answer decodes: they go the moment that answer is in, before any
+    # decoding is applied
+    from fluss_fast.client.scan import fetcher as fmod
+    from fluss_fast.rpc import connection as rpc_conn
+
+    monkeypatch.setattr(rpc_conn, "_POOL_IDLE_S", 60.0)
+    events = []
+    real_trim = fmod.LogFetcher._trim_receive_pool
+    real_decoded = fmod.LogFetcher._decoded
+    real_handle = fmod.LogFetcher._handle_response
+
+    def handle(self, *args):
+        events.append("arrived")
+        return real_handle(self, *args)
+
+    def trim(self, node):
+        events.append("trim")
+        return real_trim(self, node)
+
+    def decoded(self, *args):
+        events.append("decoded")
+        return real_decoded(self, *args)
+
+    monkeypatch.setattr(fmod.LogFetcher, "_trim_receive_pool", trim)
+    monkeypatch.setattr(fmod.LogFetcher, "_decoded", decoded)
+    monkeypatch.setattr(fmod.LogFetcher, "_handle_response", handle)
+    t = await _table(conn, unique_name, 3)
+    n = 30_000
+    await _write(t, _rows(0, n))
+    sc = await t.new_scan().create_record_batch_log_scanner()
+    sc.subscribe_buckets({b: ff.EARLIEST_OFFSET for b in range(3)})
+    got = await sc.to_arrow()
+    assert got.num_rows == n
+    last_arrival = len(events) - 1 - events[::-1].index("arrived")
+    assert events[last_arrival + 1:last_arrival + 2] == ["trim"], events
+
+
 async def test_many_buckets_some_empty_end_and_read_everything(conn, unique_name, monkeypatch):
     monkeypatch.setattr(decode_jobs.split_response, "__defaults__", (1,))
     buckets = 12

@@ -197,6 +197,45 @@ def test_decode_changelog_batch_and_projection(use_twin):
                                                 schema=pa.schema([batch.schema.field(i) for i in keep])))
 
 
+@pytest.mark.parametrize("threshold", [0, None], ids=["every-body-mapped", "real-threshold"])
+@pytest.mark.parametrize("comp", COMPRESSIONS)
+def test_bodies_in_their_own_mapping_outlive_everything_else(comp, threshold, use_twin, monkeypatch):
+    # a large body gets a private mapping of its own; the batch must stay readable once the
+    # fetched bytes, the codec and every intermediate object are gone, and unmapping must wait
+    # for the last slice of any of its columns
+    rows = 300_000
+    batch = pa.RecordBatch.from_pydict({
+        "id": pa.array(np.arange(rows, dtype=np.int64)),
+        "v": pa.array(np.random.default_rng(7).random(rows)),
+        "s": pa.array([f"row-{i % 977}" for i in range(rows)]),
+    })
+    if threshold is not None:
+        assert batch.nbytes > al._MAPPED_BODY_BYTES
+    else:
+        monkeypatch.setattr(al, "_MAPPED_BODY_BYTES", 0)
+    mapped = []
+    real = al._mapped_body
+    monkeypatch.setattr(al, "_mapped_body", lambda size: mapped.append(size) or real(size))
+    schema = SchemaInfo.from_arrow(batch.schema)
+    codec = al.ArrowLogCodec(schema, comp)
+    blob = bytearray(codec.build(batch, schema_id=1))
+    rb, _ = codec.decode(blob, lb.parse_header(blob))
+    tail = rb.column(2).slice(rows - 5)
+    del codec, blob, rb
+    import gc
+    gc.collect()
+    assert tail.to_pylist() == [f"row-{i % 977}" for i in range(rows - 5, rows)]
+    assert mapped
+    rb2 = al.ArrowLogCodec(schema, comp)
+    blob = rb2.build(batch, schema_id=1)
+    got, _ = rb2.decode(blob, lb.parse_header(blob))
+    assert got.equals(batch)
+    for col in got.columns:
+        for buf in col.buffers():
+            if buf is not None and buf.size:
+                assert buf.address % 64 == 0
+
+
 def test_uncompressed_tables_are_left_to_pyarrow(use_twin):
     schema, batch = _case("orders")
     codec = al.ArrowLogCodec(schema, "NONE")

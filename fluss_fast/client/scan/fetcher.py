@@ -442,6 +442,11 @@ class LogFetcher:
                 if r.records is not None:
                     size += r.records[1] - r.records[0]
             self.send_fetches()
+            if self._stops is not None and not self._node_reqs.get(node) and self._fetched_all():
+                # this was the bounded read's last answer from the node: the spare receive
+                # buffers can serve no other, so they go now rather than after this answer is
+                # decoded, when the whole result is already in memory (the read's peak)
+                self._trim_receive_pool(node)
             if self._decodes.pending == 0 and size < _INLINE_DECODE_BYTES:
                 # small (polling) answers: no thread hop; nothing is queued ahead of this one
                 self._decoded(node, todo, decode_response(self.spec, mv, todo), None)
