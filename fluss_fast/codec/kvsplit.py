@@ -25,7 +25,8 @@ memtable inserts a long run of sorted keys at a fraction of the cost of scattere
 
 ``current_values(keys, values, pending, get, deletes_only)`` is ``read_through`` of the distinct
 keys whose old value a merge needs (every key, or with ``deletes_only`` those whose value is None)
-as a dict key -> stored value or None, built in one pass: ``plan_changes``'s ``current``.
+as a dict key -> stored value or None, built in one pass: ``plan_changes``'s ``current``. The keys
+missing from ``pending`` go to ``get`` in byte order (RocksDB's multi-get is cheaper on sorted input).
 ``_kvsplit.pyx`` is the compiled twin.
 """
 from __future__ import annotations
@@ -167,6 +168,7 @@ def current_values(keys: List[bytes], values: List[Optional[bytes]], pending: di
             out[key] = None
             misses.append(key)
     if misses:
+        misses.sort()
         got = get(misses)
         if len(got) != len(misses):
             raise ValueError(f"{len(got)} values read for {len(misses)} keys")

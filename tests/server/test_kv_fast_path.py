@@ -226,8 +226,8 @@ def test_current_values_twins_agree(seed):
 
             got = fn(keys, values, pending, get, deletes_only)
             assert got == expect and list(got) == list(dict.fromkeys(wanted))  # first-seen order
-            misses = list(dict.fromkeys(key for key in wanted if key not in pending))
-            assert asked == ([misses] if misses else [])
+            misses = sorted(dict.fromkeys(key for key in wanted if key not in pending))
+            assert asked == ([misses] if misses else [])  # one multi-get, keys in byte order
         with pytest.raises(ValueError):
             kvsplit.current_values(keys, values[:-1], pending, get, deletes_only)
 
@@ -247,6 +247,19 @@ def test_plan_changes_into_current_itself(seed):
         assert fn(keys, values, same, True, False, same, b"\x01\x00") == separate
         assert {k: v for k, v in same.items() if k in changes} == changes
         assert all(same[k] is None and stored[k] is None for k in same if k not in changes)
+
+
+def test_current_values_asks_in_byte_order_keys_that_differ_past_eight_bytes_or_by_zero_padding():
+    keys = [b"\x01", b"\x01\x00", b"\x01" + b"\x00" * 8, b"\x01" + b"\x00" * 9, b"abcdefgh", b"abcdefgh\x00",
+            b"abcdefghi", b"abcdefgha", b"abcdefgh\xff", b"\xff" * 8, b"\xff" * 12, b"\x00", b"abcdefg"]
+    rnd = random.Random(6)
+    for _ in range(20):
+        rnd.shuffle(keys)
+        for fn in (kvsplit.current_values, kvsplit.current_values_py):
+            asked = []
+            got = fn(keys, [b"v"] * len(keys), {b"abcdefg": b"p"}, lambda ks: asked.append(ks) or [b"s"] * len(ks), False)
+            assert asked == [sorted(set(keys) - {b"abcdefg"})]
+            assert list(got) == keys and got[b"abcdefg"] == b"p" and set(got.values()) == {b"s", b"p"}
 
 
 def test_fill_batch_orders_keys_that_differ_past_eight_bytes_or_by_zero_padding():
