@@ -399,14 +399,15 @@ class Connection:
         else:
             fut.set_exception(FlussError(f"Unknown response type {kind} from {self.address}", NETWORK_EXCEPTION))
 
-    def trim_receive_pool(self) -> None:
+    def trim_receive_pool(self) -> int:
         """Unmap the spare receive buffers now (and those whose views are gone): a reader that
         expects no more big answers on this connection gives them back at once instead of after
-        the idle delay."""
+        the idle delay. Returns how many buffers someone still looks at."""
         transport = self._transport
         proto = transport.get_protocol() if transport is not None else None
         if isinstance(proto, _Protocol):
-            proto.pool.trim()
+            return proto.pool.trim()
+        return 0
 
     def _watch_pool(self, proto: _Protocol) -> None:
         """Give ``proto``'s spare receive buffers back once big frames stop coming."""

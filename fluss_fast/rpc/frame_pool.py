@@ -89,13 +89,15 @@ class FramePool:
             del buf
         busy[:] = keep
 
-    def trim(self) -> None:
+    def trim(self) -> int:
         """Give the buffers nothing uses back to the OS (an idle client keeps no receive memory);
-        the busy ones go once their views are gone."""
+        the busy ones go once their views are gone, at the next ``take`` or ``trim``. Returns how
+        many are still busy."""
         if self._busy:
             self._reclaim()
         self._free.clear()
         self._free_bytes = 0
+        return len(self._busy)
 
     def stats(self) -> dict:
         return {"allocated": self.allocated, "reused": self.reused, "busy": len(self._busy),

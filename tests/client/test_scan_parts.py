@@ -187,9 +187,9 @@ async def test_spare_receive_buffers_go_when_the_last_answer_arrives(conn, uniqu
         events.append("arrived")
         return real_handle(self, *args)
 
-    def trim(self, node):
+    def trim(self, node, *rest):
         events.append("trim")
-        return real_trim(self, node)
+        return real_trim(self, node, *rest)
 
     def decoded(self, *args):
         events.append("decoded")

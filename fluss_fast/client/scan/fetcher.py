@@ -102,6 +102,10 @@ _BOUNDED_HEAD_START = 1
 _DEFAULT_BUCKET_BYTES = 1024 * 1024
 #: responses with fewer record bytes are decoded on the loop: a thread hop would cost more
 _INLINE_DECODE_BYTES = 128 * 1024
+# after a bounded read's trim finds an answer's buffer still viewed by its decode: how often and
+# how long to look again (the views go within milliseconds; a zero-copy result may keep one)
+_TRIM_RETRY_S = 0.02
+_TRIM_RETRIES = 50
 
 
 def _is_transient(err: FlussError) -> bool:
@@ -494,11 +498,14 @@ class LogFetcher:
                     return False
         return True
 
-    def _trim_receive_pool(self, node: int) -> None:
+    def _trim_receive_pool(self, node: int, tries: int = 0) -> None:
         peek = getattr(self.ctx, "open_connection", None)
         conn = peek(node) if peek is not None else None
         if conn is not None and not self._node_reqs.get(node):
-            conn.trim_receive_pool()
+            if conn.trim_receive_pool() and tries < _TRIM_RETRIES:
+                # a decode part still held its answer's buffer: the pool cannot see a view go,
+                # so look again shortly rather than leave the buffer to the idle trim
+                self._loop.call_later(_TRIM_RETRY_S, self._trim_receive_pool, node, tries + 1)
 
     def _scan_response(self, mv, sent, now, md, todo) -> None:
         """Per-bucket errors, high watermarks and the next fetch positions of one response;
