@@ -29,6 +29,7 @@ import zstandard
 
 from ..datatypes import SchemaInfo
 from ..errors import FlussError
+from ..rpc.frame_pool import PRIVATE_MAP_FLAGS, private_mapping
 from .errors import CorruptBatchError
 from .ipcbody import ALIGN as _BODY_ALIGN, decompress_body, plan_body
 from .logbatch import (
@@ -322,7 +323,6 @@ _OWN_DECOMPRESS_MIN_BYTES = 0
 #: one whole huge page up, so that at most a tail below 2 MiB faults in small pages
 _MAPPED_BODY_BYTES = 2 << 20
 _HUGE_PAGE = 2 << 20
-_MAP_FLAGS = getattr(mmap, "MAP_PRIVATE", 0) | getattr(mmap, "MAP_ANONYMOUS", 0)
 _MADV_HUGEPAGE = getattr(mmap, "MADV_HUGEPAGE", None)
 
 
@@ -337,7 +337,7 @@ def _mapped_body(size: int):
     bytes written become resident (the alignment slack in front is never touched, the tail past
     the last whole block stays in small pages), and unmapping when the last view goes returns
     the memory at once."""
-    m = mmap.mmap(-1, size + _HUGE_PAGE, flags=_MAP_FLAGS)
+    m = private_mapping(size + _HUGE_PAGE)
     whole = pa.py_buffer(m)
     start = -whole.address % _HUGE_PAGE
     blocks = size // _HUGE_PAGE * _HUGE_PAGE
@@ -351,7 +351,7 @@ def _mapped_body(size: int):
 
 def _body_memory(size: int):
     """``(arrow buffer, writable view)`` for an uncompressed body of ``size`` bytes."""
-    if size >= _MAPPED_BODY_BYTES and _MAP_FLAGS:
+    if size >= _MAPPED_BODY_BYTES and PRIVATE_MAP_FLAGS:
         return _mapped_body(size)
     # smaller ones from pyarrow's pool: one allocation per batch instead of one per buffer (made
     # on whichever Arrow pool thread) is what stopped the peak growing over repeated scans
