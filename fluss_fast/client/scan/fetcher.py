@@ -446,7 +446,7 @@ class LogFetcher:
                 if r.records is not None:
                     size += r.records[1] - r.records[0]
             self.send_fetches()
-            if self._stops is not None and not self._node_reqs.get(node) and self._fetched_all():
+            if self._bounded_read_done_with(node):
                 # this was the bounded read's last answer from the node: the spare receive
                 # buffers can serve no other, so they go now rather than after this answer is
                 # decoded, when the whole result is already in memory (the read's peak)
@@ -480,7 +480,7 @@ class LogFetcher:
             else:
                 self._fail(FlussError(f"Decoding the fetch response for table '{self.spec.path}' "
                                       f"from node {node} failed: {error!r}", CLIENT_ERROR))
-        if self._stops is not None and not self._node_reqs.get(node) and self._fetched_all():
+        if self._bounded_read_done_with(node):
             # the bounded read needs no more answers from this node: its receive buffers go back
             # as the last answers finish decoding, not an idle delay after the read (they would
             # add to the read's peak memory on top of the whole result); a turn later, once the
@@ -498,6 +498,10 @@ class LogFetcher:
                     return False
         return True
 
+    def _bounded_read_done_with(self, node: int) -> bool:
+        """A bounded read that needs no more answers from ``node``."""
+        return self._stops is not None and not self._node_reqs.get(node) and self._fetched_all()
+
     def _trim_receive_pool(self, node: int, tries: int = 0) -> None:
         peek = getattr(self.ctx, "open_connection", None)
         conn = peek(node) if peek is not None else None
@@ -505,7 +509,12 @@ class LogFetcher:
             if conn.trim_receive_pool() and tries < _TRIM_RETRIES:
                 # a decode part still held its answer's buffer: the pool cannot see a view go,
                 # so look again shortly rather than leave the buffer to the idle trim
-                self._loop.call_later(_TRIM_RETRY_S, self._trim_receive_pool, node, tries + 1)
+                self._loop.call_later(_TRIM_RETRY_S, self._trim_again, node, tries + 1)
+
+    def _trim_again(self, node: int, tries: int) -> None:
+        # not while a newer bounded read still fetches: the spares are for its answers now
+        if self._stops is None or self._fetched_all():
+            self._trim_receive_pool(node, tries)
 
     def _scan_response(self, mv, sent, now, md, todo) -> None:
         """Per-bucket errors, high watermarks and the next fetch positions of one response;
