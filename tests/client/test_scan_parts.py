@@ -137,18 +137,24 @@ def test_combine_parts_keeps_entry_order_and_stops_at_the_first_failure():
     assert err is boom and out == [(["c1", "c2"], 30), ([], 70)]
 
 
-async def test_receive_buffers_go_back_when_a_bounded_read_ends(conn, unique_name, monkeypatch):
-    from fluss_fast.rpc import connection as rpc_conn
-
-    # the idle trim would also empty the pool, later: keep it out of the way
-    monkeypatch.setattr(rpc_conn, "_POOL_IDLE_S", 60.0)
-    t = await _table(conn, unique_name, 3)
-    n = 30_000
+async def _read_all_of_new_table(conn, name, n):
+    """A bounded read of ``n`` rows just written to a new 3-bucket table: its scanner."""
+    t = await _table(conn, name, 3)
     await _write(t, _rows(0, n))
     sc = await t.new_scan().create_record_batch_log_scanner()
     sc.subscribe_buckets({b: ff.EARLIEST_OFFSET for b in range(3)})
     got = await sc.to_arrow()
     assert got.num_rows == n
+    return sc
+
+
+async def test_receive_buffers_go_back_when_a_bounded_read_ends(conn, unique_name, monkeypatch):
+    from fluss_fast.rpc import connection as rpc_conn
+
+    # the idle trim would also empty the pool, later: keep it out of the way
+    monkeypatch.setattr(rpc_conn, "_POOL_IDLE_S", 60.0)
+    n = 30_000
+    sc = await _read_all_of_new_table(conn, unique_name, n)
 
     async def pool_stats():
         async def on_loop():
@@ -198,13 +204,7 @@ async def test_spare_receive_buffers_go_when_the_last_answer_arrives(conn, uniqu
     monkeypatch.setattr(fmod.LogFetcher, "_trim_receive_pool", trim)
     monkeypatch.setattr(fmod.LogFetcher, "_decoded", decoded)
     monkeypatch.setattr(fmod.LogFetcher, "_handle_response", handle)
-    t = await _table(conn, unique_name, 3)
-    n = 30_000
-    await _write(t, _rows(0, n))
-    sc = await t.new_scan().create_record_batch_log_scanner()
-    sc.subscribe_buckets({b: ff.EARLIEST_OFFSET for b in range(3)})
-    got = await sc.to_arrow()
-    assert got.num_rows == n
+    await _read_all_of_new_table(conn, unique_name, 30_000)
     last_arrival = len(events) - 1 - events[::-1].index("arrived")
     assert events[last_arrival + 1:last_arrival + 2] == ["trim"], events
 
