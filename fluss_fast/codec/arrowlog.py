@@ -18,7 +18,6 @@ copies the kept buffer spans, never touching (or decompressing) the data.
 """
 from __future__ import annotations
 
-import mmap
 import struct
 import threading
 from typing import List, Optional, Sequence, Tuple
@@ -29,7 +28,7 @@ import zstandard
 
 from ..datatypes import SchemaInfo
 from ..errors import FlussError
-from ..rpc.frame_pool import PRIVATE_MAP_FLAGS, private_mapping
+from ..rpc.frame_pool import HUGE_PAGE, PRIVATE_MAP_FLAGS, advise_huge_pages, private_mapping
 from .errors import CorruptBatchError
 from .ipcbody import ALIGN as _BODY_ALIGN, decompress_body, plan_body
 from .logbatch import (
@@ -322,8 +321,6 @@ _OWN_DECOMPRESS_MIN_BYTES = 0
 #: uncompressed bodies of this size or more get their own private mapping (``_mapped_body``); from
 #: one whole huge page up, so that at most a tail below 2 MiB faults in small pages
 _MAPPED_BODY_BYTES = 2 << 20
-_HUGE_PAGE = 2 << 20
-_MADV_HUGEPAGE = getattr(mmap, "MADV_HUGEPAGE", None)
 
 
 def _mapped_body(size: int):
@@ -337,15 +334,10 @@ def _mapped_body(size: int):
     bytes written become resident (the alignment slack in front is never touched, the tail past
     the last whole block stays in small pages), and unmapping when the last view goes returns
     the memory at once."""
-    m = private_mapping(size + _HUGE_PAGE)
+    m = private_mapping(size + HUGE_PAGE)
     whole = pa.py_buffer(m)
-    start = -whole.address % _HUGE_PAGE
-    blocks = size // _HUGE_PAGE * _HUGE_PAGE
-    if blocks and _MADV_HUGEPAGE is not None:
-        try:
-            m.madvise(_MADV_HUGEPAGE, 0, start + blocks)
-        except OSError:
-            pass  # THP off or unsupported: small pages, still exact
+    start = -whole.address % HUGE_PAGE
+    advise_huge_pages(m, 0, start + size // HUGE_PAGE * HUGE_PAGE)
     return whole.slice(start, size), memoryview(m)[start:start + size]
 
 

@@ -14,10 +14,26 @@ _POOL_MAX_BUSY = 64
 PRIVATE_MAP_FLAGS = getattr(mmap, "MAP_PRIVATE", 0) | getattr(mmap, "MAP_ANONYMOUS", 0)
 
 
+HUGE_PAGE = 2 << 20
+_MADV_HUGEPAGE = getattr(mmap, "MADV_HUGEPAGE", None)
+
+
 def private_mapping(n: int) -> mmap.mmap:
     """``n`` fresh bytes in an anonymous mapping, private where the platform allows (also used
     for the decoded batch bodies of ``codec/arrowlog.py``)."""
     return mmap.mmap(-1, n, flags=PRIVATE_MAP_FLAGS) if PRIVATE_MAP_FLAGS else mmap.mmap(-1, n)
+
+
+def advise_huge_pages(m: mmap.mmap, start: int, length: int) -> None:
+    """Ask for transparent huge pages on ``length`` bytes of ``m`` from ``start``: with THP in
+    ``madvise`` mode (the common default) a fresh 4 KiB page otherwise faults in one at a time, and
+    a 2 MiB buffer filled from a socket paid 512 faults instead of one."""
+    if _MADV_HUGEPAGE is None or length < HUGE_PAGE:
+        return
+    try:
+        m.madvise(_MADV_HUGEPAGE, start, length)
+    except OSError:
+        pass  # THP off or unsupported: small pages, same bytes
 
 
 def _size_class(n: int) -> int:
@@ -62,7 +78,12 @@ class FramePool:
             self.reused += 1
             return free.pop()
         self.allocated += 1
-        return private_mapping(cap)
+        buf = private_mapping(cap)
+        # the kernel puts a mapping of whole 2 MiB blocks on a 2 MiB boundary: the whole blocks the
+        # frame fills can be huge pages (a fetch answer of megabytes then costs a few faults, not
+        # hundreds); its tail stays in small pages, so no more of the buffer becomes resident
+        advise_huge_pages(buf, 0, n // HUGE_PAGE * HUGE_PAGE)
+        return buf
 
     def handed_out(self, buf) -> None:
         """``buf`` now backs a frame; reclaim it once nothing looks at it."""

@@ -109,3 +109,53 @@ async def test_idle_connection_trims_its_pool(fluss_server, unique_name):
     finally:
         conn.close()
         await client.close()
+
+
+def _mapping_kb(address: int, field: str) -> int:
+    """``field`` (e.g. AnonHugePages, Rss) in kB of the mapping that holds ``address``."""
+    with open("/proc/self/smaps") as f:
+        inside = False
+        for line in f:
+            head = line.split(None, 1)[0]
+            if "-" in head and not head.endswith(":"):
+                lo, hi = (int(x, 16) for x in head.split("-"))
+                inside = lo <= address < hi
+            elif inside and head == f"{field}:":
+                return int(line.split()[1])
+    raise AssertionError(f"no mapping holds {address:#x}")
+
+
+def _thp_madvise_works() -> bool:
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            mode = f.read()
+    except OSError:
+        return False
+    return "[never]" not in mode and os.path.exists("/proc/self/smaps")
+
+
+def test_big_receive_buffers_fill_whole_blocks_with_huge_pages():
+    """A frame of 5 MiB + a bit: its 2 whole 2 MiB blocks fault in as huge pages (one fault each
+    instead of 512), its tail in small pages, so the buffer's 8 MiB size class adds no memory."""
+    import pytest
+
+    if not _thp_madvise_works():
+        pytest.skip("transparent huge pages are off here")
+    import mmap
+
+    control = mmap.mmap(-1, 4 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    control.madvise(mmap.MADV_HUGEPAGE)
+    control[:] = b"\x01" * len(control)
+    if _mapping_kb(pa.py_buffer(control).address, "AnonHugePages") == 0:
+        pytest.skip("the kernel gives no huge pages here (THP off or memory fragmented)")
+    n = (5 << 20) + 12345
+    pool = FramePool()
+    buf = pool.take(n)
+    view = memoryview(buf)
+    view[:n] = b"\x01" * n
+    address = pa.py_buffer(buf).address
+    huge = _mapping_kb(address, "AnonHugePages")
+    rss = _mapping_kb(address, "Rss")
+    del view
+    assert huge == 4096
+    assert rss <= (n + 4095) // 4096 * 4
