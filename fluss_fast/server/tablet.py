@@ -37,6 +37,24 @@ from .replicas import ReplicaManager
 log = logging.getLogger("fluss_fast.server.tablet")
 
 _DEFAULT_MAX_WAIT_MS = 100  # Java's wait when a fetch gives min_bytes but no max_wait_ms
+# a projected read goes at most this many times its byte budget into the stored batches (a very
+# narrow projection of wide rows would otherwise read megabytes to answer with kilobytes)
+_MAX_PROJECTED_READ_FACTOR = 8
+_MAX_PROJECTIONS_REMEMBERED = 1024
+
+
+def _keep_within(res: _Bucket, left: int, first: bool) -> None:
+    """Drop the projected batches at the end of ``res`` that overrun the ``left`` bytes the answer
+    has room for (the very first batch of an answer stays whatever its size)."""
+    size = 0
+    keep = 0
+    for part in res.chunks:
+        if size + len(part) > left and (keep or not first):
+            break
+        size += len(part)
+        keep += 1
+    del res.chunks[keep:]
+    res.size = size
 
 
 class TabletService:
@@ -49,6 +67,9 @@ class TabletService:
         self.logs = replicas.logs
         self.remote = replicas.remote
         self._codecs: dict = {}
+        # stored bytes per projected byte of each (table id, projection) read so far: how far to
+        # read ahead so that a projected answer fills its byte budget (see ``_fetch_once``)
+        self._stored_per_projected: dict = {}
         self.kv = KvService(server, self, replicas)
 
     def handlers(self) -> dict:
@@ -220,15 +241,23 @@ class TabletService:
                 limit = min(budget, breq.max_fetch_bytes)
                 if limit <= 0 and total > 0:
                     continue
-                seg, pos, n = blog.plan_read(offset, max(limit, 0), total == 0)
+                ratio = 1.0
+                if projection is not None:
+                    # Java charges the budgets with the projected size of each batch
+                    # (FileLogProjection), so a narrow projection answers with many more rows
+                    # per fetch: read as far as should project to the limit
+                    ratio = self._stored_per_projected.get((entry.table_id, tuple(projection)), 1.0)
+                stored = min(int(max(limit, 0) * ratio), max(limit, 0) * _MAX_PROJECTED_READ_FACTOR)
+                seg, pos, n = blog.plan_read(offset, stored, total == 0)
                 if seg is None:
                     continue
                 # the budget is charged what was planned (as Java charges a cut batch); only
                 # the bytes of the whole batches are read
                 reads.append((res, blog, entry, offset, seg, pos,
-                              logstore.indexed_whole_span(seg, pos, n), projection))
-                total += n
-                budget -= n
+                              logstore.indexed_whole_span(seg, pos, n), projection, limit, total == 0))
+                charged = n if projection is None else max(1, int(n / ratio))
+                total += charged
+                budget -= charged
         if len(reads) == 1 or sum(r[6] for r in reads) <= logstore.THREAD_IO_BYTES:
             results = []
             for r in reads:
@@ -236,6 +265,7 @@ class TabletService:
         else:
             results = await asyncio.gather(*(self._read_bucket(*r) for r in reads), return_exceptions=True)
         total = 0
+        left = req.max_bytes
         for r, outcome in zip(reads, results):
             res = r[0]
             if isinstance(outcome, FlussError):
@@ -244,11 +274,18 @@ class TabletService:
             elif isinstance(outcome, BaseException):
                 raise outcome
             else:
+                if r[7] is not None and res.size > left:
+                    # projected sizes were estimated when planning: the answer as a whole still
+                    # keeps to max_bytes (its first batch always goes, as unprojected)
+                    _keep_within(res, left, total == 0)
                 total += res.size
+                left -= res.size
         return tables, total, touched, errors
 
     async def _read_bucket(self, res: _Bucket, blog, entry, offset: int, seg, pos: int, n: int,
-                           projection) -> None:
+                           projection, limit: int, min_one: bool) -> None:
+        """Reads (and projects) one bucket's planned bytes into ``res``: projected, at most
+        ``limit`` bytes, but at least the first batch when ``min_one``."""
         try:
             data = await read_segment(seg, pos, n)
         except FlussError as e:
@@ -262,16 +299,25 @@ class TabletService:
             return None
         parts = []
         size = 0
+        stored = 0
         try:
             for h in logbatch.iter_batches(data):
                 codec = self._codec(entry, h.schema_id)
                 part = codec.project_batch(data, h, projection)
+                if size + len(part) > limit and (parts or not min_one):
+                    break
                 parts.append(part)
                 size += len(part)
+                stored += h.total_size
         except (ValueError, IndexError, KeyError) as e:
             code = Errors.CORRUPT_MESSAGE if isinstance(e, CorruptBatchError) else Errors.INVALID_COLUMN_PROJECTION
             return FlussError(f"Cannot project {blog.name} at offset {offset} onto fields {projection}: {e}",
                               code)
+        if size:
+            ratios = self._stored_per_projected
+            if len(ratios) >= _MAX_PROJECTIONS_REMEMBERED:
+                ratios.clear()
+            ratios[(entry.table_id, tuple(projection))] = max(1.0, stored / size)
         res.chunks = parts
         res.size = size
         return None
