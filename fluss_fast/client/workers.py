@@ -56,12 +56,28 @@ class CodecWorkers:
         """Runs ``job()`` on a worker, then ``done(result, exception)`` on ``loop``."""
         self._queue.put((loop, job, done))
 
+    def submit_group(self, loop, jobs, done: Callable) -> None:
+        """Runs every job of ``jobs`` on the workers, then ``done(outcomes)`` on ``loop`` once,
+        ``outcomes`` being ``(result, exception)`` per job in ``jobs``' order.
+
+        One wake-up of the loop for the group instead of one per job: the write to the loop's
+        wake-up fd took ~20 % of a codec thread's time in a scan, its parts finishing ~1 ms apart."""
+        group = _Group(loop, len(jobs), done)
+        put = self._queue.put
+        for i, job in enumerate(jobs):
+            put((group, job, i))
+
     def _run(self) -> None:
         encode_on_this_thread_only()
         q = self._queue
         while True:
             a, fn, b = q.get()
-            if isinstance(a, concurrent.futures.Future):
+            if type(a) is _Group:
+                try:
+                    a.finished(b, fn(), None)
+                except BaseException as e:  # noqa: BLE001 - handed to the loop
+                    a.finished(b, None, e)
+            elif isinstance(a, concurrent.futures.Future):
                 if a.set_running_or_notify_cancel():
                     try:
                         a.set_result(fn(*b))
@@ -78,6 +94,31 @@ class CodecWorkers:
                     pass  # that loop is gone: nobody waits for the result any more
                 result = exc = None
             del a, fn, b
+
+
+class _Group:
+    """The outcomes of a group of jobs (``CodecWorkers.submit_group``), handed to its loop by
+    whichever worker finishes the last job."""
+
+    __slots__ = ("loop", "left", "done", "outcomes", "lock")
+
+    def __init__(self, loop, n: int, done: Callable) -> None:
+        self.loop = loop
+        self.left = n
+        self.done = done
+        self.outcomes: list = [(None, None)] * n
+        self.lock = threading.Lock()
+
+    def finished(self, i: int, result, exc) -> None:
+        self.outcomes[i] = (result, exc)
+        with self.lock:
+            self.left -= 1
+            last = self.left == 0
+        if last:
+            try:
+                self.loop.call_soon_threadsafe(self.done, self.outcomes)
+            except RuntimeError:
+                pass  # that loop is gone: nobody waits for the result any more
 
 
 _pools = {}

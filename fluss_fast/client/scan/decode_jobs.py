@@ -11,7 +11,7 @@ in submission order, which keeps every bucket's results in offset order.
 from __future__ import annotations
 
 import functools
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List
 
 from ...codec import logbatch
 
@@ -105,16 +105,6 @@ def combine_parts(todo, parts, outcomes):
     return out, None
 
 
-class _Parts:
-    __slots__ = ("todo", "parts", "outcomes", "left")
-
-    def __init__(self, todo, parts):
-        self.todo = todo
-        self.parts = parts
-        self.outcomes: List[Optional[tuple]] = [(None, None)] * len(parts)
-        self.left = sum(1 for _k, job in parts if job is not None)
-
-
 class InOrder:
     """Jobs of one fetcher on the codec workers; ``apply(*args, result, exc)`` runs on the loop
     for each, in the order the jobs were submitted."""
@@ -141,20 +131,17 @@ class InOrder:
         seq = self._seq
         self._seq += 1
         self.pending += 1
-        state = _Parts(todo, parts)
-        if state.left == 0:
-            self._finished(seq, args, combine_parts(todo, parts, state.outcomes), None)
+        jobs = [job for _k, job in parts if job is not None]
+        if not jobs:
+            self._finished(seq, args, combine_parts(todo, parts, [(None, None)] * len(parts)), None)
             return
-        submit = self._workers.submit_to_loop
-        for i, (_k, job) in enumerate(parts):
-            if job is not None:
-                submit(loop, job, functools.partial(self._part_done, seq, args, state, i))
+        self._workers.submit_group(loop, jobs, functools.partial(self._parts_done, seq, args, todo, parts))
 
-    def _part_done(self, seq: int, args, state: _Parts, i: int, result, exc) -> None:
-        state.outcomes[i] = (result, exc)
-        state.left -= 1
-        if state.left == 0:
-            self._finished(seq, args, combine_parts(state.todo, state.parts, state.outcomes), None)
+    def _parts_done(self, seq: int, args, todo, parts, outcomes) -> None:
+        # the outcomes of the jobs, back in the places of the parts (those without a job: none)
+        it = iter(outcomes)
+        every = [next(it) if job is not None else (None, None) for _k, job in parts]
+        self._finished(seq, args, combine_parts(todo, parts, every), None)
 
     def _finished(self, seq: int, args, result, exc) -> None:
         done = self._done
