@@ -33,6 +33,7 @@ cdef extern from *:
     ctypedef unsigned long long uint128 "unsigned __int128"
     bint mul_overflow "__builtin_mul_overflow"(int64_t a, int64_t b, int64_t* out) nogil
     bint add_overflow "__builtin_add_overflow"(int64_t a, int64_t b, int64_t* out) nogil
+    int popcount64 "__builtin_popcountll"(unsigned long long x) nogil
 
 from fluss_fast.codec.row_type_codes cimport *  # C_BOOLEAN .. C_ROW
 
@@ -173,6 +174,20 @@ cdef inline void put_null(Col* c, Py_ssize_t row) noexcept nogil:
     elif c.out != O_NESTED:
         memset(c.data.p + c.data.n, 0, c.width)
         c.data.n += c.width
+
+
+cdef inline Py_ssize_t count_bits(const uint8_t* b, Py_ssize_t n) noexcept nogil:
+    """Set bits among the first ``n`` of bitmap ``b`` (bits past ``n`` may be stale: masked)."""
+    cdef Py_ssize_t i, words = n >> 6, r = 0
+    cdef uint64_t w
+    for i in range(words):
+        memcpy(&w, b + (i << 3), 8)
+        r += popcount64(w)
+    for i in range(words << 3, n >> 3):
+        r += popcount64(b[i])
+    if n & 7:
+        r += popcount64(b[n >> 3] & ((1 << (n & 7)) - 1))
+    return r
 
 
 cdef inline int read_var(const uint8_t* b, Py_ssize_t* pos, Py_ssize_t end, int max_bytes,
@@ -414,7 +429,7 @@ cdef class RowsToArrow:
                 _add_spans(b, <const uint8_t*>view.buf, view.len, s, e, values, schema_id)
         finally:
             PyBuffer_Release(&view)
-        return b.finish()
+        return b._finish(False)
 
     def value_list(self, values):
         """Stored values given one bytes-like each."""
@@ -427,7 +442,7 @@ cdef class RowsToArrow:
         if n < NOGIL_MIN_ROWS or self._has_nested:
             for v in values:
                 b.add_value(v)
-            return b.finish()
+            return b._finish(False)
         # the tuple keeps every value alive (and the list's order fixed) while the GIL is released;
         # bytes are immutable, so their pointers stay valid. Other bytes-likes go one at a time
         # through add_value with the GIL held (their buffers need a Py_buffer each).
@@ -460,7 +475,7 @@ cdef class RowsToArrow:
         finally:
             free(ptrs)
             free(lens)
-        return b.finish()
+        return b._finish(False)
 
     def value_batch(self, records):
         """Every row of the value batches in ``records`` (LIMIT_SCAN / SCAN_KV answers)."""
@@ -500,7 +515,7 @@ cdef class RowsToArrow:
                 pos = stop
         finally:
             PyBuffer_Release(&view)
-        return b.finish()
+        return b._finish(False)
 
 
 cdef int _add_spans(RowArrowBuilder b, const uint8_t* d, Py_ssize_t size, const int64_t[::1] s,
@@ -961,10 +976,14 @@ cdef class RowArrowBuilder:
 
     def finish(self):
         """The rows added so far as a RecordBatch of the latest schema; then starts over."""
+        return self._finish(True)
+
+    cdef object _finish(self, bint restart):
+        """``finish``; ``restart`` False for a builder about to go (RowsToArrow's one-call
+        methods): it then does not allocate the next batch's first offsets."""
         cdef int j
         cdef Col* c
-        cdef Py_ssize_t n = self.n, nulls, i, nb = (self.n + 7) >> 3
-        cdef const uint8_t* vb
+        cdef Py_ssize_t n = self.n, nulls, nb = (self.n + 7) >> 3
         arrays = []
         try:
             for j in range(self.ncols):
@@ -979,11 +998,7 @@ cdef class RowArrowBuilder:
                     continue
                 if c.out == O_VAR and n > 0:
                     self.conv._var_hint[j] = <double>c.data.n / n
-                nulls = 0
-                vb = <const uint8_t*>c.valid.p
-                for i in range(n):
-                    if not (vb[i >> 3] & (1 << (i & 7))):
-                        nulls += 1
+                nulls = n - count_bits(<const uint8_t*>c.valid.p, n)
                 validity = None if nulls == 0 else buf_take(&c.valid, nb)
                 if c.out == O_BOOL:
                     bufs = [validity, buf_take(&c.data, nb)]
@@ -993,7 +1008,11 @@ cdef class RowArrowBuilder:
                     bufs = [validity, buf_take(&c.data, c.data.n)]
                 arrays.append(pa.Array.from_buffers(t, n, bufs, null_count=nulls))
         finally:
-            self._start()
+            if restart:
+                self._start()
+            else:
+                self.n = 0
+                self.room = 0
         return pa.RecordBatch.from_arrays(arrays, schema=self.conv.arrow_schema)
 
 
