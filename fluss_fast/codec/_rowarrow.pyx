@@ -955,14 +955,19 @@ cdef class RowArrowBuilder:
             c = &self.cols[j]
             if not c.nullable:
                 with gil:
-                    from fluss_fast.codec.rowarrow import row_error
-                    raise row_error(self.conv.kv_format, self.conv.table_name, row, self.conv._names[j],
-                                    f"schema {plan.schema_id} has no value for this NOT NULL column")
+                    raise self._missing(plan, j)
             put_null(c, row)
             if c.out == O_NESTED:
                 with gil:
                     self.nested[j].append(None)
         return 0
+
+    cdef object _missing(self, _Plan plan, int j):
+        # a helper, not an import inside _decode: a Python local there would make every call take
+        # the GIL at its exit to release it
+        from fluss_fast.codec.rowarrow import row_error
+        return row_error(self.conv.kv_format, self.conv.table_name, self.n, self.conv._names[j],
+                         f"schema {plan.schema_id} has no value for this NOT NULL column")
 
     cdef int _nested_value(self, _Plan plan, int k, const uint8_t* s, Py_ssize_t n, int target) except -1:
         """An ARRAY / MAP / ROW field through the pure module's reader (needs the GIL)."""

@@ -592,3 +592,15 @@ def test_long_calls_from_several_threads_at_once(impl):
     with ThreadPoolExecutor(4) as ex:
         outs = list(ex.map(lambda k: conv.value_list(vals[k:]), range(0, 40, 5)))
     assert all(o.equals(ref.slice(k)) for o, k in zip(outs, range(0, 40, 5)))
+
+
+def test_long_call_missing_not_null_column_error_names_the_row(impl):
+    v1 = schema_of([T(D.INTEGER)], ["a"])
+    v2 = schema_of([T(D.INTEGER), T(D.INTEGER, False)], ["a", "b"])
+    new = encoder("COMPACTED", v2)
+    vals = [value(2, new.encode([i, i])) for i in range(LONG)]
+    vals[777] = value(1, b"\x00\x01")
+    with pytest.raises(ValueError) as e:
+        impl.RTA(v2, "COMPACTED", {1: v1, 2: v2}, "db.t").value_list(vals)
+    assert str(e.value) == ("corrupt COMPACTED row 777 of db.t, column 'b': schema 1 has no value for this NOT "
+                            "NULL column")
