@@ -6,6 +6,13 @@ Flat columns are decoded from the row bytes straight into Arrow buffers from pya
 Python object is made per value. Nested
 columns (ARRAY, MAP, ROW) go through the pure module's converter, one Python value each. Every read
 is bounds-checked against the row's end: a malformed row raises ValueError, never reads past it.
+
+Calls of NOGIL_MIN_ROWS rows or more on a table without nested columns (value_list, value_batch,
+values, rows) run the row loop with the GIL released: the server builds its changelogs on a worker
+thread and the event loop thread needs the GIL meanwhile. The decode functions are nogil and take
+the GIL back only to raise, for a nested field, another schema's plan or a buffer's growth, so one
+code path serves both modes and the errors are the same. No Python local may enter them: Cython
+would take the GIL at every exit to release it.
 """
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t, uintptr_t
 from libc.stdlib cimport calloc, free, malloc
@@ -619,21 +626,28 @@ cdef class RowArrowBuilder:
         """Room in every variable-length column for ``rows`` more rows whose stored values hold
         ``total`` bytes, so a decode without the GIL rarely has to take it back to grow one.
 
-        A column's data is at most ``total`` (a field is part of its row); the last batch's bytes
-        per row (with a quarter to spare) usually ask for much less when there are several.
+        A column's data is at most ``total`` (a field is part of its row): the last batch's bytes
+        per row with a quarter to spare, capped there; before a first batch an even share of
+        ``total`` (all columns together never reserve more than the input holds).
         """
-        cdef int j
+        cdef int j, nvar = 0
         cdef Col* c
         cdef double hint
         cdef Py_ssize_t want
+        for j in range(self.ncols):
+            if self.cols[j].out == O_VAR:
+                nvar += 1
         for j in range(self.ncols):
             c = &self.cols[j]
             if c.out != O_VAR:
                 continue
             hint = self.conv._var_hint[j]
-            want = total
-            if hint >= 0 and rows * hint * 1.25 + 256 < total:
+            if hint < 0:
+                want = total // nvar + 256
+            elif rows * hint * 1.25 + 256 < total:
                 want = <Py_ssize_t>(rows * hint * 1.25) + 256
+            else:
+                want = total
             if want > 0x7FFFFFFF - c.data.n:
                 want = 0x7FFFFFFF - c.data.n
             buf_reserve(&c.data, c.data.n + want)
