@@ -6,9 +6,16 @@ Flat columns are decoded from the row bytes straight into Arrow buffers from pya
 Python object is made per value. Nested
 columns (ARRAY, MAP, ROW) go through the pure module's converter, one Python value each. Every read
 is bounds-checked against the row's end: a malformed row raises ValueError, never reads past it.
+
+Calls of NOGIL_MIN_ROWS rows or more on a table without nested columns (value_list, value_batch,
+values, rows) run the row loop with the GIL released: the server builds its changelogs on a worker
+thread and the event loop thread needs the GIL meanwhile. The decode functions are nogil and take
+the GIL back only to raise, for a nested field, another schema's plan or a buffer's growth, so one
+code path serves both modes and the errors are the same. No Python local may enter them: Cython
+would take the GIL at every exit to release it.
 """
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t, uintptr_t
-from libc.stdlib cimport calloc, free
+from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memcpy, memset
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_CheckExact
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
@@ -33,6 +40,7 @@ cdef extern from *:
     ctypedef unsigned long long uint128 "unsigned __int128"
     bint mul_overflow "__builtin_mul_overflow"(int64_t a, int64_t b, int64_t* out) nogil
     bint add_overflow "__builtin_add_overflow"(int64_t a, int64_t b, int64_t* out) nogil
+    int popcount64 "__builtin_popcountll"(unsigned long long x) nogil
 
 from fluss_fast.codec.row_type_codes cimport *  # C_BOOLEAN .. C_ROW
 
@@ -47,6 +55,12 @@ cdef enum:
 
 cdef enum:
     MILLIS_PER_DAY = 86400000
+
+# Calls with at least this many rows decode them with the GIL released (flat schemas). Fewer rows
+# keep it: taking the GIL back can wait a switch interval (5 ms) behind another thread, which costs
+# more than a short loop that held it; the server's PUT_KV builds changelogs this long on a worker
+# thread (kvfast.THREAD_BUILD_ROWS), where releasing lets the event loop thread run meanwhile.
+cdef Py_ssize_t NOGIL_MIN_ROWS = 512
 
 cdef struct Buf:
     char* p
@@ -140,12 +154,16 @@ cdef inline void put_fixed(Col* c, const void* src) noexcept nogil:
     c.data.n += c.width
 
 
-cdef inline int put_var(Col* c, const uint8_t* src, Py_ssize_t n) except -1:
+cdef inline int put_var(Col* c, const uint8_t* src, Py_ssize_t n) except -1 nogil:
+    # runs without the GIL on the decode fast path: only growing the Arrow buffer (a pyarrow call,
+    # rare once the caller reserved from the input size) and raising take it back
     cdef Py_ssize_t at = c.data.n
     if at + n > 0x7FFFFFFF:
-        raise ValueError("more than 2 GiB of variable-length data in one column")
+        with gil:
+            raise ValueError("more than 2 GiB of variable-length data in one column")
     if at + n > c.data.cap:
-        buf_reserve(&c.data, at + n)
+        with gil:
+            buf_reserve(&c.data, at + n)
     memcpy(c.data.p + at, src, n)
     c.data.n = at + n
     (<int32_t*>(c.offs.p + c.offs.n))[0] = <int32_t>(at + n)
@@ -163,6 +181,20 @@ cdef inline void put_null(Col* c, Py_ssize_t row) noexcept nogil:
     elif c.out != O_NESTED:
         memset(c.data.p + c.data.n, 0, c.width)
         c.data.n += c.width
+
+
+cdef inline Py_ssize_t count_bits(const uint8_t* b, Py_ssize_t n) noexcept nogil:
+    """Set bits among the first ``n`` of bitmap ``b`` (bits past ``n`` may be stale: masked)."""
+    cdef Py_ssize_t i, words = n >> 6, r = 0
+    cdef uint64_t w
+    for i in range(words):
+        memcpy(&w, b + (i << 3), 8)
+        r += popcount64(w)
+    for i in range(words << 3, n >> 3):
+        r += popcount64(b[i])
+    if n & 7:
+        r += popcount64(b[n >> 3] & ((1 << (n & 7)) - 1))
+    return r
 
 
 cdef inline int read_var(const uint8_t* b, Py_ssize_t* pos, Py_ssize_t end, int max_bytes,
@@ -235,12 +267,15 @@ cdef class RowsToArrow:
     cdef int* _outs
     cdef int* _widths
     cdef bint* _nullable
+    cdef double* _var_hint  # O_VAR columns: data bytes per row of the last batch, -1 before one
+    cdef bint _has_nested   # a nested column: rows need Python, the GIL is kept
     cdef list _names
 
     def __cinit__(self):
         self._outs = NULL
         self._widths = NULL
         self._nullable = NULL
+        self._var_hint = NULL
 
     def __init__(self, schema, kv_format="COMPACTED", schemas=None, table_name="", schema_id=None):
         fmt = (kv_format or "COMPACTED").upper()
@@ -266,9 +301,11 @@ cdef class RowsToArrow:
         self._outs = <int*>calloc(max(self.ncols, 1), sizeof(int))
         self._widths = <int*>calloc(max(self.ncols, 1), sizeof(int))
         self._nullable = <bint*>calloc(max(self.ncols, 1), sizeof(bint))
-        if self._outs == NULL or self._widths == NULL or self._nullable == NULL:
+        self._var_hint = <double*>calloc(max(self.ncols, 1), sizeof(double))
+        if self._outs == NULL or self._widths == NULL or self._nullable == NULL or self._var_hint == NULL:
             raise MemoryError()
         for j, c in enumerate(cols):
+            self._var_hint[j] = -1
             t = _R.type_info(c.type)
             self._nullable[j] = c.type.nullable
             code = t.code
@@ -282,6 +319,7 @@ cdef class RowsToArrow:
                 self._outs[j], self._widths[j] = O_DEC, 16
             elif code in (C_ARRAY, C_MAP, C_ROW):
                 self._outs[j], self._widths[j] = O_NESTED, 0
+                self._has_nested = True
             else:
                 self._outs[j] = O_FIXED
                 if code == C_TINYINT:
@@ -299,6 +337,7 @@ cdef class RowsToArrow:
         free(self._outs)
         free(self._widths)
         free(self._nullable)
+        free(self._var_hint)
 
     cdef _Plan _plan(self, int schema_id):
         if schema_id < 0:
@@ -377,25 +416,73 @@ cdef class RowsToArrow:
         cdef Py_buffer view
         cdef const int64_t[::1] s = _as_i64(starts)
         cdef const int64_t[::1] e = _as_i64(ends)
-        cdef Py_ssize_t i, n = s.shape[0]
+        cdef Py_ssize_t i, n = s.shape[0], total = 0
+        cdef bint release
         if e.shape[0] != n:
             raise ValueError(f"{n} starts but {e.shape[0]} ends")
         PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
         try:
             b._reserve(n)
-            for i in range(n):
-                b._add_span(<const uint8_t*>view.buf, view.len, s[i], e[i], values, schema_id)
+            release = n >= NOGIL_MIN_ROWS and not self._has_nested
+            if release:
+                for i in range(n):
+                    if e[i] > s[i]:
+                        total += e[i] - s[i]
+                b._reserve_var(n, total)
+            if release:
+                with nogil:
+                    _add_spans(b, <const uint8_t*>view.buf, view.len, s, e, values, schema_id)
+            else:
+                _add_spans(b, <const uint8_t*>view.buf, view.len, s, e, values, schema_id)
         finally:
             PyBuffer_Release(&view)
-        return b.finish()
+        return b._finish(False)
 
     def value_list(self, values):
         """Stored values given one bytes-like each."""
         cdef RowArrowBuilder b = RowArrowBuilder(self)
-        b._reserve(len(values))
-        for v in values:
-            b.add_value(v)
-        return b.finish()
+        cdef Py_ssize_t n = len(values), i = 0, total = 0
+        cdef const uint8_t** ptrs = NULL
+        cdef Py_ssize_t* lens = NULL
+        cdef tuple vals
+        b._reserve(n)
+        if n < NOGIL_MIN_ROWS or self._has_nested:
+            for v in values:
+                b.add_value(v)
+            return b._finish(False)
+        # the tuple keeps every value alive (and the list's order fixed) while the GIL is released;
+        # bytes are immutable, so their pointers stay valid. Other bytes-likes go one at a time
+        # through add_value with the GIL held (their buffers need a Py_buffer each).
+        vals = tuple(values)
+        n = len(vals)
+        ptrs = <const uint8_t**>malloc(max(n, 1) * sizeof(uint8_t*))
+        lens = <Py_ssize_t*>malloc(max(n, 1) * sizeof(Py_ssize_t))
+        try:
+            if ptrs == NULL or lens == NULL:
+                raise MemoryError()
+            for i in range(n):
+                v = vals[i]
+                if PyBytes_CheckExact(v):
+                    ptrs[i] = <const uint8_t*>PyBytes_AS_STRING(v)
+                    lens[i] = PyBytes_GET_SIZE(v)
+                    total += lens[i]
+                else:
+                    ptrs[i] = NULL
+            b._reserve(n)
+            b._reserve_var(n, total)
+            i = 0
+            while i < n:
+                with nogil:
+                    while i < n and ptrs[i] != NULL:
+                        b._add_span(ptrs[i], lens[i], 0, lens[i], True, -1)
+                        i += 1
+                if i < n:
+                    b.add_value(vals[i])
+                    i += 1
+        finally:
+            free(ptrs)
+            free(lens)
+        return b._finish(False)
 
     def value_batch(self, records):
         """Every row of the value batches in ``records`` (LIMIT_SCAN / SCAN_KV answers)."""
@@ -404,6 +491,7 @@ cdef class RowsToArrow:
         cdef const uint8_t* d
         cdef Py_ssize_t end, pos = 0, p, stop
         cdef int32_t length, count, i, n
+        cdef bint release
         PyObject_GetBuffer(records, &view, PyBUF_SIMPLE)
         try:
             d = <const uint8_t*>view.buf
@@ -421,20 +509,47 @@ cdef class RowsToArrow:
                                      f"not fit the {end - pos} bytes available")
                 p = pos + 9
                 b._reserve(b.n + count)
-                for i in range(count):
-                    if p + 6 > stop:
-                        raise ValueError(f"value batch at byte {pos}: record {i} is truncated")
-                    n = ff_le_get32(d + p)
-                    if n < 2 or p + 4 + n > stop:
-                        raise ValueError(f"value batch at byte {pos}: record {i} has bad length {n}")
-                    b._add_span(d, end, p + 4, p + 4 + n, True, -1)
-                    p += 4 + n
+                release = count >= NOGIL_MIN_ROWS and not self._has_nested
+                if release:
+                    b._reserve_var(count, stop - p)
+                if release:
+                    with nogil:
+                        p = _add_records(b, d, end, pos, p, stop, count)
+                else:
+                    p = _add_records(b, d, end, pos, p, stop, count)
                 if p != stop:
                     raise ValueError(f"value batch at byte {pos}: {stop - p} bytes after the last record")
                 pos = stop
         finally:
             PyBuffer_Release(&view)
-        return b.finish()
+        return b._finish(False)
+
+
+cdef int _add_spans(RowArrowBuilder b, const uint8_t* d, Py_ssize_t size, const int64_t[::1] s,
+                    const int64_t[::1] e, bint values, int schema_id) except -1 nogil:
+    """RowsToArrow._spans' loop (with or without the GIL)."""
+    cdef Py_ssize_t i
+    for i in range(s.shape[0]):
+        b._add_span(d, size, s[i], e[i], values, schema_id)
+    return 0
+
+
+cdef Py_ssize_t _add_records(RowArrowBuilder b, const uint8_t* d, Py_ssize_t end, Py_ssize_t pos, Py_ssize_t p,
+                             Py_ssize_t stop, int32_t count) except -1 nogil:
+    """The ``count`` records of the value batch at ``pos`` (its records from ``p`` to ``stop``), with
+    or without the GIL; returns where they end."""
+    cdef int32_t i, n
+    for i in range(count):
+        if p + 6 > stop:
+            with gil:
+                raise ValueError(f"value batch at byte {pos}: record {i} is truncated")
+        n = ff_le_get32(d + p)
+        if n < 2 or p + 4 + n > stop:
+            with gil:
+                raise ValueError(f"value batch at byte {pos}: record {i} has bad length {n}")
+        b._add_span(d, end, p + 4, p + 4 + n, True, -1)
+        p += 4 + n
+    return p
 
 
 cdef class RowArrowBuilder:
@@ -507,7 +622,38 @@ cdef class RowArrowBuilder:
             self.room = rows
         return 0
 
-    cdef void _rollback(self):
+    cdef int _reserve_var(self, Py_ssize_t rows, Py_ssize_t total) except -1:
+        """Room in every variable-length column for ``rows`` more rows whose stored values hold
+        ``total`` bytes, so a decode without the GIL rarely has to take it back to grow one.
+
+        A column's data is at most ``total`` (a field is part of its row): the last batch's bytes
+        per row with a quarter to spare, capped there; before a first batch an even share of
+        ``total`` (all columns together never reserve more than the input holds).
+        """
+        cdef int j, nvar = 0
+        cdef Col* c
+        cdef double hint
+        cdef Py_ssize_t want
+        for j in range(self.ncols):
+            if self.cols[j].out == O_VAR:
+                nvar += 1
+        for j in range(self.ncols):
+            c = &self.cols[j]
+            if c.out != O_VAR:
+                continue
+            hint = self.conv._var_hint[j]
+            if hint < 0:
+                want = total // nvar + 256
+            elif rows * hint * 1.25 + 256 < total:
+                want = <Py_ssize_t>(rows * hint * 1.25) + 256
+            else:
+                want = total
+            if want > 0x7FFFFFFF - c.data.n:
+                want = 0x7FFFFFFF - c.data.n
+            buf_reserve(&c.data, c.data.n + want)
+        return 0
+
+    cdef void _rollback(self) noexcept nogil:
         """Forgets a partly added row: every column back to ``self.n`` rows."""
         cdef int j
         cdef Col* c
@@ -517,7 +663,8 @@ cdef class RowArrowBuilder:
                 c.offs.n = (self.n + 1) * 4
                 c.data.n = (<int32_t*>c.offs.p)[self.n]
             elif c.out == O_NESTED:
-                del self.nested[j][self.n:]
+                with gil:
+                    del self.nested[j][self.n:]
             elif c.out != O_BOOL:
                 c.data.n = self.n * c.width
 
@@ -547,29 +694,38 @@ cdef class RowArrowBuilder:
             PyBuffer_Release(&view)
 
     cdef int _add_span(self, const uint8_t* d, Py_ssize_t size, int64_t start, int64_t end, bint value,
-                       int schema_id) except -1:
+                       int schema_id) except -1 nogil:
+        # nogil so that the value_list / value_batch / values loops can run without the GIL; the
+        # rare steps that need Python (a new schema's plan, more room, errors) take it back
+        cdef bint done = False
         if not (0 <= start <= end <= size):
-            raise ValueError(f"span {start}..{end} is outside the {size}-byte buffer")
+            with gil:
+                raise ValueError(f"span {start}..{end} is outside the {size}-byte buffer")
         if value:
             if end - start < 2:
-                raise ValueError(f"row {self.n}: a value of {end - start} bytes has no schema id")
+                with gil:
+                    raise ValueError(f"row {self.n}: a value of {end - start} bytes has no schema id")
             schema_id = ff_le_get16(d + start)
             start += 2
-        cdef _Plan plan
-        if schema_id == self.last_sid and self.last_plan is not None:
-            plan = self.last_plan
-        else:
-            plan = self.conv._plan(schema_id)
-            self.last_sid = schema_id
-            self.last_plan = plan
+        if schema_id != self.last_sid or self.last_plan is None:
+            with gil:
+                self._use_plan(schema_id)
         if self.n >= self.room:
-            self._reserve(max(self.room * 2, 64))
+            with gil:
+                self._reserve(max(self.room * 2, 64))
         try:
-            self._decode(d, start, end, plan)
-        except BaseException:
-            self._rollback()
-            raise
+            self._decode(d, start, end, self.last_plan)
+            done = True
+        finally:
+            if not done:
+                self._rollback()
         self.n += 1
+        return 0
+
+    cdef int _use_plan(self, int schema_id) except -1:
+        cdef _Plan plan = self.conv._plan(schema_id)
+        self.last_sid = schema_id
+        self.last_plan = plan
         return 0
 
     cdef object _fail(self, _Plan plan, int k, detail):
@@ -577,7 +733,9 @@ cdef class RowArrowBuilder:
         name = plan.names[k] if 0 <= k < plan.nfields else "?"
         return row_error(self.conv.kv_format, self.conv.table_name, self.n, name, detail)
 
-    cdef int _decode(self, const uint8_t* d, Py_ssize_t pos, Py_ssize_t end, _Plan plan) except -1:
+    cdef int _decode(self, const uint8_t* d, Py_ssize_t pos, Py_ssize_t end, _Plan plan) except -1 nogil:
+        # callable with or without the GIL: flat fields touch only C memory; raising, nested fields
+        # and growing a variable-length column take the GIL (``with gil`` nests when it is held)
         cdef Py_ssize_t row = self.n
         cdef bint indexed = self.conv._indexed
         cdef Py_ssize_t p = pos + plan.header
@@ -594,24 +752,28 @@ cdef class RowArrowBuilder:
         cdef const uint8_t* s
         cdef uint8_t b8
         if pos + plan.header > end:
-            raise self._fail(plan, 0 if plan.nfields else -1,
-                             f"{end - pos} bytes, the header needs {plan.header}")
+            with gil:
+                raise self._fail(plan, 0 if plan.nfields else -1,
+                                 f"{end - pos} bytes, the header needs {plan.header}")
         for k in range(plan.nfields):
             f = &plan.fields[k]
             c = NULL if f.target < 0 else &self.cols[f.target]
             if d[pos + (k >> 3)] & (1 << (k & 7)):
                 if c != NULL:
                     if not c.nullable:
-                        raise self._fail(plan, k, "NULL in a NOT NULL column")
+                        with gil:
+                            raise self._fail(plan, k, "NULL in a NOT NULL column")
                     put_null(c, row)
                     if c.out == O_NESTED:
-                        self.nested[f.target].append(None)
+                        with gil:
+                            self.nested[f.target].append(None)
                 continue
             code = f.code
             # -- fixed-size scalars, the same bytes in both formats
             if code == C_BOOLEAN or code == C_TINYINT:
                 if p + 1 > end:
-                    raise self._fail(plan, k, "truncated")
+                    with gil:
+                        raise self._fail(plan, k, "truncated")
                 if c != NULL:
                     if code == C_BOOLEAN:
                         set_bit(&c.data, row, d[p] != 0)
@@ -623,7 +785,8 @@ cdef class RowArrowBuilder:
             if code == C_SMALLINT or code == C_FLOAT or code == C_DOUBLE:
                 n = 2 if code == C_SMALLINT else 4 if code == C_FLOAT else 8
                 if p + n > end:
-                    raise self._fail(plan, k, "truncated")
+                    with gil:
+                        raise self._fail(plan, k, "truncated")
                 if c != NULL:
                     put_fixed(c, d + p)
                     set_bit(&c.valid, row, 1)
@@ -633,18 +796,21 @@ cdef class RowArrowBuilder:
             if code == C_INT or code == C_DATE or code == C_TIME:
                 if indexed:
                     if p + 4 > end:
-                        raise self._fail(plan, k, "truncated")
+                        with gil:
+                            raise self._fail(plan, k, "truncated")
                     v32 = ff_le_get32(d + p)
                     p += 4
                 else:
                     rc = read_var(d, &p, end, 5, &u)
                     if rc:
-                        raise self._fail(plan, k, "varint runs past the row's end" if rc == 1
-                                         else "malformed varint: more than 5 bytes")
+                        with gil:
+                            raise self._fail(plan, k, "varint runs past the row's end" if rc == 1
+                                             else "malformed varint: more than 5 bytes")
                     v32 = <int32_t><uint32_t>u
                 if code == C_TIME:
                     if v32 < 0 or v32 >= MILLIS_PER_DAY:
-                        raise self._fail(plan, k, f"TIME value {v32} ms is outside a day")
+                        with gil:
+                            raise self._fail(plan, k, f"TIME value {v32} ms is outside a day")
                     if f.precision == 0:
                         v32 = v32 // 1000
                 if c != NULL:
@@ -660,14 +826,16 @@ cdef class RowArrowBuilder:
                     or code == C_TIMESTAMP_LTZ:
                 if indexed:
                     if p + 8 > end:
-                        raise self._fail(plan, k, "truncated")
+                        with gil:
+                            raise self._fail(plan, k, "truncated")
                     v64 = ff_le_get64(d + p)
                     p += 8
                 else:
                     rc = read_var(d, &p, end, 10, &u)
                     if rc:
-                        raise self._fail(plan, k, "varint runs past the row's end" if rc == 1
-                                         else "malformed varint: more than 10 bytes")
+                        with gil:
+                            raise self._fail(plan, k, "varint runs past the row's end" if rc == 1
+                                             else "malformed varint: more than 10 bytes")
                     v64 = <int64_t>u
                 if code == C_BIGINT:
                     if c != NULL:
@@ -676,8 +844,9 @@ cdef class RowArrowBuilder:
                     continue
                 if code == C_DECIMAL:
                     if not (-<int64_t>POW10[f.precision] < v64 < <int64_t>POW10[f.precision]):
-                        raise self._fail(plan, k, f"unscaled decimal {v64} has more than "
-                                                  f"{f.precision} digits")
+                        with gil:
+                            raise self._fail(plan, k, f"unscaled decimal {v64} has more than "
+                                                      f"{f.precision} digits")
                     if c != NULL:
                         dec = v64
                         put_fixed(c, &dec)
@@ -688,29 +857,34 @@ cdef class RowArrowBuilder:
                 if not f.compact:
                     if indexed:
                         if p + 4 > end:
-                            raise self._fail(plan, k, "truncated")
+                            with gil:
+                                raise self._fail(plan, k, "truncated")
                         nanos = ff_le_get32(d + p)
                         p += 4
                     else:
                         rc = read_var(d, &p, end, 5, &u)
                         if rc:
-                            raise self._fail(plan, k, "varint runs past the row's end" if rc == 1
-                                             else "malformed varint: more than 5 bytes")
+                            with gil:
+                                raise self._fail(plan, k, "varint runs past the row's end" if rc == 1
+                                                 else "malformed varint: more than 5 bytes")
                         nanos = <int32_t><uint32_t>u
                     if nanos < 0 or nanos >= 1000000:
-                        raise self._fail(plan, k, f"nanosecond of millisecond {nanos} is outside 0..999999")
+                        with gil:
+                            raise self._fail(plan, k, f"nanosecond of millisecond {nanos} is outside 0..999999")
                 if f.precision == 0:
                     out64 = millis // 1000
                 elif f.precision <= 3:
                     out64 = millis
                 elif f.precision <= 6:
                     if mul_overflow(millis, 1000, &out64) or add_overflow(out64, nanos // 1000, &out64):
-                        raise self._fail(plan, k, f"timestamp {millis} ms + {nanos} ns is out of range "
-                                                  f"for precision {f.precision}")
+                        with gil:
+                            raise self._fail(plan, k, f"timestamp {millis} ms + {nanos} ns is out of range "
+                                                      f"for precision {f.precision}")
                 else:
                     if mul_overflow(millis, 1000000, &out64) or add_overflow(out64, nanos, &out64):
-                        raise self._fail(plan, k, f"timestamp {millis} ms + {nanos} ns is out of range "
-                                                  f"for precision {f.precision}")
+                        with gil:
+                            raise self._fail(plan, k, f"timestamp {millis} ms + {nanos} ns is out of range "
+                                                      f"for precision {f.precision}")
                 if c != NULL:
                     put_fixed(c, &out64)
                     set_bit(&c.valid, row, 1)
@@ -723,17 +897,20 @@ cdef class RowArrowBuilder:
                     n = ff_le_get32(d + vslot)
                     vslot += 4
                 if n < 0 or p + n > end:
-                    raise self._fail(plan, k, f"length {n} at byte {p - pos} runs past the row's end")
+                    with gil:
+                        raise self._fail(plan, k, f"length {n} at byte {p - pos} runs past the row's end")
                 q = p
             else:
                 q = p
                 rc = read_var(d, &q, end, 5, &u)
                 if rc:
-                    raise self._fail(plan, k, "varint runs past the row's end" if rc == 1
-                                     else "malformed varint: more than 5 bytes")
+                    with gil:
+                        raise self._fail(plan, k, "varint runs past the row's end" if rc == 1
+                                         else "malformed varint: more than 5 bytes")
                 n = <int32_t><uint32_t>u
                 if n < 0 or q + n > end:
-                    raise self._fail(plan, k, f"length {n} at byte {p - pos} runs past the row's end")
+                    with gil:
+                        raise self._fail(plan, k, f"length {n} at byte {p - pos} runs past the row's end")
             p = q + n
             s = d + q
             if code == C_STRING or code == C_CHAR:
@@ -741,7 +918,8 @@ cdef class RowArrowBuilder:
                     while n > 0 and s[n - 1] == 0:
                         n -= 1
                 if not ff_utf8_valid(s, n):
-                    raise self._fail(plan, k, "invalid UTF-8")
+                    with gil:
+                        raise self._fail(plan, k, "invalid UTF-8")
                 if c != NULL:
                     put_var(c, s, n)
                     set_bit(&c.valid, row, 1)
@@ -751,17 +929,20 @@ cdef class RowArrowBuilder:
                     set_bit(&c.valid, row, 1)
             elif code == C_BINARY:
                 if n > f.length:
-                    raise self._fail(plan, k, f"{n} bytes do not fit BINARY({f.length})")
+                    with gil:
+                        raise self._fail(plan, k, f"{n} bytes do not fit BINARY({f.length})")
                 if c != NULL:
                     if c.data.n + c.width > c.data.cap:
-                        buf_reserve(&c.data, c.data.n + c.width)
+                        with gil:
+                            buf_reserve(&c.data, c.data.n + c.width)
                     memcpy(c.data.p + c.data.n, s, n)
                     memset(c.data.p + c.data.n + n, 0, c.width - n)
                     c.data.n += c.width
                     set_bit(&c.valid, row, 1)
             elif code == C_DECIMAL:
                 if n > 16:
-                    raise self._fail(plan, k, f"decimal of {n} bytes, at most 16")
+                    with gil:
+                        raise self._fail(plan, k, f"decimal of {n} bytes, at most 16")
                 big = <uint128>0
                 if n > 0 and s[0] & 0x80:
                     big = ~big
@@ -769,39 +950,59 @@ cdef class RowArrowBuilder:
                     big = (big << 8) | s[j]
                 dec = <int128>big
                 if not (-<int128>POW10[f.precision] < dec < <int128>POW10[f.precision]):
-                    raise self._fail(plan, k, f"unscaled decimal {_i128(dec)} has more than "
-                                              f"{f.precision} digits")
+                    with gil:
+                        raise self._fail(plan, k, f"unscaled decimal {_i128(dec)} has more than "
+                                                  f"{f.precision} digits")
                 if c != NULL:
                     put_fixed(c, &dec)
                     set_bit(&c.valid, row, 1)
             else:  # ARRAY, MAP, ROW
-                try:
-                    value = plan.readers[k](PyBytes_FromStringAndSize(<const char*>s, n), 0, n)
-                except Exception as e:  # noqa: BLE001 - ValueError, struct.error, IndexError, BadValue...
-                    raise self._fail(plan, k, e) from None
+                with gil:
+                    self._nested_value(plan, k, s, n, f.target if c != NULL else -1)
                 if c != NULL:
-                    self.nested[f.target].append(value)
                     set_bit(&c.valid, row, 1)
         if p > end:
-            raise self._fail(plan, plan.nfields - 1, f"fields run {p - end} bytes past the row's end")
+            with gil:
+                raise self._fail(plan, plan.nfields - 1, f"fields run {p - end} bytes past the row's end")
         for k in range(plan.nmissing):
             j = plan.missing[k]
             c = &self.cols[j]
             if not c.nullable:
-                from fluss_fast.codec.rowarrow import row_error
-                raise row_error(self.conv.kv_format, self.conv.table_name, row, self.conv._names[j],
-                                f"schema {plan.schema_id} has no value for this NOT NULL column")
+                with gil:
+                    raise self._missing(plan, j)
             put_null(c, row)
             if c.out == O_NESTED:
-                self.nested[j].append(None)
+                with gil:
+                    self.nested[j].append(None)
+        return 0
+
+    cdef object _missing(self, _Plan plan, int j):
+        # a helper, not an import inside _decode: a Python local there would make every call take
+        # the GIL at its exit to release it
+        from fluss_fast.codec.rowarrow import row_error
+        return row_error(self.conv.kv_format, self.conv.table_name, self.n, self.conv._names[j],
+                         f"schema {plan.schema_id} has no value for this NOT NULL column")
+
+    cdef int _nested_value(self, _Plan plan, int k, const uint8_t* s, Py_ssize_t n, int target) except -1:
+        """An ARRAY / MAP / ROW field through the pure module's reader (needs the GIL)."""
+        try:
+            value = plan.readers[k](PyBytes_FromStringAndSize(<const char*>s, n), 0, n)
+        except Exception as e:  # noqa: BLE001 - ValueError, struct.error, IndexError, BadValue...
+            raise self._fail(plan, k, e) from None
+        if target >= 0:
+            self.nested[target].append(value)
         return 0
 
     def finish(self):
         """The rows added so far as a RecordBatch of the latest schema; then starts over."""
+        return self._finish(True)
+
+    cdef object _finish(self, bint restart):
+        """``finish``; ``restart`` False for a builder about to go (RowsToArrow's one-call
+        methods): it then does not allocate the next batch's first offsets."""
         cdef int j
         cdef Col* c
-        cdef Py_ssize_t n = self.n, nulls, i, nb = (self.n + 7) >> 3
-        cdef const uint8_t* vb
+        cdef Py_ssize_t n = self.n, nulls, nb = (self.n + 7) >> 3
         arrays = []
         try:
             for j in range(self.ncols):
@@ -814,11 +1015,9 @@ cdef class RowArrowBuilder:
                         raise ValueError(f"column '{self.conv._names[j]}': cannot build the Arrow "
                                          f"column: {e}") from None
                     continue
-                nulls = 0
-                vb = <const uint8_t*>c.valid.p
-                for i in range(n):
-                    if not (vb[i >> 3] & (1 << (i & 7))):
-                        nulls += 1
+                if c.out == O_VAR and n > 0:
+                    self.conv._var_hint[j] = <double>c.data.n / n
+                nulls = n - count_bits(<const uint8_t*>c.valid.p, n)
                 validity = None if nulls == 0 else buf_take(&c.valid, nb)
                 if c.out == O_BOOL:
                     bufs = [validity, buf_take(&c.data, nb)]
@@ -828,7 +1027,11 @@ cdef class RowArrowBuilder:
                     bufs = [validity, buf_take(&c.data, c.data.n)]
                 arrays.append(pa.Array.from_buffers(t, n, bufs, null_count=nulls))
         finally:
-            self._start()
+            if restart:
+                self._start()
+            else:
+                self.n = 0
+                self.room = 0
         return pa.RecordBatch.from_arrays(arrays, schema=self.conv.arrow_schema)
 
 

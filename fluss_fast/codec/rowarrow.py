@@ -35,8 +35,9 @@ row, bad varint, length past the end, invalid UTF-8, decimal over its precision,
 day, NULL in a NOT NULL column, unknown schema id); the builder then holds the rows before the bad
 one, nothing of it.
 
-The compiled twin ``_rowarrow`` decodes flat columns straight into Arrow buffers; this module is
-the reference (one Python list per column, ``pa.array`` at the end).
+The compiled twin ``_rowarrow`` decodes flat columns straight into Arrow buffers (long calls on
+flat schemas with the GIL released); this module is the reference (one Python list per column,
+``pa.array`` at the end).
 """
 from __future__ import annotations
 

@@ -107,7 +107,8 @@ async def put_batch_fast(table, merger, bkv, records, h) -> int:
                                         _SID.pack(table.latest_schema_id))
         try:
             if len(rows) >= THREAD_BUILD_ROWS:
-                # decoding and compression run beside the event loop (zstd and Arrow drop the GIL);
+                # decoding and compression run beside the event loop (the compiled row decoding,
+                # zstd and Arrow drop the GIL);
                 # the bucket's lock keeps its appends in order meanwhile
                 batch = await asyncio.to_thread(changelog_from_values, table, rows, cts, mixed,
                                                 h.writer_id, h.batch_sequence)
