@@ -11,8 +11,11 @@ from cpython.ref cimport PyObject
 cdef extern from "Python.h":
     PyObject *PyDict_SetDefault(object d, object key, object default_value) except NULL
 
+from cpython.object cimport PyObject_Hash
 from fluss_fast.codec.errors import CorruptBatchError
 from fluss_fast.codec.indexedlog import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
+from fluss_fast.codec.kvsplit import (FILTER_BITS_PER_KEY, FILTER_FIRST_KEYS, FILTER_MAX_KEYS,
+                                      FILTER_PROBES)
 
 cdef extern from "crc32c_impl.h":
     void ff_crc32c_init()
@@ -271,7 +274,103 @@ def read_through(list keys, dict pending, get):
     return out
 
 
-def current_values(list keys, list values, dict pending, get, bint deletes_only):
+cdef uint64_t _MIX = 0x9E3779B97F4A7C15ULL
+cdef int _PROBES = FILTER_PROBES
+
+
+cdef class KeyFilter:
+    cdef readonly Py_ssize_t max_keys, keys
+    cdef readonly bint given_up
+    cdef Py_ssize_t _next
+    cdef list _slices   # [bits (bytearray), mask, capacity, keys in it]
+
+    def __init__(self, Py_ssize_t first_keys=FILTER_FIRST_KEYS, Py_ssize_t max_keys=FILTER_MAX_KEYS):
+        self.max_keys = max_keys
+        self.keys = 0
+        self.given_up = False
+        self._next = first_keys if first_keys > 1 else 1
+        self._slices = []
+
+    @property
+    def nbytes(self):
+        return sum(len(sl[0]) for sl in self._slices)
+
+    def slice_bits(self):
+        return [bytes(sl[0]) for sl in self._slices]
+
+    cdef int _add(self, object key) except -1:
+        cdef list sl
+        cdef bytearray bits
+        cdef unsigned char *b
+        cdef uint64_t h, step, mask, pos, nbits
+        cdef int j
+        cdef Py_ssize_t cap
+        if self.given_up:
+            return 0
+        if self.keys >= self.max_keys:
+            self.given_up = True
+            self._slices = []
+            return 0
+        sl = self._slices[len(self._slices) - 1] if self._slices else None
+        if sl is None or <Py_ssize_t>sl[3] >= <Py_ssize_t>sl[2]:
+            cap = self._next
+            self._next = cap * 2
+            nbits = 1
+            while nbits < <uint64_t>cap * FILTER_BITS_PER_KEY:
+                nbits <<= 1
+            sl = [bytearray(nbits >> 3), nbits - 1, cap, 0]
+            self._slices.append(sl)
+        bits = sl[0]
+        b = <unsigned char *>(<char *>bits)
+        mask = sl[1]
+        h = <uint64_t>PyObject_Hash(key)
+        step = ((h * _MIX) >> 32) | 1
+        for j in range(_PROBES):
+            pos = (h + <uint64_t>j * step) & mask
+            b[pos >> 3] |= <unsigned char>(1 << (pos & 7))
+        sl[3] = <Py_ssize_t>sl[3] + 1
+        self.keys += 1
+        return 0
+
+    cdef bint _might_contain(self, object key) except -1:
+        cdef list sl
+        cdef const unsigned char *b
+        cdef uint64_t h, step, mask, pos
+        cdef int j
+        cdef bint hit
+        if self.given_up:
+            return True
+        h = <uint64_t>PyObject_Hash(key)
+        step = ((h * _MIX) >> 32) | 1
+        for sl in self._slices:
+            b = <const unsigned char *>(<char *>(<bytearray>sl[0]))
+            mask = sl[1]
+            hit = True
+            for j in range(_PROBES):
+                pos = (h + <uint64_t>j * step) & mask
+                if not (b[pos >> 3] & (1 << (pos & 7))):
+                    hit = False
+                    break
+            if hit:
+                return True
+        return False
+
+    def add(self, key):
+        self._add(key)
+
+    def add_puts(self, dict changes):
+        cdef Py_ssize_t pos = 0
+        cdef PyObject *k
+        cdef PyObject *v
+        while PyDict_Next(changes, &pos, &k, &v):
+            if <object>v is not None:
+                self._add(<object>k)
+
+    def might_contain(self, key):
+        return self._might_contain(key)
+
+
+def current_values(list keys, list values, dict pending, get, bint deletes_only, KeyFilter absent=None):
     cdef dict out = {}
     cdef list misses = []
     cdef Py_ssize_t i, n = len(keys)
@@ -292,7 +391,8 @@ def current_values(list keys, list values, dict pending, get, bint deletes_only)
         seen += 1
         v = PyDict_GetItem(pending, key) if buffered else NULL
         if v == NULL:
-            misses.append(key)
+            if absent is None or absent._might_contain(key):
+                misses.append(key)
         else:
             PyDict_SetItem(out, key, <object>v)
     if misses:

@@ -65,6 +65,28 @@ def changelog_from_values(table, values, cts: bytearray, mixed: bool, writer_id:
                                batch_sequence=batch_sequence, change_types=bytes(cts))
 
 
+class _ReadFailed(Exception):
+    """The KV state could not be read (the cause is chained)."""
+
+
+def _plan_and_build(table, bkv, keys, values, full: bool, ignore_deletes: bool, reads: int, h):
+    """The old values, the merge plan and the changelog batch of one request: ``(changes, batch)``.
+
+    One function, so that a large request makes one trip to a worker thread instead of two: the
+    thread hop is cheap, but on a busy server each return for the GIL (the event loop holds it
+    while it flushes other buckets) cost the bucket's pipeline milliseconds."""
+    try:
+        current = bkv.current_values(keys, values, not full) if reads else {}
+    except Exception as e:  # noqa: BLE001 - e.g. the bucket was dropped under the read
+        raise _ReadFailed() from e
+    # with the FULL image the read values become the changes (plan_changes' contract), saving a
+    # dict per batch; ignored deletes would write their old values back, so they keep a separate one
+    changes = current if full and not ignore_deletes else {}
+    rows, cts, mixed = plan_changes(keys, values, current, full, ignore_deletes, changes,
+                                    _SID.pack(table.latest_schema_id))
+    return changes, changelog_from_values(table, rows, cts, mixed, h.writer_id, h.batch_sequence)
+
+
 async def put_batch_fast(table, merger, bkv, records, h) -> int:
     """``kvstore.put_batch`` for an eligible request; ``h`` is the checked header."""
     name = bkv.blog.name
@@ -88,32 +110,20 @@ async def put_batch_fast(table, merger, bkv, records, h) -> int:
             raise deletes_disabled()
         ignore_deletes = behavior == "IGNORE"
         # FULL image: the old value of every key; WAL: only of the deleted ones (none when ignored)
-        deletes_only = not full
         reads = len(keys) if full else (0 if ignore_deletes else values.count(None))
-        if reads >= THREAD_GET_KEYS:
-            # RocksDB's multi-get drops the GIL: other buckets' requests go on meanwhile
-            try:
-                current = await asyncio.to_thread(bkv.current_values, keys, values, deletes_only)
-            except Exception as e:  # noqa: BLE001 - e.g. the bucket was dropped under the read
-                if bkv.closed:
-                    raise FlussError(f"{name} was dropped", Errors.UNKNOWN_TABLE_OR_BUCKET_EXCEPTION) from None
-                raise FlussError(f"Failed to read the KV state of {name}: {e}", Errors.KV_STORAGE_EXCEPTION) from e
-        else:
-            current = bkv.current_values(keys, values, deletes_only) if reads else {}
-        # with the FULL image the read values become the changes (plan_changes' contract), saving a
-        # dict per batch; ignored deletes would write their old values back, so they keep a separate one
-        changes = current if full and not ignore_deletes else {}
-        rows, cts, mixed = plan_changes(keys, values, current, full, ignore_deletes, changes,
-                                        _SID.pack(table.latest_schema_id))
+        args = (table, bkv, keys, values, full, ignore_deletes, reads, h)
         try:
-            if len(rows) >= THREAD_BUILD_ROWS:
-                # decoding and compression run beside the event loop (the compiled row decoding,
-                # zstd and Arrow drop the GIL);
-                # the bucket's lock keeps its appends in order meanwhile
-                batch = await asyncio.to_thread(changelog_from_values, table, rows, cts, mixed,
-                                                h.writer_id, h.batch_sequence)
+            if reads >= THREAD_GET_KEYS or len(keys) >= THREAD_BUILD_ROWS:
+                # RocksDB's multi-get, the compiled row decoding, zstd and Arrow drop the GIL: other
+                # buckets' requests go on meanwhile; the bucket's lock keeps its appends in order
+                changes, batch = await asyncio.to_thread(_plan_and_build, *args)
             else:
-                batch = changelog_from_values(table, rows, cts, mixed, h.writer_id, h.batch_sequence)
+                changes, batch = _plan_and_build(*args)
+        except _ReadFailed as e:
+            if bkv.closed:
+                raise FlussError(f"{name} was dropped", Errors.UNKNOWN_TABLE_OR_BUCKET_EXCEPTION) from None
+            cause = e.__cause__
+            raise FlussError(f"Failed to read the KV state of {name}: {cause}", Errors.KV_STORAGE_EXCEPTION) from cause
         except (TypeError, ValueError, FlussError) as e:
             raise FlussError(f"Cannot build the changelog of {name}: {e}", Errors.CORRUPT_MESSAGE) from None
         return await bkv.commit(batch, changes, len(records))

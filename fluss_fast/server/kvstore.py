@@ -35,7 +35,7 @@ from ..codec.errors import CorruptBatchError
 from ..codec.indexedlog import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
 from ..codec.keys import key_columns
 from ..codec.kvbatch import encode_value, iter_kv_records, parse_kv_header
-from ..codec.kvsplit import current_values, fill_batch, read_through
+from ..codec.kvsplit import KeyFilter, current_values, fill_batch, read_through
 from ..codec.rows import (INDEXED, CompactedKeyEncoder, CompactedRowDecoder, CompactedRowEncoder,
                           IndexedRowDecoder, IndexedRowEncoder)
 from ..errors import FlussError
@@ -52,6 +52,8 @@ _APPLIED_FILE = "applied-offset"
 # (every key column writes at least one byte); iterations start at FIRST_KEY to pass it by.
 _APPLIED_KEY = b""
 FIRST_KEY = b"\x00"
+# a store opened with more keys than this gets no key filter (listing them would slow the open)
+FILTER_BUILD_KEYS = 1 << 20
 # the pre-write buffer's bounds: they also bound the log a restart after a crash replays
 # (FLUSS_FAST_KV_PREWRITE_KEYS=1 flushes every batch)
 PENDING_KEYS = max(1, int(os.environ.get("FLUSS_FAST_KV_PREWRITE_KEYS") or 65536))
@@ -444,6 +446,9 @@ class BucketKv:
         self.db = _open_db(os.path.join(directory, "db"))
         self.lock = asyncio.Lock()
         self.applied = self._read_applied()  # RocksDB holds the log up to here
+        # the keys RocksDB may hold, so that looking up a new key costs no RocksDB read (None: the
+        # store held too many keys at open to list them)
+        self.kfilter: Optional[KeyFilter] = self._key_filter()
         # the pre-write buffer: changes up to pending_end that RocksDB does not have yet
         self.pending: Dict[bytes, Optional[bytes]] = {}
         self.pending_end = self.applied
@@ -489,6 +494,21 @@ class BucketKv:
             os.fsync(f.fileno())
         os.replace(tmp, path)
         return [start + 1, start + size]
+
+    def _key_filter(self) -> Optional[KeyFilter]:
+        f = KeyFilter()
+        it = self.db.iter()
+        it.seek(FIRST_KEY)
+        n = 0
+        while it.valid():
+            n += 1
+            if n > FILTER_BUILD_KEYS:
+                log.info("%s: %d+ keys at open, no key filter (every new key is looked up in RocksDB)",
+                         self.blog.name, FILTER_BUILD_KEYS)
+                return None
+            f.add(it.key())
+            it.next()
+        return f
 
     # -- the applied-offset mark ---------------------------------------------------------------
     def _read_applied(self) -> int:
@@ -568,6 +588,7 @@ class BucketKv:
         rocksdict.Rdict.destroy(path, _raw_options())
         shutil.rmtree(path, ignore_errors=True)
         self.db = _open_db(path)
+        self.kfilter = KeyFilter()
         # durable before the rebuild writes: a crash in it must not find a store without its mark
         self._store_mark(self.blog.log_start_offset)
 
@@ -594,7 +615,7 @@ class BucketKv:
     def current_values(self, keys: List[bytes], values: List[Optional[bytes]], deletes_only: bool) -> dict:
         """``codec.kvsplit.current_values`` of this bucket (the pre-write buffer, then RocksDB); as
         safe on a worker thread as ``multi_get``."""
-        return current_values(keys, values, self.pending, self.db.get, deletes_only)
+        return current_values(keys, values, self.pending, self.db.get, deletes_only, self.kfilter)
 
     def prefix(self, prefix: bytes) -> List[bytes]:
         self.flush()
@@ -632,6 +653,8 @@ class BucketKv:
             else:
                 wb.put(k, v)
         self.db.write(wb)
+        if self.kfilter is not None:
+            self.kfilter.add_puts(changes)
 
     def snapshot(self):
         """A RocksDB snapshot of the current state (the buffer flushed first)."""
@@ -692,9 +715,6 @@ class BucketKv:
         if not pending or self.closed or self.stale:
             return
         end = self.pending_end
-        self.pending = {}  # replaced, not cleared: a multi-get on a worker thread may hold the old one
-        BucketKv.pending_total -= self._pending_bytes
-        self._pending_bytes = 0
         import rocksdict
 
         try:
@@ -704,11 +724,20 @@ class BucketKv:
             # still has after a crash, its mark says which stretch of the log to replay
             wb.put(_APPLIED_KEY, b"%d" % end)
             self.db.write(wb)
+            if self.kfilter is not None:
+                self.kfilter.add_puts(pending)
         except Exception as e:
             # RocksDB missed changes the log has: reopening replays the log from the last mark
             self.stale = True
             raise FlussError(f"Failed to write the KV state of {self.blog.name}: {e}",
                              Errors.KV_STORAGE_EXCEPTION) from e
+        finally:
+            # Only once RocksDB has the changes does the buffer go: a multi-get on a worker thread
+            # reads the buffer first, then RocksDB, and the GIL may pass to it between any two
+            # lines here. Replaced, not cleared: such a read may still hold the old one.
+            self.pending = {}
+            BucketKv.pending_total -= self._pending_bytes
+            self._pending_bytes = 0
         self.applied = end
         self._mark(end)
 
