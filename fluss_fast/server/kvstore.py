@@ -53,7 +53,7 @@ _APPLIED_FILE = "applied-offset"
 _APPLIED_KEY = b""
 FIRST_KEY = b"\x00"
 # a store opened with more keys than this gets no key filter (listing them would slow the open)
-FILTER_BUILD_KEYS = 1 << 20
+FILTER_BUILD_KEYS = int(os.environ.get("FLUSS_FAST_KV_FILTER_OPEN_KEYS") or 1 << 20)
 # the pre-write buffer's bounds: they also bound the log a restart after a crash replays
 # (FLUSS_FAST_KV_PREWRITE_KEYS=1 flushes every batch)
 PENDING_KEYS = max(1, int(os.environ.get("FLUSS_FAST_KV_PREWRITE_KEYS") or 65536))
