@@ -43,13 +43,19 @@ _MAX_PROJECTED_READ_FACTOR = 8
 _MAX_PROJECTIONS_REMEMBERED = 1024
 
 
+def _overruns(size: int, part: int, left: int, kept: int, first: bool) -> bool:
+    """Whether a projected batch of ``part`` bytes, after ``kept`` batches of ``size`` bytes, no
+    longer fits the ``left`` bytes there are room for (an answer's very first batch always goes)."""
+    return size + part > left and (kept > 0 or not first)
+
+
 def _keep_within(res: _Bucket, left: int, first: bool) -> None:
     """Drop the projected batches at the end of ``res`` that overrun the ``left`` bytes the answer
-    has room for (the very first batch of an answer stays whatever its size)."""
+    has room for."""
     size = 0
     keep = 0
     for part in res.chunks:
-        if size + len(part) > left and (keep or not first):
+        if _overruns(size, len(part), left, keep, first):
             break
         size += len(part)
         keep += 1
@@ -304,7 +310,7 @@ class TabletService:
             for h in logbatch.iter_batches(data):
                 codec = self._codec(entry, h.schema_id)
                 part = codec.project_batch(data, h, projection)
-                if size + len(part) > limit and (parts or not min_one):
+                if _overruns(size, len(part), limit, len(parts), min_one):
                     break
                 parts.append(part)
                 size += len(part)
