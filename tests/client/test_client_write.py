@@ -285,6 +285,25 @@ async def test_sticky_assigner_fills_one_bucket_then_moves(fluss_server, unique_
     await conn.close()
 
 
+async def test_sticky_assigner_spreads_a_bulk_write_evenly(fluss_server, unique_name):
+    # 60 full batches over 3 buckets: a random next bucket (the Java client's rule) leaves them
+    # ~15-25 % apart; moving to the bucket with the fewest full batches leaves one batch at most
+    conn = await connect(fluss_server.bootstrap_servers,
+                         {"writer.batch-size": "16384", "writer.dynamic-batch-size.enabled": "false"})
+    path, t = await make_table(conn, unique_name(), bucket_count=3)
+    w = t.new_append().create_writer()
+    n = 24_000
+    w.write_arrow(pa.table({"id": pa.array(range(n), pa.int32()), "name": ["x" * 16] * n,
+                            "score": pa.array([0.5] * n)}))
+    await w.flush()
+    counts = sorted((await offsets(conn, path, 3)).values())
+    assert sum(counts) == n
+    biggest = max([h.record_count for b in range(3) for h, _ in await fetch_raw(t, b)])
+    assert counts[-1] - counts[0] <= biggest, (counts, biggest)
+    assert n // biggest >= 30, biggest  # enough batches for chance alone to spread them unevenly
+    await conn.close()
+
+
 async def test_two_tablet_servers_route_to_leaders(start_server, unique_name):
     srv = start_server(tablet_servers=2, sasl=False)
     conn = await connect(srv.bootstrap_servers, {"writer.bucket.no-key-assigner": "round_robin"})

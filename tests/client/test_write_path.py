@@ -253,6 +253,32 @@ def test_full_hot_batch_is_sealed_by_the_next_row_and_the_bucket_moves():
     assert sorted(x for b in batches for x in rows_of(b)) == list(range(i + 1))
 
 
+@pytest.mark.parametrize("buckets", [2, 3, 5, 16])
+def test_sticky_assigner_moves_to_the_bucket_with_fewest_full_batches(buckets):
+    a = make_no_key_assigner("sticky")
+    filled = [0] * buckets
+    prev = None
+    for _ in range(40 * buckets):
+        b = a.bucket(None, buckets)
+        assert b != prev  # a full batch always moves the writer on
+        filled[b] += 1
+        a.on_batch_full(None, b, buckets)
+        assert max(filled) - min(filled) <= 1, filled
+        prev = b
+
+
+def test_sticky_assigner_stays_when_another_bucket_filled():
+    # a concurrent writer's full batch of another bucket is counted but does not move this one
+    a = make_no_key_assigner("sticky")
+    b = a.bucket(7, 3)
+    other = (b + 1) % 3
+    a.on_batch_full(7, other, 3)
+    assert a.bucket(7, 3) == b
+    a.on_batch_full(7, b, 3)
+    assert a.bucket(7, 3) == 3 - b - other  # the one bucket with no full batch yet
+    assert a.bucket(None, 3) in range(3)  # partitions are independent
+
+
 def race_appenders_and_drainer(acc, threads, per_thread, append, check, budget) -> list:
     """``threads`` threads call ``append(k, i)`` for i < per_thread while one thread drains node 0
     and completes what it drains; ``check(batch, rows)`` names what is wrong with a drained batch.
