@@ -319,7 +319,7 @@ async def run_put_kv(client: Optional[Client], env: Env, shared: dict) -> Outcom
     if rows != env.rows:
         raise Mismatch(f"ceiling put_kv: {rows} records acknowledged, expected {env.rows}")
     wire = sum(c.bytes_out for c in conns.values())
-    return Outcome(seconds, rows, env.table.nbytes, wire_bytes=wire, cpu=sw.cpu)
+    return Outcome(seconds, rows, env.table.nbytes, wire_bytes=wire, cpu=sw.cpu, rss=sw.rss)
 
 
 async def prepare_lookup(env: Env, keys_per_request: int = 1) -> dict:
@@ -372,7 +372,7 @@ async def run_lookup(client: Optional[Client], env: Env, shared: dict) -> Outcom
     if sum(found) != asked:
         raise Mismatch(f"ceiling lookup: {sum(found)} of {asked} keys found")
     row_bytes = env.table.nbytes // max(1, env.table.num_rows)
-    return Outcome(seconds, asked, row_bytes * asked, cpu=sw.cpu)
+    return Outcome(seconds, asked, row_bytes * asked, cpu=sw.cpu, rss=sw.rss)
 
 
 async def cleanup_pk(env: Env, shared: dict) -> None:

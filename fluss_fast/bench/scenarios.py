@@ -514,7 +514,7 @@ async def _remote_scan(client: Client, env: Env, shared: RemoteShared, prefetch:
         await c.close()
     check(f"to_arrow of tiered {DATABASE}.{shared.name}",
           ds.checksum(got, env.spec.id_column, env.spec.string_column), env.expected())
-    return Outcome(seconds, got.num_rows, env.table.nbytes, cpu=sw.cpu,
+    return Outcome(seconds, got.num_rows, env.table.nbytes, cpu=sw.cpu, rss=sw.rss,
                    note=f"{shared.fraction:.0%} remote" + (f", prefetch-num {prefetch}" if prefetch is not None else ""))
 
 
@@ -722,7 +722,7 @@ async def run_upsert_arrow(client: Client, env: Env, shared) -> Outcome:
     finally:
         await drop_table(client, name)
     note = "upsert_arrow" if bulk is not None else "per-row upsert (no bulk API)"
-    return Outcome(seconds, env.table.num_rows, env.table.nbytes, note=note, cpu=sw.cpu)
+    return Outcome(seconds, env.table.num_rows, env.table.nbytes, note=note, cpu=sw.cpu, rss=sw.rss)
 
 
 async def prepare_pk(env: Env) -> dict:

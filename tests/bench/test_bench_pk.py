@@ -30,3 +30,7 @@ def test_pk_scenarios_run_and_verify(tmp_path):
         r = results[name]
         assert r["status"] == "ok", r
         assert r["rows_per_s"] > 0 and all(s["rows"] > 0 for s in r["samples"])
+        if sys.platform.startswith("linux"):
+            # every scenario reports its peak RSS (issue 12): the rise over where it started
+            assert all(s["rss_peak_bytes"] >= s["rss_start_bytes"] > 0 for s in r["samples"]), r
+            assert r["peak_rss_mb"] >= 0
