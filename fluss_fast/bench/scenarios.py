@@ -149,8 +149,8 @@ class Client:
     module: Any         # the imported module object
     conn: Any = None
 
-    async def open(self, bootstrap: str) -> "Client":
-        cfg = self.module.Config({"bootstrap.servers": bootstrap})
+    async def open(self, bootstrap: str, props: Optional[dict] = None) -> "Client":
+        cfg = self.module.Config({"bootstrap.servers": bootstrap, **(props or {})})
         self.conn = await self.module.FlussConnection.create(cfg)
         return self
 
@@ -440,7 +440,10 @@ async def prepare_remote(env: Env) -> RemoteShared:
 
     remote_dir = tempfile.mkdtemp(prefix="fluss-fast-bench-remote-")
     per_bucket = env.table.nbytes // max(env.buckets, 1)
-    segment = max(64 << 10, min(64 << 20, per_bucket // 40))
+    # below 100 k rows (--quick) the 8,192-row batches the verifier writes would leave every bucket
+    # only a few segments, and a bucket keeps its last ones local: smaller segments and batches
+    small = env.rows < 100_000
+    segment = max((16 if small else 64) << 10, min(64 << 20, per_bucket // 40))
     fd, config_file = tempfile.mkstemp(prefix="fluss-fast-bench-remote-", suffix=".conf")
     # FLUSS_FAST_BENCH_REMOTE_CONFIG: a file of server settings pointing the tiering elsewhere,
     # e.g. remote.data.dir=s3://bucket/path plus the s3.* keys
@@ -461,13 +464,20 @@ async def prepare_remote(env: Env) -> RemoteShared:
             os.environ.pop("FLUSS_FAST_SERVER_CONFIG", None)
         else:
             os.environ["FLUSS_FAST_SERVER_CONFIG"] = old
+    chunk_rows = 8192
+    props = None
+    if small:
+        chunk_rows = max(16, env.rows // (80 * max(env.buckets, 1)))
+        batch = str(max(4 << 10, segment // 2))
+        props = {"writer.batch-size": batch, "writer.dynamic-batch-size.enabled": "false",
+                 "writer.dynamic-batch-size-min": batch}
     verifier = Client(env.verifier.name, env.verifier.module)
-    await verifier.open(server.bootstrap_servers)
+    await verifier.open(server.bootstrap_servers, props)
     try:
         name = table_name("remote")
         table = await create_table(verifier, name, env.spec.schema, env.buckets)
         writer = table.new_append().create_writer()
-        writer.write_arrow(_arrow_chunks(env.table, 8192))
+        writer.write_arrow(_arrow_chunks(env.table, chunk_rows))
         await writer.flush()
     finally:
         await verifier.close()

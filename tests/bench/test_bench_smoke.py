@@ -162,3 +162,20 @@ def test_bench_sweep_and_peak_rss(tmp_path, cache_dir):
     assert "2.00k rows" in proc.stdout and "6.00k rows" in proc.stdout
     if chart is not None:
         assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.timeout(240)
+def test_remote_scan_runs_at_quick_scale(tmp_path, cache_dir):
+    """20 k rows tier >= 90 % too: the verifier writes enough batches, each under a segment, for
+    every bucket to tier all but its last segment (8,192-row batches left ~40 % local)."""
+    out = tmp_path / "remote.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "fluss_fast", "bench", "--quick", "--scenarios", "remote_scan",
+         "--clients", "fluss_fast", "--json", str(out), "--no-progress"],
+        capture_output=True, text=True, timeout=230, env=_env(cache_dir), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (r,) = json.loads(out.read_text())["results"]
+    assert r["status"] == "ok" and all(s["rows"] == 20000 for s in r["samples"]), r
+    assert r["samples"][0]["note"].endswith("remote") and int(r["samples"][0]["note"].split("%")[0]) >= 90
+    if sys.platform.startswith("linux"):
+        assert all(s["rss_peak_bytes"] >= s["rss_start_bytes"] > 0 for s in r["samples"])
