@@ -167,7 +167,7 @@ def test_bench_sweep_and_peak_rss(tmp_path, cache_dir):
 @pytest.mark.timeout(240)
 def test_remote_scan_runs_at_quick_scale(tmp_path, cache_dir):
     """20 k rows tier >= 90 % too: the verifier writes enough batches, each under a segment, for
-    every bucket to tier all but its last segment (8,192-row batches left ~40 % local)."""
+    every bucket to tier all but its last segments (with 8,192-row batches only ~41 % tiered)."""
     out = tmp_path / "remote.json"
     proc = subprocess.run(
         [sys.executable, "-m", "fluss_fast", "bench", "--quick", "--scenarios", "remote_scan",

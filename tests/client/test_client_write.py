@@ -286,7 +286,7 @@ async def test_sticky_assigner_fills_one_bucket_then_moves(fluss_server, unique_
 
 
 async def test_sticky_assigner_spreads_a_bulk_write_evenly(fluss_server, unique_name):
-    # 60 full batches over 3 buckets: a random next bucket (the Java client's rule) leaves them
+    # ~47 full batches over 3 buckets: a random next bucket (the Java client's rule) leaves them
     # ~15-25 % apart; moving to the bucket with the fewest full batches leaves one batch at most
     conn = await connect(fluss_server.bootstrap_servers,
                          {"writer.batch-size": "16384", "writer.dynamic-batch-size.enabled": "false"})
