@@ -3,7 +3,8 @@
 Lookups made at the same time are sent together, as the Java client's LookupQueue / LookupSender
 do: every lookup queues its key on the runtime loop, and one drain per loop turn groups the
 queued keys by leader (and table) into a single LOOKUP or PREFIX_LOOKUP request, so 64
-concurrent lookups cost a few round trips. Requests to different leaders, and successive
+concurrent lookups cost a few round trips (one, when a caller's loop starts them in one turn: the
+runtime hands them over together, see ``runtime._CallerLink``). Requests to different leaders, and successive
 requests, are in flight together up to ``client.lookup.max-inflight-requests``.
 
 Answers are shaped as pyfluss returns them: a dict by column name (None when the key is absent,

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import collections
 import concurrent.futures
 import functools
 import os
 import threading
+import weakref
 from typing import Any, Awaitable, Callable, Coroutine, Optional, TypeVar
 
 from ..errors import FlussError
@@ -25,6 +27,48 @@ _SHUTDOWN_GRACE_S = 2.0
 
 
 _SHUT_DOWN = "The fluss_fast runtime has been shut down"
+
+
+class Mailbox:
+    """Callbacks posted to one event loop from other threads, with one wake-up per burst.
+
+    ``call_soon_threadsafe`` wakes the loop on every call, and with plain asyncio that wake-up is a
+    socket write, which releases the GIL: a burst of 64 calls from one thread then hands the GIL to
+    the woken loop up to 64 times, and the loop sees the burst in slivers (64 concurrent lookups went
+    out as up to 10 requests instead of one). Here only the first post of a burst wakes the loop;
+    the rest join the queue it is about to run.
+    """
+
+    __slots__ = ("_loop", "_items", "_armed", "__weakref__")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self._loop = loop
+        self._items: collections.deque = collections.deque()
+        self._armed = False
+
+    def post(self, fn: Callable, *args) -> None:
+        """Run ``fn(*args)`` on the loop soon; RuntimeError when the loop is closed."""
+        self._items.append((fn, args))
+        if not self._armed:
+            self._armed = True
+            try:
+                self._loop.call_soon_threadsafe(self._run)
+            except RuntimeError:
+                self._armed = False
+                raise
+
+    def _run(self) -> None:
+        # Disarm before counting: a post that lands after the count sees the box disarmed and
+        # wakes the loop again, so nothing waits for a wake-up that never comes.
+        self._armed = False
+        items = self._items
+        for _ in range(len(items)):
+            fn, args = items.popleft()
+            try:
+                fn(*args)
+            except Exception as e:  # noqa: BLE001 - one bad callback must not strand the rest
+                self._loop.call_exception_handler({"message": "fluss_fast mailbox callback failed",
+                                                   "exception": e})
 
 
 class Runtime:
@@ -39,6 +83,9 @@ class Runtime:
         self._thread_id: Optional[int] = None
         self._closed = False
         self._closers: list = []
+        self._inbox: Optional[Mailbox] = None
+        self._links: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _CallerLink]" = \
+            weakref.WeakKeyDictionary()
 
     # -- lifecycle ---------------------------------------------------------------------------------
     @property
@@ -77,6 +124,7 @@ class Runtime:
             t.start()
             ready.wait()
             self._thread = t
+            self._inbox = Mailbox(loop)
             self._loop = loop
             return loop
 
@@ -161,14 +209,16 @@ class Runtime:
             return await coro
         if running is None:
             return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
-        # Two plain callbacks instead of run_coroutine_threadsafe + wrap_future: the thread hop is
-        # the biggest fixed cost of a client call, and this halves the work around it.
+        link = self._links.get(running)
+        if link is None:
+            link = self._link(running)
         fut = running.create_future()
         box = []
+        results = link.results
 
         def done(task):
             try:
-                running.call_soon_threadsafe(_transfer, fut, task)
+                results.post(_transfer, fut, task)
             except RuntimeError:  # the caller's loop is gone; nobody is waiting any more
                 if not task.cancelled():
                     task.exception()
@@ -181,11 +231,12 @@ class Runtime:
             box.append(task)
             task.add_done_callback(done)
 
-        try:
-            loop.call_soon_threadsafe(start)
-        except RuntimeError:
+        def abort():
             coro.close()
-            raise FlussError(_SHUT_DOWN) from None
+            if not fut.done():
+                fut.set_exception(FlussError(_SHUT_DOWN))
+
+        link.add(start, abort)
         try:
             return await fut
         except asyncio.CancelledError:
@@ -194,6 +245,13 @@ class Runtime:
             if fut.done() and not fut.cancelled():
                 fut.exception()  # the call failed just as its caller was cancelled: not worth a log line
             raise
+
+    def _link(self, running: asyncio.AbstractEventLoop) -> "_CallerLink":
+        with self._lock:
+            link = self._links.get(running)
+            if link is None:
+                link = self._links[running] = _CallerLink(running, self._inbox)
+            return link
 
     def call(self, coro: Coroutine[Any, Any, T], timeout: Optional[float] = None) -> T:
         """Block the calling thread until ``coro`` finished on the runtime."""
@@ -213,6 +271,43 @@ class Runtime:
 
     def call_soon(self, fn: Callable, *args) -> None:
         self.loop.call_soon_threadsafe(fn, *args)
+
+
+class _CallerLink:
+    """What one caller's event loop shares with the runtime: the calls it starts, and the box their
+    results come back through.
+
+    Calls started in one turn of the caller's loop hop to the runtime together, at the end of that
+    turn, and the runtime starts them in one turn of its own: ``asyncio.gather`` over 64 lookups
+    then reaches the lookup batcher as one batch, where hopping call by call let the runtime thread
+    (woken by the first call) drain the batch in slivers whenever it won the GIL.
+    """
+
+    __slots__ = ("_loop", "_inbox", "_starts", "results", "__weakref__")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, inbox: Mailbox):
+        self._loop = loop
+        self._inbox = inbox
+        self._starts: list = []
+        self.results = Mailbox(loop)
+
+    def add(self, start: Callable[[], None], abort: Callable[[], None]) -> None:
+        self._starts.append((start, abort))
+        if len(self._starts) == 1:
+            self._loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        starts, self._starts = self._starts, []
+        try:
+            self._inbox.post(_start_all, starts)
+        except RuntimeError:  # the runtime's loop closed (interpreter exit)
+            for _, abort in starts:
+                abort()
+
+
+def _start_all(starts) -> None:
+    for start, _ in starts:
+        start()
 
 
 def _transfer(fut, task):

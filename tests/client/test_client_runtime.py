@@ -364,6 +364,36 @@ async def test_blocking_call_on_runtime_thread_is_refused():
         await rt.run(inner())
 
 
+async def test_calls_of_one_caller_turn_start_in_one_runtime_turn():
+    # gather() starts every call in one turn of this loop; they must reach the runtime together, so
+    # batchers there (lookups) see them as one batch instead of slivers cut by GIL hand-offs
+    rt = get_runtime()
+    events = []
+
+    async def body(i):
+        events.append(("start", i))
+        await asyncio.sleep(0)
+        events.append(("resume", i))
+        return i
+
+    for _ in range(20):
+        events.clear()
+        assert await asyncio.gather(*(rt.run(body(i)) for i in range(64))) == list(range(64))
+        starts = [i for i, (what, _) in enumerate(events) if what == "start"]
+        assert starts == list(range(64)), "a call started on the runtime after another had resumed"
+
+
+async def test_run_on_a_shut_down_runtime_fails_every_waiting_call():
+    rt = Runtime(name="private-rt-run")
+    assert await rt.run(asyncio.sleep(0, result=1)) == 1
+    rt.shutdown(timeout=2)
+    coros = [asyncio.sleep(0) for _ in range(3)]
+    for c in coros:
+        with pytest.raises(FlussError, match="shut down"):
+            await rt.run(c)
+        assert c.cr_frame is None  # closed, never left un-awaited
+
+
 def test_private_runtime_shutdown_cancels_work():
     rt = Runtime(name="private-rt")
     fut = rt.submit(asyncio.sleep(30))
