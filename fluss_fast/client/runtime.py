@@ -36,25 +36,30 @@ class Mailbox:
     socket write, which releases the GIL: a burst of 64 calls from one thread then hands the GIL to
     the woken loop up to 64 times, and the loop sees the burst in slivers (64 concurrent lookups went
     out as up to 10 requests instead of one). Here only the first post of a burst wakes the loop;
-    the rest join the queue it is about to run.
+    the rest join the queue it is about to run. The loop is held weakly: a caller's loop that is
+    gone must not be kept alive by the box its results went through.
     """
 
     __slots__ = ("_loop", "_items", "_armed", "__weakref__")
 
     def __init__(self, loop: asyncio.AbstractEventLoop):
-        self._loop = loop
+        self._loop = weakref.ref(loop)
         self._items: collections.deque = collections.deque()
         self._armed = False
 
     def post(self, fn: Callable, *args) -> None:
-        """Run ``fn(*args)`` on the loop soon; RuntimeError when the loop is closed."""
+        """Run ``fn(*args)`` on the loop soon; RuntimeError when the loop is closed or gone."""
         self._items.append((fn, args))
         if not self._armed:
             self._armed = True
+            loop = self._loop()
             try:
-                self._loop.call_soon_threadsafe(self._run)
+                if loop is None:
+                    raise RuntimeError("the event loop is gone")
+                loop.call_soon_threadsafe(self._run)
             except RuntimeError:
                 self._armed = False
+                self._items.clear()
                 raise
 
     def _run(self) -> None:
@@ -67,8 +72,10 @@ class Mailbox:
             try:
                 fn(*args)
             except Exception as e:  # noqa: BLE001 - one bad callback must not strand the rest
-                self._loop.call_exception_handler({"message": "fluss_fast mailbox callback failed",
-                                                   "exception": e})
+                loop = self._loop()
+                if loop is not None:
+                    loop.call_exception_handler({"message": "fluss_fast mailbox callback failed",
+                                                 "exception": e})
 
 
 class Runtime:
@@ -286,7 +293,8 @@ class _CallerLink:
     __slots__ = ("_loop", "_inbox", "_starts", "results", "__weakref__")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, inbox: Mailbox):
-        self._loop = loop
+        # weakly: the runtime keeps links in a WeakKeyDictionary keyed by this very loop
+        self._loop = weakref.ref(loop)
         self._inbox = inbox
         self._starts: list = []
         self.results = Mailbox(loop)
@@ -294,7 +302,7 @@ class _CallerLink:
     def add(self, start: Callable[[], None], abort: Callable[[], None]) -> None:
         self._starts.append((start, abort))
         if len(self._starts) == 1:
-            self._loop.call_soon(self._flush)
+            self._loop().call_soon(self._flush)  # only called from that loop, so it is alive
 
     def _flush(self) -> None:
         starts, self._starts = self._starts, []

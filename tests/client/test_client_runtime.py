@@ -7,6 +7,7 @@ embedded server.
 from __future__ import annotations
 
 import asyncio
+import gc
 import multiprocessing
 import socket
 import struct
@@ -392,6 +393,18 @@ async def test_run_on_a_shut_down_runtime_fails_every_waiting_call():
         with pytest.raises(FlussError, match="shut down"):
             await rt.run(c)
         assert c.cr_frame is None  # closed, never left un-awaited
+
+
+def test_caller_loops_are_not_kept_alive_by_the_runtime():
+    rt = get_runtime()
+
+    async def one():
+        return await rt.run(asyncio.sleep(0, result=3))
+
+    for _ in range(20):  # a new caller loop each time, as asyncio.run in a loop or per thread
+        assert asyncio.run(one()) == 3
+    gc.collect()
+    assert len(rt._links) <= 1
 
 
 def test_private_runtime_shutdown_cancels_work():
