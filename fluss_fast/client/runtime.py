@@ -234,7 +234,15 @@ class Runtime:
             if fut.cancelled():
                 coro.close()
                 return
-            task = loop.create_task(coro)
+            try:
+                task = loop.create_task(coro)
+            except Exception as e:  # noqa: BLE001 - reach the caller; the other starts go on
+                coro.close()
+                try:
+                    results.post(_fail, fut, e)
+                except RuntimeError:
+                    pass
+                return
             box.append(task)
             task.add_done_callback(done)
 
@@ -316,6 +324,11 @@ class _CallerLink:
 def _start_all(starts) -> None:
     for start, _ in starts:
         start()
+
+
+def _fail(fut, exc):
+    if not fut.done():
+        fut.set_exception(exc)
 
 
 def _transfer(fut, task):
