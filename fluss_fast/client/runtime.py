@@ -35,7 +35,7 @@ class Mailbox:
     ``call_soon_threadsafe`` wakes the loop on every call, and with plain asyncio that wake-up is a
     socket write, which releases the GIL: a burst of 64 calls from one thread then hands the GIL to
     the woken loop up to 64 times, and the loop sees the burst in slivers (64 concurrent lookups went
-    out as up to 10 requests instead of one). Here only the first post of a burst wakes the loop;
+    out as 1 to 27 requests instead of one). Here only the first post of a burst wakes the loop;
     the rest join the queue it is about to run. The loop is held weakly: a caller's loop that is
     gone must not be kept alive by the box its results went through.
     """

@@ -35,8 +35,6 @@ CHANGELOG = "$changelog"
 BINLOG = "$binlog"
 SUFFIXES = (CHANGELOG, BINLOG)
 
-# change-type byte (DATA.md §2.5) -> name; 0 is append-only (log tables)
-
 
 def _strings(values: List[str]) -> pa.Array:
     # not pa.array: pyarrow's first pa.array imports pandas (~50 MB, ~0.2 s, here on the runtime
@@ -46,6 +44,7 @@ def _strings(values: List[str]) -> pa.Array:
     return pa.Array.from_buffers(pa.string(), len(values), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
+# change-type byte (DATA.md §2.5) -> name; 0 is append-only (log tables)
 _CHANGELOG_NAMES = _strings(["insert", "insert", "update_before", "update_after", "delete"])
 _INSERT, _UPDATE_BEFORE, _UPDATE_AFTER, _DELETE = 1, 2, 3, 4
 _TS = pa.timestamp("ms", tz="UTC")

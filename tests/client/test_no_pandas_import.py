@@ -63,7 +63,6 @@ SCRIPT = textwrap.dedent('''
             recs = await sc.poll(2000)
             n += sum(1 for r in recs if r.row["a"] >= 0)
 
-
         pk = fluss.TablePath("fluss", "no_pandas_pk")
         pfields = [pa.field("u", pa.int32()), pa.field("id", pa.int64()), pa.field("v", pa.string())]
         await admin.create_table(pk, fluss.TableDescriptor(fluss.Schema(pa.schema(pfields), primary_keys=["u", "id"]),
