@@ -609,7 +609,15 @@ class ArrowLogCodec:
 
     def project_batch(self, buf, header: BatchHeader, fields: Sequence[int], *,
                       arrow_schema: Optional[pa.Schema] = None) -> bytes:
-        """The batch ``header`` of ``buf`` keeping only top-level ``fields`` (ascending positions).
+        """The batch ``header`` of ``buf`` keeping only top-level ``fields`` (ascending positions),
+        as one bytes object (``project_batch_parts`` joined)."""
+        return b"".join(self.project_batch_parts(buf, header, fields, arrow_schema=arrow_schema))
+
+    def project_batch_parts(self, buf, header: BatchHeader, fields: Sequence[int], *,
+                            arrow_schema: Optional[pa.Schema] = None) -> list:
+        """The batch ``header`` of ``buf`` keeping only top-level ``fields`` (ascending positions),
+        as a list of buffers to be sent one after the other: the kept column buffers are views
+        into ``buf``, not copies (the server writes them to the socket as they are).
 
         Works on the Arrow metadata only: kept FieldNodes and buffer spans are copied verbatim
         (still compressed), the RecordBatch flatbuffer is rebuilt. The header keeps its fields but
@@ -636,7 +644,7 @@ class ArrowLogCodec:
         rows = header.record_count
         start = pos + header.header_size
         if rows == 0 or start == end:
-            return bytes(mv[pos:end])
+            return [mv[pos:end]]
         ct_len = 0 if header.append_only else rows
         msg = start + ct_len
         if msg + 8 > end or bytes(mv[msg:msg + 4]) != _CONTINUATION:
@@ -665,7 +673,7 @@ class ArrowLogCodec:
             bufs[i][0] + bufs[i][1] <= bufs[i + 1][0] for i in range(nbuf - 1)) and (
             not bufs or bufs[-1][0] + bufs[-1][1] <= meta.body_length)
         if not ordered:
-            return self._project_by_reencoding(mv, header, fields, schema, ct_len)
+            return [self._project_by_reencoding(mv, header, fields, schema, ct_len)]
 
         keep = set(fields)
         new_nodes = []
@@ -709,7 +717,7 @@ class ArrowLogCodec:
             parts.append(mv[body + s:body + e])
         if pad:
             parts.append(b"\0" * pad)
-        return b"".join(parts)
+        return parts
 
     def _project_by_reencoding(self, mv, header: BatchHeader, fields, schema, ct_len) -> bytes:
         rb, change_types = self.decode(mv, header, arrow_schema=schema)

@@ -36,6 +36,12 @@ def advise_huge_pages(m: mmap.mmap, start: int, length: int) -> None:
         pass  # THP off or unsupported: small pages, same bytes
 
 
+def huge_span(n: int, cap: int) -> int:
+    """How much of a ``cap``-byte buffer that will hold ``n`` bytes to advise for huge pages: the
+    2 MiB blocks ``n`` fills at least half of."""
+    return min(cap, (n + HUGE_PAGE // 2) // HUGE_PAGE * HUGE_PAGE)
+
+
 def _size_class(n: int) -> int:
     if n <= _POOL_MIN_CLASS:
         return _POOL_MIN_CLASS
@@ -79,10 +85,12 @@ class FramePool:
             return free.pop()
         self.allocated += 1
         buf = private_mapping(cap)
-        # the kernel puts a mapping of whole 2 MiB blocks on a 2 MiB boundary: the whole blocks the
-        # frame fills can be huge pages (a fetch answer of megabytes then costs a few faults, not
-        # hundreds); its tail stays in small pages, so no more of the buffer becomes resident
-        advise_huge_pages(buf, 0, n // HUGE_PAGE * HUGE_PAGE)
+        # the kernel puts a mapping of whole 2 MiB blocks on a 2 MiB boundary, so the blocks the
+        # frame fills can be huge pages: a fetch answer of megabytes then costs a few faults, not
+        # hundreds. A block the frame fills at least half of is a huge page too (fetch answers hold
+        # whole batches, so they end just short of the 2 MiB budget): up to 1 MiB more of the
+        # buffer becomes resident while it is in use, for ~250 fewer faults
+        advise_huge_pages(buf, 0, huge_span(n, cap))
         return buf
 
     def handed_out(self, buf) -> None:

@@ -361,7 +361,7 @@ class FetchLogBucket:
     """One bucket of the server's fetch answer: an error, or the high watermark and record chunks."""
 
     __slots__ = ("partition_id", "bucket_id", "error_code", "error_message", "high_watermark", "chunks",
-                 "size", "remote")
+                 "size", "remote", "batch_sizes")
 
     def __init__(self, partition_id, bucket_id):
         self.partition_id = partition_id
@@ -372,12 +372,14 @@ class FetchLogBucket:
         self.chunks = []
         self.size = 0
         self.remote = None  # PbRemoteLogFetchInfo: the data is only in remote storage
+        self.batch_sizes = None  # projected answers: (bytes, chunks) of each batch in ``chunks``
 
     def fail(self, code: int, message: str) -> None:
         self.error_code = code
         self.error_message = message
         self.chunks = []
         self.size = 0
+        self.batch_sizes = None
 
     def head(self) -> bytes:
         m = pb.PbFetchLogRespForBucket(bucket_id=self.bucket_id)

@@ -54,12 +54,15 @@ def _keep_within(res: _Bucket, left: int, first: bool) -> None:
     has room for."""
     size = 0
     keep = 0
-    for part in res.chunks:
-        if _overruns(size, len(part), left, keep, first):
+    chunks = 0
+    for n, parts in res.batch_sizes:
+        if _overruns(size, n, left, keep, first):
             break
-        size += len(part)
+        size += n
         keep += 1
-    del res.chunks[keep:]
+        chunks += parts
+    del res.chunks[chunks:]
+    del res.batch_sizes[keep:]
     res.size = size
 
 
@@ -303,17 +306,20 @@ class TabletService:
             res.chunks = [data]
             res.size = len(data)
             return None
-        parts = []
+        chunks = []
+        sizes = []   # bytes and chunks of each projected batch, for _keep_within
         size = 0
         stored = 0
         try:
             for h in logbatch.iter_batches(data):
                 codec = self._codec(entry, h.schema_id)
-                part = codec.project_batch(data, h, projection)
-                if _overruns(size, len(part), limit, len(parts), min_one):
+                parts = codec.project_batch_parts(data, h, projection)
+                n = sum(len(p) for p in parts)
+                if _overruns(size, n, limit, len(sizes), min_one):
                     break
-                parts.append(part)
-                size += len(part)
+                chunks.extend(parts)
+                sizes.append((n, len(parts)))
+                size += n
                 stored += h.total_size
         except (ValueError, IndexError, KeyError) as e:
             code = Errors.CORRUPT_MESSAGE if isinstance(e, CorruptBatchError) else Errors.INVALID_COLUMN_PROJECTION
@@ -324,8 +330,9 @@ class TabletService:
             if len(ratios) >= _MAX_PROJECTIONS_REMEMBERED:
                 ratios.clear()
             ratios[(entry.table_id, tuple(projection))] = max(1.0, stored / size)
-        res.chunks = parts
+        res.chunks = chunks
         res.size = size
+        res.batch_sizes = sizes
         return None
 
     def _projection(self, entry, fields):

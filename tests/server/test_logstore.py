@@ -460,3 +460,29 @@ async def test_large_read_of_a_closed_segment_fails_as_a_storage_error(tmp_path)
     finally:
         os.close(seg.fd)
         seg.fd = fd
+
+
+async def test_large_reads_reuse_buffers_only_once_nobody_holds_the_last_answer(tmp_path):
+    """Segment reads above THREAD_IO_BYTES go into pooled buffers: an answer still held (being
+    sent, or projected from) must never be overwritten by a later read, and a buffer nobody
+    holds any more is reused."""
+    seg = logstore.Segment(str(tmp_path), 0)
+    n = logstore.THREAD_IO_BYTES + 4096
+    first, second = os.urandom(n), os.urandom(n)
+    os.pwrite(seg.fd, first + second, 0)
+    seg.size = 2 * n
+    try:
+        held = await logstore.read_segment(seg, 0, n)
+        assert bytes(held) == first
+        for _ in range(3):
+            assert bytes(await logstore.read_segment(seg, n, n)) == second
+            assert bytes(held) == first
+        pool = logstore._read_pools.pool
+        reused = pool.reused
+        del held
+        assert bytes(await logstore.read_segment(seg, 0, n)) == first
+        assert bytes(await logstore.read_segment(seg, n, n)) == second
+        assert pool.reused > reused
+    finally:
+        for fd in (seg.fd, seg.index_fd, seg.time_fd):
+            os.close(fd)
