@@ -341,8 +341,11 @@ def _mapped_body(size: int):
     return whole.slice(start, size), memoryview(m)[start:start + size]
 
 
-def _body_memory(size: int):
-    """``(arrow buffer, writable view)`` for an uncompressed body of ``size`` bytes."""
+def _body_memory(size: int, memory=None):
+    """``(arrow buffer, writable view)`` for an uncompressed body of ``size`` bytes, from
+    ``memory`` (a ``codec.bodypool.BodyPool``) when given."""
+    if memory is not None:
+        return memory.take(size)
     if size >= _MAPPED_BODY_BYTES and PRIVATE_MAP_FLAGS:
         return _mapped_body(size)
     # smaller ones from pyarrow's pool: one allocation per batch instead of one per buffer (made
@@ -351,10 +354,11 @@ def _body_memory(size: int):
     return buf, memoryview(buf)
 
 
-def _read_compressed(msg: memoryview, schema: pa.Schema) -> Optional[pa.RecordBatch]:
+def _read_compressed(msg: memoryview, schema: pa.Schema, memory=None) -> Optional[pa.RecordBatch]:
     """The record batch of a BUFFER-compressed IPC message, decompressed by ``codec.ipcbody``
     into one aligned uncompressed message that pyarrow then reads without copying; None for a
-    message that is not compressed (or not in a form this path handles), left to pyarrow."""
+    message that is not compressed (or not in a form this path handles), left to pyarrow.
+    ``memory``: where the message goes (``_body_memory``)."""
     if len(msg) < 8 or msg[:4] != _CONTINUATION:
         return None
     meta_len = _I32.unpack_from(msg, 4)[0]
@@ -373,7 +377,7 @@ def _read_compressed(msg: memoryview, schema: pa.Schema) -> Optional[pa.RecordBa
     head = 8 + len(new_meta)
     # the message starts where its body lands on an ALIGN boundary of the allocation
     lead = -head % _BODY_ALIGN
-    out, view = _body_memory(lead + head + body_length)
+    out, view = _body_memory(lead + head + body_length, memory)
     view = view.cast("B")
     view[lead:lead + 4] = _CONTINUATION
     _I32.pack_into(view, lead + 4, len(new_meta))
@@ -546,13 +550,13 @@ class ArrowLogCodec:
         return rb
 
     def decode(self, buf, header: BatchHeader, arrow_schema: Optional[pa.Schema] = None, *,
-               projected=None) -> Tuple[pa.RecordBatch, Optional[bytes]]:
+               projected=None, memory=None) -> Tuple[pa.RecordBatch, Optional[bytes]]:
         """``(record batch, change-type vector or None)`` of the batch ``header`` inside ``buf``.
 
         Uncompressed data is not copied: the arrays point into ``buf`` (which must then stay
         unchanged while they live). ``arrow_schema`` overrides the codec's (another schema id);
         ``projected`` is the Arrow schema (or the list of field positions) of a batch the server
-        projected.
+        projected. ``memory``: a ``codec.bodypool.BodyPool`` that decompressed data goes into.
         """
         schema = arrow_schema if arrow_schema is not None else self.arrow_schema
         if projected is not None:
@@ -583,7 +587,7 @@ class ArrowLogCodec:
         try:
             rb = None
             if self._codec_id is not None and end - start >= _OWN_DECOMPRESS_MIN_BYTES:
-                rb = _read_compressed(mv[start:end], schema)
+                rb = _read_compressed(mv[start:end], schema, memory)
             if rb is None:
                 rb = pa.ipc.read_record_batch(pa.py_buffer(mv[start:end]), schema)
         except (pa.ArrowException, ValueError, OSError) as exc:

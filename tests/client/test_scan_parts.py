@@ -59,10 +59,10 @@ async def test_parts_finishing_in_any_order_keep_each_bucket_in_offset_order(con
     real = decode_jobs._decode_part
     rnd = random.Random(7)
 
-    def shuffled(spec, tb, mv, start, end, fetch_offset):
+    def shuffled(spec, tb, mv, start, end, fetch_offset, memory=None):
         calls.append((tb.bucket_id, start, end))
         time.sleep(rnd.random() * 0.004)  # later parts often finish first
-        return real(spec, tb, mv, start, end, fetch_offset)
+        return real(spec, tb, mv, start, end, fetch_offset, memory)
 
     monkeypatch.setattr(decode_jobs, "_decode_part", shuffled)
     # a part per batch or two, so every large answer becomes several jobs
@@ -239,7 +239,7 @@ def test_split_cuts_after_whole_batches_and_keeps_a_cut_tail_with_the_last_part(
     spans = []
 
     class Spec:
-        def decode_records(self, tb, mv, start, end, fetch_offset):
+        def decode_records(self, tb, mv, start, end, fetch_offset, memory=None):
             spans.append((start, end, fetch_offset))
             return [], fetch_offset
 
@@ -261,3 +261,34 @@ def test_split_cuts_after_whole_batches_and_keeps_a_cut_tail_with_the_last_part(
     for _k, job in decode_jobs.split_response(Spec(), memoryview(tail), [("tb", None, 30, Res((0, 100), None))], 1):
         job()
     assert spans == [(0, 100, 30)]
+
+
+async def test_bounded_reads_reuse_the_memory_of_dropped_results_never_of_held_ones(conn, unique_name):
+    """to_arrow decodes into the process's BodyPool: a later read reuses the chunks of a result
+    the caller dropped, and never writes into one the caller still holds."""
+    from fluss_fast.codec.bodypool import BODY_POOL
+
+    if BODY_POOL is None:
+        pytest.skip("no private anonymous mappings here")
+    t = await _table(conn, unique_name, 2)
+    n = 30_000
+    await _write(t, _rows(0, n), rows_per_batch=5000)
+
+    async def read():
+        sc = await t.new_scan().create_record_batch_log_scanner()
+        sc.subscribe_buckets({0: ff.EARLIEST_OFFSET, 1: ff.EARLIEST_OFFSET})
+        return await sc.to_arrow()   # as read: its batches are the pool's memory
+
+    def rows(table):
+        return table.sort_by("id").to_pydict()
+
+    first = await read()
+    want = rows(first)
+    assert want["id"] == list(range(n))
+    second = await read()
+    assert rows(first) == want and rows(second) == want
+    reused = BODY_POOL.reused
+    del second
+    third = await read()
+    assert BODY_POOL.reused > reused
+    assert rows(first) == want and rows(third) == want

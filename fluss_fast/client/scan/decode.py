@@ -101,12 +101,13 @@ class ScanSpec:
         return self.out_schema.empty_table()
 
     # -- decoding one bucket's records ---------------------------------------------------------
-    def _decode_batch(self, mv, h, full: bool = False):
-        """(record batch, change types) of batch ``h``; ``full`` when the server did not project."""
+    def _decode_batch(self, mv, h, full: bool = False, memory=None):
+        """(record batch, change types) of batch ``h``; ``full`` when the server did not project;
+        ``memory``: a ``codec.bodypool.BodyPool`` for decompressed data."""
         if self.arrow_format:
             if self.pushdown and not full:
-                return self.codec.decode(mv, h, projected=self.decoded_schema)
-            return self.codec.decode(mv, h, arrow_schema=self.full_arrow)
+                return self.codec.decode(mv, h, projected=self.decoded_schema, memory=memory)
+            return self.codec.decode(mv, h, arrow_schema=self.full_arrow, memory=memory)
         from ...codec.indexedlog import to_arrow
 
         decoded = self.row_codec.decode(mv, h)
@@ -137,9 +138,10 @@ class ScanSpec:
             return rb
         return rb.select(self.user_fields)
 
-    def decode_records(self, bucket, mv, start: int, end: int, fetch_offset: int):
+    def decode_records(self, bucket, mv, start: int, end: int, fetch_offset: int, memory=None):
         """(chunks, next fetch offset) for the records blob ``mv[start:end]`` fetched at
-        ``fetch_offset``; rows below the fetch offset are dropped."""
+        ``fetch_offset``; rows below the fetch offset are dropped. ``memory``: see
+        ``_decode_batch``."""
         chunks = []
         next_offset = fetch_offset
         complete = 0
@@ -158,7 +160,7 @@ class ScanSpec:
                     f"(CRC mismatch)", CORRUPT_MESSAGE)
             if h.record_count > 0:
                 self.records_fetched += h.record_count
-                rb, cts = self._decode_batch(mv, h)
+                rb, cts = self._decode_batch(mv, h, memory=memory)
                 chunk = self._chunk(bucket, h, rb, cts, fetch_offset)
                 if chunk is not None:
                     chunks.append(chunk)

@@ -29,16 +29,17 @@ def _entry_next(r, nxt: int) -> int:
     return nxt
 
 
-def decode_response(spec, mv, todo):
+def decode_response(spec, mv, todo, memory=None):
     """``(results, error)`` for the buckets ``todo`` (``(bucket, state, fetch offset, result)``)
     of one response: ``(chunks, next offset)`` per bucket decoded before the first failure, and
-    that failure (None when all went well). Runs on a worker or on the loop."""
+    that failure (None when all went well). Runs on a worker or on the loop. ``memory``: where
+    decompressed data goes (``ScanSpec.decode_records``)."""
     out = []
     for tb, _st, off, r in todo:
         try:
             chunks, nxt = [], off
             if r.records is not None and r.records[1] > r.records[0]:
-                chunks, nxt = spec.decode_records(tb, mv, r.records[0], r.records[1], off)
+                chunks, nxt = spec.decode_records(tb, mv, r.records[0], r.records[1], off, memory)
             nxt = _entry_next(r, nxt)
         except BaseException as exc:  # noqa: BLE001 - reported by the fetcher on the loop
             return out, exc
@@ -46,11 +47,11 @@ def decode_response(spec, mv, todo):
     return out, None
 
 
-def _decode_part(spec, tb, mv, start: int, end: int, fetch_offset: int):
-    return spec.decode_records(tb, mv, start, end, fetch_offset)
+def _decode_part(spec, tb, mv, start: int, end: int, fetch_offset: int, memory=None):
+    return spec.decode_records(tb, mv, start, end, fetch_offset, memory)
 
 
-def split_response(spec, mv, todo, part_bytes: int = PART_BYTES):
+def split_response(spec, mv, todo, part_bytes: int = PART_BYTES, *, memory=None):
     """The decode jobs of one response as ``[(entry index, job or None)]`` in entry and offset
     order. A job returns ``(chunks, next offset)`` of its span; None stands for an entry without
     records. A bucket's span is cut only after a whole batch and before its last whole batch,
@@ -72,12 +73,13 @@ def split_response(spec, mv, todo, part_bytes: int = PART_BYTES):
         for i in range(len(ends) - 1):
             if ends[i] - cut_from >= part_bytes:
                 parts.append((k, functools.partial(_decode_part, spec, tb, mv, cut_from, ends[i],
-                                                   fetch_at)))
+                                                   fetch_at, memory)))
                 cut_from = ends[i]
                 # the next part starts at the following batch; rows below the fetch offset are
                 # still dropped should the server have answered from further back
                 fetch_at = max(nexts[i], off)
-        parts.append((k, functools.partial(_decode_part, spec, tb, mv, cut_from, end, fetch_at)))
+        parts.append((k, functools.partial(_decode_part, spec, tb, mv, cut_from, end, fetch_at,
+                                           memory)))
     return parts
 
 

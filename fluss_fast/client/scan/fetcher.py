@@ -158,6 +158,9 @@ class LogFetcher:
         self._waiter: Optional[asyncio.Future] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._stops = None
+        # a BodyPool while a bounded read that keeps every batch (to_arrow) is going on: the
+        # decoded batches go into reusable memory (``codec.bodypool``)
+        self.collect_into = None
         self._filter_pb = None
         self._remote = None  # remote.RemoteLogReader, made when a bucket first reads tiered data
         self._ahead = None  # poll_ahead.PollAhead once a record scanner polls
@@ -451,11 +454,13 @@ class LogFetcher:
                 # buffers can serve no other, so they go now rather than after this answer is
                 # decoded, when the whole result is already in memory (the read's peak)
                 self._trim_receive_pool(node)
+            memory = self.collect_into
             if self._decodes.pending == 0 and size < _INLINE_DECODE_BYTES:
                 # small (polling) answers: no thread hop; nothing is queued ahead of this one
-                self._decoded(node, todo, decode_response(self.spec, mv, todo), None)
+                self._decoded(node, todo, decode_response(self.spec, mv, todo, memory), None)
             else:
-                self._decodes.submit_parts(self._loop, todo, split_response(self.spec, mv, todo),
+                self._decodes.submit_parts(self._loop, todo,
+                                           split_response(self.spec, mv, todo, memory=memory),
                                            node, todo)
         if error is not None:
             raise error

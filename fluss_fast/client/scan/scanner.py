@@ -1,6 +1,7 @@
 """LogScanner: subscriptions, ``poll`` / ``poll_arrow`` / ``poll_record_batch``, bounded reads."""
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 import pyarrow as pa
@@ -8,6 +9,7 @@ import pyarrow as pa
 if TYPE_CHECKING:  # pandas is optional; imported where used
     import pandas as pd
 
+from ...codec.bodypool import BODY_POOL
 from ...errors import FlussError
 from ...metadata import TableBucket
 from ..runtime import on_runtime
@@ -254,6 +256,11 @@ class LogScanner:
                              "Drop the existing reader first.")
         stops, read = await self._start_bounded()
         batches = []
+        pool = BODY_POOL
+        f = self._fetcher
+        if pool is not None:
+            pool.begin()
+            f.collect_into = pool
         try:
             while True:
                 got = await self._next_bounded(stops)
@@ -262,6 +269,9 @@ class LogScanner:
                 batches.extend(got)
         finally:
             self._end_bounded(read)
+            if pool is not None:
+                f.collect_into = None
+                pool.end(asyncio.get_running_loop())
         return self._table_of(batches)
 
     @on_runtime

@@ -1,0 +1,188 @@
+"""Reusable memory for the decoded batches of a bounded read (``to_arrow`` / ``to_pandas``).
+
+A scan's result is mostly fresh memory: every page of it is zeroed by the kernel as it faults
+in, and then overwritten by the decompression. For a 1 M-row clicks scan that zeroing was about a
+tenth of the client's CPU, and each of the ~1 MB bodies faulted in 4 KiB pages. Here bodies are
+laid out one after another in *chunks*: private mappings starting on a 2 MiB boundary, marked for
+transparent huge pages (a few faults per chunk). Once nothing refers to any body of a chunk (the
+caller dropped the result), the next read writes its bodies into the same, already resident, pages:
+nothing is zeroed or faulted again. This is the "allocator that keeps freed memory" of the
+performance issue, with two bounds:
+
+* idle chunks are given back ``IDLE_S`` seconds after the last bounded read ended (``end``),
+  and never more than ``MAX_IDLE_BYTES`` of them are kept;
+* at the end of a read the unused tail of the chunk it was filling goes back at once, so a result
+  that is kept holds no more than its own bytes (rounded to pages).
+
+Only bounded reads use it: a streaming consumer that keeps one batch in a hundred would pin whole
+chunks, a bounded read keeps every batch anyway. Whether a chunk is still referred to is read from
+its mapping's reference count: every body is a ``memoryview`` of the mapping, wrapped by pyarrow,
+and each such view (and every Arrow buffer sliced from it) keeps the mapping referenced.
+"""
+from __future__ import annotations
+
+import mmap
+import sys
+import threading
+from typing import List, Optional, Tuple
+
+import pyarrow as pa
+
+from ..rpc.frame_pool import HUGE_PAGE, PRIVATE_MAP_FLAGS, advise_huge_pages, private_mapping
+
+__all__ = ["BodyPool", "BODY_POOL", "CHUNK_BYTES"]
+
+#: bodies are packed into chunks of this size; a body over half of it gets a chunk of its own
+CHUNK_BYTES = 8 << 20
+#: idle chunks kept for the next read at most
+MAX_IDLE_BYTES = 256 << 20
+#: idle chunks go this long after the last bounded read ended
+IDLE_S = 1.0
+#: bodies start on this boundary (Arrow's buffer alignment, see ``codec.ipcbody``)
+ALIGN = 64
+_MADV_DONTNEED = getattr(mmap, "MADV_DONTNEED", None)
+_PAGE = mmap.PAGESIZE
+
+
+class _Chunk:
+    __slots__ = ("m", "start", "size", "pos")
+
+    def __init__(self, m: mmap.mmap, start: int, size: int) -> None:
+        self.m = m
+        self.start = start   # first usable byte: the first 2 MiB boundary of the mapping
+        self.size = size     # usable bytes from ``start``
+        self.pos = start     # next free byte while the chunk is being filled
+
+
+def _round_up(n: int, to: int) -> int:
+    return -(-n // to) * to
+
+
+class BodyPool:
+    """Chunks of reusable memory; ``take`` is thread-safe (codec threads call it)."""
+
+    def __init__(self, chunk_bytes: int = CHUNK_BYTES, max_idle_bytes: int = MAX_IDLE_BYTES) -> None:
+        self.chunk_bytes = chunk_bytes
+        self.max_idle_bytes = max_idle_bytes
+        self._lock = threading.Lock()
+        self._chunks: List[_Chunk] = []   # every chunk handed out or idle, not the current one
+        self._current: Optional[_Chunk] = None
+        self._reads = 0                   # bounded reads going on
+        self._generation = 0              # bumped by every ``begin``: a stale trim does nothing
+        self.created = 0
+        self.reused = 0
+
+    # -- bounded reads --------------------------------------------------------------------------
+    def begin(self) -> None:
+        with self._lock:
+            self._reads += 1
+            self._generation += 1
+
+    def end(self, loop=None) -> None:
+        """A bounded read finished. With no read left, the chunk being filled gives its unused
+        tail back, and the idle chunks go ``IDLE_S`` from now (on ``loop``; at once without one)
+        unless a read begins first."""
+        with self._lock:
+            self._reads = max(0, self._reads - 1)
+            if self._reads:
+                return
+            if self._current is not None:
+                self._retire(self._current)
+                self._current = None
+            generation = self._generation
+        if loop is None:
+            self.trim(generation)
+            return
+        try:
+            loop.call_later(IDLE_S, self.trim, generation)
+        except RuntimeError:
+            self.trim(generation)   # the loop is closing: now rather than later
+
+    def trim(self, generation: Optional[int] = None) -> None:
+        """Unmap the idle chunks and stop tracking the ones results still use (they go when the
+        results do). Does nothing when a read began since ``generation``."""
+        with self._lock:
+            if self._reads or (generation is not None and generation != self._generation):
+                return
+            self._chunks = []
+
+    # -- memory ---------------------------------------------------------------------------------
+    def take(self, size: int) -> Tuple[pa.Buffer, memoryview]:
+        """``(arrow buffer, writable view)`` of ``size`` bytes, ``ALIGN``-aligned."""
+        need = _round_up(max(size, 1), ALIGN)
+        with self._lock:
+            if not self._reads:
+                # a late answer of a read that has ended: nothing would give a chunk back
+                buf = pa.allocate_buffer(size)
+                return buf, memoryview(buf)
+            if need * 2 > self.chunk_bytes:
+                chunk = self._chunk_for(_round_up(need, HUGE_PAGE))
+                pos = chunk.start
+                self._chunks.append(chunk)
+            else:
+                chunk = self._current
+                if chunk is None or chunk.pos + need > chunk.start + chunk.size:
+                    if chunk is not None:
+                        self._chunks.append(chunk)
+                    chunk = self._current = self._chunk_for(self.chunk_bytes)
+                pos = chunk.pos
+                chunk.pos = pos + need
+            view = memoryview(chunk.m)[pos:pos + size]
+        return pa.py_buffer(view), view
+
+    def _chunk_for(self, size: int) -> _Chunk:
+        """An idle chunk of ``size`` usable bytes (or a bit more), else a fresh one."""
+        chunks = self._chunks
+        idle_bytes = 0
+        found = None
+        for i in range(len(chunks) - 1, -1, -1):
+            c = chunks[i]
+            # references: the chunk's slot, and getrefcount's argument; a live body adds one
+            if sys.getrefcount(c.m) > 2:
+                continue
+            if found is None and size <= c.size <= 2 * size:
+                found = c
+                del chunks[i]
+            else:
+                idle_bytes += c.size
+        if idle_bytes > self.max_idle_bytes:
+            self._chunks = [c for c in chunks if sys.getrefcount(c.m) > 2]
+        if found is not None:
+            self.reused += 1
+            found.pos = found.start
+            if found.size > size:
+                self._release(found, found.start + size)   # resident only what a result may use
+            return found
+        self.created += 1
+        m = private_mapping(size + HUGE_PAGE)
+        start = -pa.py_buffer(m).address % HUGE_PAGE
+        advise_huge_pages(m, start, size)
+        return _Chunk(m, start, size)
+
+    def _retire(self, chunk: _Chunk) -> None:
+        self._release(chunk, chunk.pos)
+        chunk.pos = chunk.start + chunk.size
+        self._chunks.append(chunk)
+
+    @staticmethod
+    def _release(chunk: _Chunk, from_pos: int) -> None:
+        """Give the pages of ``chunk`` from ``from_pos`` to its end back to the kernel (they read
+        as zeros if touched again): a reused chunk was resident all the way."""
+        lo = _round_up(from_pos, _PAGE)
+        hi = chunk.start + chunk.size
+        if _MADV_DONTNEED is None or hi <= lo:
+            return
+        try:
+            chunk.m.madvise(_MADV_DONTNEED, lo, hi - lo)
+        except (OSError, ValueError):
+            pass
+
+    def stats(self) -> dict:
+        with self._lock:
+            busy = sum(1 for c in self._chunks if sys.getrefcount(c.m) > 2)
+            return {"chunks": len(self._chunks) + (self._current is not None), "busy": busy,
+                    "created": self.created, "reused": self.reused}
+
+
+#: the process's pool (private anonymous mappings are Linux/macOS; elsewhere none)
+BODY_POOL: Optional[BodyPool] = BodyPool() if PRIVATE_MAP_FLAGS else None

@@ -1,0 +1,123 @@
+"""codec.bodypool: decoded bodies of bounded reads packed into reusable chunks, a chunk reused only
+once nothing refers to any of its bodies, the unused tail given back when the reads end."""
+from __future__ import annotations
+
+import gc
+
+import pyarrow as pa
+import pytest
+
+from fluss_fast.codec import bodypool
+from fluss_fast.codec.bodypool import BodyPool
+
+pytestmark = pytest.mark.skipif(bodypool.BODY_POOL is None, reason="no private anonymous mappings here")
+
+MB = 1 << 20
+
+
+class _Loop:
+    """Records call_later instead of running it: the test decides when the idle trim runs."""
+
+    def __init__(self):
+        self.later = []
+
+    def call_later(self, delay, fn, *args):
+        self.later.append((delay, fn, args))
+
+
+def _fill(view, byte):
+    view[:] = bytes([byte]) * len(view)
+
+
+def test_bodies_are_aligned_packed_and_writable():
+    pool = BodyPool(chunk_bytes=4 * MB)
+    pool.begin()
+    bufs = []
+    for size in (1, 100, 1000, 65_537):
+        buf, view = pool.take(size)
+        assert buf.size == size and len(view) == size and buf.address % bodypool.ALIGN == 0
+        _fill(view, size % 251)
+        bufs.append(buf)
+    # one chunk, bodies one after another
+    assert pool.created == 1
+    assert bufs[1].address - bufs[0].address == bodypool.ALIGN
+    for b in bufs:
+        assert b.to_pybytes() == bytes([b.size % 251]) * b.size
+    pool.end(_Loop())
+
+
+def test_a_chunk_is_reused_only_once_none_of_its_bodies_is_referred_to():
+    pool = BodyPool(chunk_bytes=4 * MB)
+    pool.begin()
+    held, view = pool.take(MB)
+    _fill(view, 0xAB)
+    del view
+    others = []
+    for _ in range(8):  # fills the first chunk, then more: only fresh chunks while ``held`` lives
+        b, v = pool.take(MB)
+        _fill(v, 0xCD)
+        others.append(b)
+    assert pool.reused == 0
+    # an Arrow array sliced from the body keeps the chunk as much as the body itself does
+    arr = pa.Array.from_buffers(pa.uint8(), 16, [None, held.slice(8, 16)])
+    del held
+    others.clear()
+    gc.collect()
+    for _ in range(8):
+        b, v = pool.take(MB)
+        _fill(v, 0xEF)
+        others.append(b)
+    assert arr.to_pylist() == [0xAB] * 16  # never overwritten
+    assert pool.reused >= 1                # the chunks nothing referred to were
+    pool.end(_Loop())
+
+
+def test_a_large_body_gets_a_chunk_of_its_own_and_reuses_one_of_its_size():
+    pool = BodyPool(chunk_bytes=4 * MB)
+    pool.begin()
+    big, view = pool.take(3 * MB)
+    _fill(view, 1)
+    del view, big
+    gc.collect()
+    again, view = pool.take(3 * MB + 5)
+    assert pool.created == 1 and pool.reused == 1
+    del view, again
+    pool.end(_Loop())
+
+
+def test_the_end_of_the_reads_gives_back_the_unused_tail_and_then_the_idle_chunks():
+    pool = BodyPool(chunk_bytes=4 * MB)
+    pool.begin()
+    bodies = []
+    for _ in range(4):
+        b, v = pool.take(MB - 64)
+        _fill(v, 0x77)
+        bodies.append(b)
+    del b, v
+    bodies.clear()
+    loop = _Loop()
+    pool.end(loop)
+    gc.collect()
+    pool.begin()
+    kept, v = pool.take(MB)   # the same chunk, resident all the way from the first use
+    assert pool.reused == 1
+    del v
+    pool.end(loop)
+    chunk = pool._chunks[-1]
+    tail = memoryview(chunk.m)[chunk.start + MB:chunk.start + chunk.size]
+    assert bytes(tail) == bytes(len(tail))  # given back: reads as zeros, not the old 0x77
+    del tail
+    # the idle trim of an earlier end does nothing after a later read began; the last one trims
+    assert len(loop.later) == 2
+    stale, last = loop.later
+    stale[1](*stale[2])
+    assert pool._chunks
+    last[1](*last[2])
+    assert pool._chunks == []
+    assert kept.to_pybytes()[:4] == b"\x77" * 4  # a result still held is not touched by a trim
+
+
+def test_a_take_after_every_read_ended_is_not_pooled():
+    pool = BodyPool(chunk_bytes=4 * MB)
+    buf, view = pool.take(1000)
+    assert len(view) == 1000 and pool.created == 0
