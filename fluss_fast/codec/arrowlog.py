@@ -345,7 +345,9 @@ def _body_memory(size: int, memory=None):
     """``(arrow buffer, writable view)`` for an uncompressed body of ``size`` bytes, from
     ``memory`` (a ``codec.bodypool.BodyPool``) when given."""
     if memory is not None:
-        return memory.take(size)
+        got = memory.take(size)
+        if got is not None:
+            return got
     if size >= _MAPPED_BODY_BYTES and PRIVATE_MAP_FLAGS:
         return _mapped_body(size)
     # smaller ones from pyarrow's pool: one allocation per batch instead of one per buffer (made

@@ -11,8 +11,12 @@ performance issue, with two bounds:
 
 * idle chunks are given back ``IDLE_S`` seconds after the last bounded read ended (``end``),
   and never more than ``MAX_IDLE_BYTES`` of them are kept;
-* at the end of a read the unused tail of the chunk it was filling goes back at once, so a result
-  that is kept holds no more than its own bytes (rounded to pages).
+* a chunk that takes no more bodies (the next one did not fit, or the reads ended) gives the pages
+  past its last body back at once, so a result that is kept holds no more than its own bytes
+  (rounded to pages).
+
+All chunks have one size, so any idle chunk serves the next read; a body larger than a chunk is
+allocated as before (``codec.arrowlog._body_memory``).
 
 Only bounded reads use it: a streaming consumer that keeps one batch in a hundred would pin whole
 chunks, a bounded read keeps every batch anyway. Whether a chunk is still referred to is read from
@@ -32,12 +36,13 @@ from ..rpc.frame_pool import HUGE_PAGE, PRIVATE_MAP_FLAGS, advise_huge_pages, pr
 
 __all__ = ["BodyPool", "BODY_POOL", "CHUNK_BYTES"]
 
-#: bodies are packed into chunks of this size; a body over half of it gets a chunk of its own
-CHUNK_BYTES = 8 << 20
+#: bodies are packed into chunks of this size (a larger one is allocated as usual)
+CHUNK_BYTES = 16 << 20
 #: idle chunks kept for the next read at most
 MAX_IDLE_BYTES = 256 << 20
-#: idle chunks go this long after the last bounded read ended
-IDLE_S = 1.0
+#: idle chunks go this long after the last bounded read ended (jemalloc, for one, keeps freed
+#: pages for 10 s)
+IDLE_S = 5.0
 #: bodies start on this boundary (Arrow's buffer alignment, see ``codec.ipcbody``)
 ALIGN = 64
 _MADV_DONTNEED = getattr(mmap, "MADV_DONTNEED", None)
@@ -45,13 +50,14 @@ _PAGE = mmap.PAGESIZE
 
 
 class _Chunk:
-    __slots__ = ("m", "start", "size", "pos")
+    __slots__ = ("m", "start", "size", "pos", "resident")
 
     def __init__(self, m: mmap.mmap, start: int, size: int) -> None:
         self.m = m
-        self.start = start   # first usable byte: the first 2 MiB boundary of the mapping
-        self.size = size     # usable bytes from ``start``
-        self.pos = start     # next free byte while the chunk is being filled
+        self.start = start     # first usable byte: the first 2 MiB boundary of the mapping
+        self.size = size       # usable bytes from ``start``
+        self.pos = start       # next free byte while the chunk is being filled
+        self.resident = start  # pages from here on are not resident (those below may be)
 
 
 def _round_up(n: int, to: int) -> int:
@@ -107,75 +113,69 @@ class BodyPool:
             self._chunks = []
 
     # -- memory ---------------------------------------------------------------------------------
-    def take(self, size: int) -> Tuple[pa.Buffer, memoryview]:
-        """``(arrow buffer, writable view)`` of ``size`` bytes, ``ALIGN``-aligned."""
+    def take(self, size: int) -> Optional[Tuple[pa.Buffer, memoryview]]:
+        """``(arrow buffer, writable view)`` of ``size`` bytes, ``ALIGN``-aligned; None for a body
+        larger than a chunk, or when no bounded read is going on (a late answer of one that
+        ended: nothing would give its chunk back), which the caller allocates as usual."""
         need = _round_up(max(size, 1), ALIGN)
+        if need > self.chunk_bytes:
+            return None
         with self._lock:
             if not self._reads:
-                # a late answer of a read that has ended: nothing would give a chunk back
-                buf = pa.allocate_buffer(size)
-                return buf, memoryview(buf)
-            if need * 2 > self.chunk_bytes:
-                chunk = self._chunk_for(_round_up(need, HUGE_PAGE))
-                pos = chunk.start
-                self._chunks.append(chunk)
-            else:
-                chunk = self._current
-                if chunk is None or chunk.pos + need > chunk.start + chunk.size:
-                    if chunk is not None:
-                        self._chunks.append(chunk)
-                    chunk = self._current = self._chunk_for(self.chunk_bytes)
-                pos = chunk.pos
-                chunk.pos = pos + need
+                return None
+            chunk = self._current
+            if chunk is None or chunk.pos + need > chunk.start + self.chunk_bytes:
+                if chunk is not None:
+                    self._retire(chunk)
+                chunk = self._current = self._chunk()
+            pos = chunk.pos
+            chunk.pos = pos + need
+            # touched pages become resident, a whole huge page at a time
+            chunk.resident = max(chunk.resident, min(_round_up(pos + need - chunk.start, HUGE_PAGE)
+                                                     + chunk.start, chunk.start + chunk.size))
             view = memoryview(chunk.m)[pos:pos + size]
         return pa.py_buffer(view), view
 
-    def _chunk_for(self, size: int) -> _Chunk:
-        """An idle chunk of ``size`` usable bytes (or a bit more), else a fresh one."""
+    def _chunk(self) -> _Chunk:
+        """An idle chunk (its pages still resident from its last use), else a fresh one."""
         chunks = self._chunks
-        idle_bytes = 0
-        found = None
-        for i in range(len(chunks) - 1, -1, -1):
-            c = chunks[i]
+        best = -1
+        idle = 0
+        for i in range(len(chunks)):
             # references: the chunk's slot, and getrefcount's argument; a live body adds one
-            if sys.getrefcount(c.m) > 2:
+            if sys.getrefcount(chunks[i].m) > 2:
                 continue
-            if found is None and size <= c.size <= 2 * size:
-                found = c
-                del chunks[i]
-            else:
-                idle_bytes += c.size
-        if idle_bytes > self.max_idle_bytes:
-            self._chunks = [c for c in chunks if sys.getrefcount(c.m) > 2]
-        if found is not None:
+            idle += 1
+            # the one with the most pages still resident: the fewest to fault in again
+            if best < 0 or chunks[i].resident > chunks[best].resident:
+                best = i
+        if best >= 0:
+            found = chunks.pop(best)
+            if (idle - 1) * self.chunk_bytes > self.max_idle_bytes:
+                self._chunks = [c for c in chunks if sys.getrefcount(c.m) > 2]
             self.reused += 1
             found.pos = found.start
-            if found.size > size:
-                self._release(found, found.start + size)   # resident only what a result may use
             return found
         self.created += 1
+        size = self.chunk_bytes
         m = private_mapping(size + HUGE_PAGE)
         start = -pa.py_buffer(m).address % HUGE_PAGE
         advise_huge_pages(m, start, size)
         return _Chunk(m, start, size)
 
     def _retire(self, chunk: _Chunk) -> None:
-        self._release(chunk, chunk.pos)
+        """``chunk`` takes no more bodies: the pages past its last body go back now (a reused chunk
+        had them resident, a fresh one its last huge page), so that a result held for long holds
+        no more than its own bytes."""
+        lo = _round_up(chunk.pos, _PAGE)
+        if _MADV_DONTNEED is not None and chunk.resident > lo:
+            try:
+                chunk.m.madvise(_MADV_DONTNEED, lo, chunk.resident - lo)
+                chunk.resident = lo
+            except (OSError, ValueError):
+                pass
         chunk.pos = chunk.start + chunk.size
         self._chunks.append(chunk)
-
-    @staticmethod
-    def _release(chunk: _Chunk, from_pos: int) -> None:
-        """Give the pages of ``chunk`` from ``from_pos`` to its end back to the kernel (they read
-        as zeros if touched again): a reused chunk was resident all the way."""
-        lo = _round_up(from_pos, _PAGE)
-        hi = chunk.start + chunk.size
-        if _MADV_DONTNEED is None or hi <= lo:
-            return
-        try:
-            chunk.m.madvise(_MADV_DONTNEED, lo, hi - lo)
-        except (OSError, ValueError):
-            pass
 
     def stats(self) -> dict:
         with self._lock:
