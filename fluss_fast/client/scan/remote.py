@@ -322,7 +322,8 @@ class _Cursor:
                     await asyncio.sleep(0.002)
                     return
         view = self.view if limit == len(self.view) else self.view[:limit]
-        job = (fetcher.spec, self.tb, view, self.pos, self.offset, self.label(self.index), partial)
+        job = (fetcher.spec, self.tb, view, self.pos, self.offset, self.label(self.index), partial,
+               fetcher.collect_into)
         chunks, nxt, end = await asyncio.get_running_loop().run_in_executor(None, _decode_slice, *job)
         if self.closed or not self._current():
             return
@@ -455,9 +456,11 @@ def _map(path: str, size: int, unlink: bool = True):
             _unlink(path)
 
 
-def _decode_slice(spec, tb, view, pos: int, fetch_offset: int, label: str, partial: bool = False):
+def _decode_slice(spec, tb, view, pos: int, fetch_offset: int, label: str, partial: bool = False,
+                  memory=None):
     """(chunks, next offset, end position) of the batches in about SLICE_BYTES from ``pos``;
-    ``partial``: the view ends where the download has got to, a cut batch there is normal."""
+    ``partial``: the view ends where the download has got to, a cut batch there is normal;
+    ``memory``: where decompressed data goes (``ScanSpec.decode_records``)."""
     n = len(view)
     limit = min(n, pos + SLICE_BYTES)
     chunks = []
@@ -476,7 +479,7 @@ def _decode_slice(spec, tb, view, pos: int, fetch_offset: int, label: str, parti
                 raise FlussError(f"{spec.where(tb)}: corrupt batch at offset {h.base_offset} in {label} "
                                  f"(CRC mismatch)", CORRUPT_MESSAGE)
             if h.record_count > 0:
-                rb, cts = spec._decode_batch(view, h, full=True)
+                rb, cts = spec._decode_batch(view, h, full=True, memory=memory)
                 if spec.pushdown:
                     rb = rb.select(spec.fetch_fields)
                 chunk = spec._chunk(tb, h, rb, cts, fetch_offset)
