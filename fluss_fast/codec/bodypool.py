@@ -26,6 +26,7 @@ and each such view (and every Arrow buffer sliced from it) keeps the mapping ref
 from __future__ import annotations
 
 import mmap
+import os
 import sys
 import threading
 from typing import List, Optional, Tuple
@@ -186,3 +187,14 @@ class BodyPool:
 
 #: the process's pool (private anonymous mappings are Linux/macOS; elsewhere none)
 BODY_POOL: Optional[BodyPool] = BodyPool() if PRIVATE_MAP_FLAGS else None
+
+
+def _forget_in_child() -> None:
+    # a forked child starts with no reads going on and an unlocked lock (a codec thread of the
+    # parent may have held it); chunks it inherited are copies nothing will reuse
+    if BODY_POOL is not None:
+        BODY_POOL.__init__(BODY_POOL.chunk_bytes, BODY_POOL.max_idle_bytes)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)

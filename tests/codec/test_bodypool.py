@@ -123,3 +123,24 @@ def test_the_end_of_the_reads_gives_back_the_unused_tail_and_then_the_idle_chunk
 def test_a_take_after_every_read_ended_is_not_pooled():
     pool = BodyPool(chunk_bytes=4 * MB)
     assert pool.take(1000) is None and pool.created == 0
+
+
+def test_a_forked_child_starts_with_an_empty_pool():
+    import os
+
+    if not hasattr(os, "fork"):
+        pytest.skip("no fork here")
+    pool = bodypool.BODY_POOL
+    pool.begin()
+    try:
+        held, view = pool.take(1000)
+        pid = os.fork()
+        if pid == 0:  # the child: no read going on, nothing tracked, the lock free
+            ok = pool._reads == 0 and pool._chunks == [] and pool._current is None
+            ok = ok and pool._lock.acquire(blocking=False)
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.WEXITSTATUS(status) == 0
+        del view, held
+    finally:
+        pool.end(_Loop())
