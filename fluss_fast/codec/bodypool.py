@@ -10,7 +10,8 @@ nothing is zeroed or faulted again. This is the "allocator that keeps freed memo
 performance issue, with two bounds:
 
 * idle chunks are given back ``IDLE_S`` seconds after the last bounded read ended (``end``),
-  and never more than ``MAX_IDLE_BYTES`` of them are kept;
+  and the pool keeps hold of no more than ``MAX_IDLE_BYTES`` of chunks once the reads end (the
+  chunks of a larger result are unmapped as soon as the result is dropped);
 * a chunk that takes no more bodies (the next one did not fit, or the reads ended) gives the pages
   past its last body back at once, so a result that is kept holds no more than its own bytes
   (rounded to pages).
@@ -96,6 +97,11 @@ class BodyPool:
             if self._current is not None:
                 self._retire(self._current)
                 self._current = None
+            # keep track of no more chunks than may be kept idle: the others go back to the
+            # kernel the moment the result using them is dropped, not at the idle trim
+            keep = self.max_idle_bytes // self.chunk_bytes
+            if len(self._chunks) > keep:
+                self._chunks = self._chunks[len(self._chunks) - keep:] if keep else []
             generation = self._generation
         if loop is None:
             self.trim(generation)

@@ -144,3 +144,24 @@ def test_a_forked_child_starts_with_an_empty_pool():
         del view, held
     finally:
         pool.end(_Loop())
+
+
+def test_after_the_reads_the_pool_holds_on_to_no_more_than_its_idle_limit():
+    """A result larger than the idle limit: once it is dropped, only the limit's worth of its
+    chunks stays mapped for the next read; the others are unmapped right away."""
+    import weakref
+
+    pool = BodyPool(chunk_bytes=4 * MB, max_idle_bytes=8 * MB)
+    pool.begin()
+    bodies = []
+    for _ in range(5):
+        b, v = pool.take(3 * MB)   # one body per chunk
+        del v
+        bodies.append(b)
+    mappings = [weakref.ref(c.m) for c in pool._chunks] + [weakref.ref(pool._current.m)]
+    pool.end(_Loop())
+    assert len(pool._chunks) == 2
+    del b
+    bodies.clear()
+    gc.collect()
+    assert sum(1 for m in mappings if m() is not None) == 2
