@@ -292,3 +292,29 @@ async def test_bounded_reads_reuse_the_memory_of_dropped_results_never_of_held_o
     third = await read()
     assert BODY_POOL.reused > reused
     assert rows(first) == want and rows(third) == want
+
+
+async def test_concurrent_bounded_reads_share_the_pool_and_each_gets_its_own_rows(conn, unique_name):
+    """Four to_arrow calls at once fill the pool's chunks together; every result is whole and
+    stays intact while the others are read again into reused memory."""
+    from fluss_fast.codec.bodypool import BODY_POOL
+
+    t = await _table(conn, unique_name, 2)
+    n = 12_000
+    await _write(t, _rows(0, n), rows_per_batch=3000)
+
+    async def read():
+        sc = await t.new_scan().create_record_batch_log_scanner()
+        sc.subscribe_buckets({0: ff.EARLIEST_OFFSET, 1: ff.EARLIEST_OFFSET})
+        return await sc.to_arrow()
+
+    first = await asyncio.gather(*(read() for _ in range(4)))
+    want = first[0].sort_by("id").to_pydict()
+    assert want["id"] == list(range(n))
+    keep = first[:2]
+    del first
+    again = await asyncio.gather(*(read() for _ in range(4)))
+    for table in keep + again:
+        assert table.sort_by("id").to_pydict() == want
+    if BODY_POOL is not None:
+        assert BODY_POOL._reads == 0 and BODY_POOL._current is None
