@@ -263,6 +263,19 @@ def test_split_cuts_after_whole_batches_and_keeps_a_cut_tail_with_the_last_part(
     assert spans == [(0, 100, 30)]
 
 
+async def _filled_reader(conn, unique_name, n, rows_per_batch):
+    """A 2-bucket table holding ids 0..n-1, and a coroutine function reading it all with to_arrow
+    (the table as read: its batches are the body pool's memory)."""
+    t = await _table(conn, unique_name, 2)
+    await _write(t, _rows(0, n), rows_per_batch=rows_per_batch)
+
+    async def read():
+        sc = await t.new_scan().create_record_batch_log_scanner()
+        sc.subscribe_buckets({0: ff.EARLIEST_OFFSET, 1: ff.EARLIEST_OFFSET})
+        return await sc.to_arrow()
+    return read
+
+
 async def test_bounded_reads_reuse_the_memory_of_dropped_results_never_of_held_ones(conn, unique_name):
     """to_arrow decodes into the process's BodyPool: a later read reuses the chunks of a result
     the caller dropped, and never writes into one the caller still holds."""
@@ -270,14 +283,8 @@ async def test_bounded_reads_reuse_the_memory_of_dropped_results_never_of_held_o
 
     if BODY_POOL is None:
         pytest.skip("no private anonymous mappings here")
-    t = await _table(conn, unique_name, 2)
     n = 30_000
-    await _write(t, _rows(0, n), rows_per_batch=5000)
-
-    async def read():
-        sc = await t.new_scan().create_record_batch_log_scanner()
-        sc.subscribe_buckets({0: ff.EARLIEST_OFFSET, 1: ff.EARLIEST_OFFSET})
-        return await sc.to_arrow()   # as read: its batches are the pool's memory
+    read = await _filled_reader(conn, unique_name, n, 5000)
 
     def rows(table):
         return table.sort_by("id").to_pydict()
@@ -299,14 +306,8 @@ async def test_concurrent_bounded_reads_share_the_pool_and_each_gets_its_own_row
     stays intact while the others are read again into reused memory."""
     from fluss_fast.codec.bodypool import BODY_POOL
 
-    t = await _table(conn, unique_name, 2)
     n = 12_000
-    await _write(t, _rows(0, n), rows_per_batch=3000)
-
-    async def read():
-        sc = await t.new_scan().create_record_batch_log_scanner()
-        sc.subscribe_buckets({0: ff.EARLIEST_OFFSET, 1: ff.EARLIEST_OFFSET})
-        return await sc.to_arrow()
+    read = await _filled_reader(conn, unique_name, n, 3000)
 
     first = await asyncio.gather(*(read() for _ in range(4)))
     want = first[0].sort_by("id").to_pydict()
