@@ -625,7 +625,7 @@ class ArrowLogCodec:
         as a list of buffers to be sent one after the other: the kept column buffers are views
         into ``buf``, not copies (the server writes them to the socket as they are).
 
-        Works on the Arrow metadata only: kept FieldNodes and buffer spans are copied verbatim
+        Works on the Arrow metadata only: kept FieldNodes and buffer spans stay as they are
         (still compressed), the RecordBatch flatbuffer is rebuilt. The header keeps its fields but
         gets the new Length and no statistics; the CRC is left stale, as the Java server does.
         Falls back to decode + re-encode only for a body whose buffers are not laid out in order
