@@ -28,7 +28,7 @@ import zstandard
 
 from ..datatypes import SchemaInfo
 from ..errors import FlussError
-from ..rpc.frame_pool import HUGE_PAGE, PRIVATE_MAP_FLAGS, advise_huge_pages, private_mapping
+from ..rpc.frame_pool import HUGE_PAGE, PRIVATE_MAP_FLAGS, advise_huge_pages, aligned_mapping
 from .errors import CorruptBatchError
 from .ipcbody import ALIGN as _BODY_ALIGN, decompress_body, plan_body
 from .logbatch import (
@@ -334,11 +334,9 @@ def _mapped_body(size: int):
     bytes written become resident (the alignment slack in front is never touched, the tail past
     the last whole block stays in small pages), and unmapping when the last view goes returns
     the memory at once."""
-    m = private_mapping(size + HUGE_PAGE)
-    whole = pa.py_buffer(m)
-    start = -whole.address % HUGE_PAGE
-    advise_huge_pages(m, 0, start + size // HUGE_PAGE * HUGE_PAGE)
-    return whole.slice(start, size), memoryview(m)[start:start + size]
+    m, start = aligned_mapping(size)
+    advise_huge_pages(m, start, size // HUGE_PAGE * HUGE_PAGE)
+    return pa.py_buffer(m).slice(start, size), memoryview(m)[start:start + size]
 
 
 def _body_memory(size: int, memory=None):

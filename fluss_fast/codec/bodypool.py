@@ -34,7 +34,7 @@ from typing import List, Optional, Tuple
 
 import pyarrow as pa
 
-from ..rpc.frame_pool import HUGE_PAGE, PRIVATE_MAP_FLAGS, advise_huge_pages, private_mapping
+from ..rpc.frame_pool import HUGE_PAGE, PRIVATE_MAP_FLAGS, advise_huge_pages, aligned_mapping
 
 __all__ = ["BodyPool", "BODY_POOL", "CHUNK_BYTES"]
 
@@ -52,12 +52,12 @@ _PAGE = mmap.PAGESIZE
 
 
 class _Chunk:
-    __slots__ = ("m", "start", "size", "pos", "resident")
+    __slots__ = ("m", "start", "end", "pos", "resident")
 
-    def __init__(self, m: mmap.mmap, start: int, size: int) -> None:
+    def __init__(self, m: mmap.mmap, start: int, end: int) -> None:
         self.m = m
         self.start = start     # first usable byte: the first 2 MiB boundary of the mapping
-        self.size = size       # usable bytes from ``start``
+        self.end = end         # one past the last usable byte
         self.pos = start       # next free byte while the chunk is being filled
         self.resident = start  # pages from here on are not resident (those below may be)
 
@@ -131,7 +131,7 @@ class BodyPool:
             if not self._reads:
                 return None
             chunk = self._current
-            if chunk is None or chunk.pos + need > chunk.start + self.chunk_bytes:
+            if chunk is None or chunk.pos + need > chunk.end:
                 if chunk is not None:
                     self._retire(chunk)
                 chunk = self._current = self._chunk()
@@ -139,7 +139,7 @@ class BodyPool:
             chunk.pos = pos + need
             # touched pages become resident, a whole huge page at a time
             chunk.resident = max(chunk.resident, min(_round_up(pos + need - chunk.start, HUGE_PAGE)
-                                                     + chunk.start, chunk.start + chunk.size))
+                                                     + chunk.start, chunk.end))
             view = memoryview(chunk.m)[pos:pos + size]
         return pa.py_buffer(view), view
 
@@ -164,11 +164,9 @@ class BodyPool:
             found.pos = found.start
             return found
         self.created += 1
-        size = self.chunk_bytes
-        m = private_mapping(size + HUGE_PAGE)
-        start = -pa.py_buffer(m).address % HUGE_PAGE
-        advise_huge_pages(m, start, size)
-        return _Chunk(m, start, size)
+        m, start = aligned_mapping(self.chunk_bytes)
+        advise_huge_pages(m, start, self.chunk_bytes)
+        return _Chunk(m, start, start + self.chunk_bytes)
 
     def _retire(self, chunk: _Chunk) -> None:
         """``chunk`` takes no more bodies: the pages past its last body go back now (a reused chunk
@@ -181,7 +179,7 @@ class BodyPool:
                 chunk.resident = lo
             except (OSError, ValueError):
                 pass
-        chunk.pos = chunk.start + chunk.size
+        chunk.pos = chunk.end
         self._chunks.append(chunk)
 
     def stats(self) -> dict:

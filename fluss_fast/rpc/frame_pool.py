@@ -2,8 +2,10 @@
 big requests, the client's fetch responses."""
 from __future__ import annotations
 
+import ctypes
 import mmap
 import sys
+from typing import Tuple
 
 _POOL_MIN_CLASS = 128 * 1024
 _POOL_MAX_CLASS = 16 * 1024 * 1024   # bigger frames are rare; their buffers are simply dropped
@@ -22,6 +24,17 @@ def private_mapping(n: int) -> mmap.mmap:
     """``n`` fresh bytes in an anonymous mapping, private where the platform allows (also used
     for the decoded batch bodies of ``codec/arrowlog.py``)."""
     return mmap.mmap(-1, n, flags=PRIVATE_MAP_FLAGS) if PRIVATE_MAP_FLAGS else mmap.mmap(-1, n)
+
+
+def aligned_mapping(n: int) -> Tuple[mmap.mmap, int]:
+    """``(mapping, start)``: a private mapping with room for ``n`` bytes from ``start``, its first
+    2 MiB boundary (huge pages back only whole, aligned 2 MiB blocks; the slack in front is never
+    touched, so it costs address space only)."""
+    m = private_mapping(n + HUGE_PAGE)
+    probe = ctypes.c_char.from_buffer(m)
+    address = ctypes.addressof(probe)
+    del probe  # the buffer export it holds would keep the mapping from being unmapped
+    return m, -address % HUGE_PAGE
 
 
 def advise_huge_pages(m: mmap.mmap, start: int, length: int) -> None:

@@ -107,7 +107,7 @@ def test_the_end_of_the_reads_gives_back_the_unused_tail_and_then_the_idle_chunk
     del v
     pool.end(loop)
     chunk = pool._chunks[-1]
-    tail = memoryview(chunk.m)[chunk.start + MB:chunk.start + chunk.size]
+    tail = memoryview(chunk.m)[chunk.start + MB:chunk.end]
     assert bytes(tail) == bytes(len(tail))  # given back: reads as zeros, not the old 0x77
     del tail
     # the idle trim of an earlier end does nothing after a later read began; the last one trims
