@@ -212,7 +212,8 @@ async def run_all(opts, scenario_names: List[str], clients: List[sc.Client], boo
         await c.open(bootstrap)
     verifier = next((c for c in clients if c.name == "pyfluss"), clients[0])
     env = sc.Env(bootstrap, opts.dataset, rows, opts.buckets, verifier, progress=not opts.no_progress,
-                 server_pid=server_pid, profile_dir=opts.profile)
+                 server_pid=server_pid, profile_dir=opts.profile,
+                 lookup_budget_s=sc.QUICK_LOOKUP_BUDGET_S if opts.quick else sc.LOOKUP_BUDGET_S)
     t0 = time.perf_counter()
     _ = env.table
     _log(f"data set {opts.dataset}: {rows} rows, {env.table.nbytes / 1e6:.1f} MB in Arrow "

@@ -160,6 +160,14 @@ class Client:
             self.conn = None
 
 
+# pyfluss waits up to 100 ms (its lookup batch timeout) for every lookup batch to fill, so its
+# sequential lookups run at ~10/s: lookup scenarios stop after this long and count what was done
+LOOKUP_BUDGET_S = 15.0
+# --quick only checks that the lookups run and verify: its three lookup scenarios had taken ~130 s
+# of a ~270 s smoke run at 15 s each (pyfluss alone ~100 s)
+QUICK_LOOKUP_BUDGET_S = 2.0
+
+
 @dataclass
 class Env:
     bootstrap: str
@@ -175,6 +183,7 @@ class Env:
     server_pid: Optional[int] = None   # the embedded server, for its CPU time
     profile_dir: Optional[str] = None  # cProfile every timed section into this directory
     current: str = ""                  # "scenario-client-repN", names the profile files
+    lookup_budget_s: float = LOOKUP_BUDGET_S  # how long a lookup scenario runs at most
 
     def stopwatch(self) -> Stopwatch:
         target = None
@@ -562,9 +571,6 @@ REMOTE_SCENARIOS = ["remote_scan", "remote_poll", "remote_scan_noprefetch"]
 # ------------------------------------------------------------------------------------------------
 LOOKUPS = 20_000
 CONCURRENCY = 64
-# pyfluss waits up to 100 ms (its lookup batch timeout) for every lookup batch to fill, so its
-# sequential lookups run at ~10/s: lookup scenarios stop after this long and count what was done
-LOOKUP_BUDGET_S = 15.0
 
 
 def pk_schema(spec: ds.DatasetSpec, extra_not_null=()) -> pa.Schema:
@@ -765,7 +771,7 @@ async def _lookup(client: Client, env: Env, shared: dict, concurrency: int) -> O
     results: List[Optional[dict]] = [None] * len(keys)
 
     done = [False] * len(keys)
-    stop_at = time.monotonic() + LOOKUP_BUDGET_S
+    stop_at = time.monotonic() + env.lookup_budget_s
 
     async def worker(start: int) -> None:
         for i in range(start, len(keys), concurrency):
@@ -819,7 +825,7 @@ async def run_prefix_lookup(client: Client, env: Env, shared: dict) -> Outcome:
     id_col, str_col = env.spec.id_column, env.spec.string_column
     ids, strs = [], []
     sw = env.stopwatch()
-    stop_at = time.monotonic() + LOOKUP_BUDGET_S
+    stop_at = time.monotonic() + env.lookup_budget_s
     done_users = []
     for u in users:
         if time.monotonic() > stop_at:

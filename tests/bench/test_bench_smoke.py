@@ -179,3 +179,58 @@ def test_remote_scan_runs_at_quick_scale(tmp_path, cache_dir):
     assert r["samples"][0]["note"].endswith("remote") and int(r["samples"][0]["note"].split("%")[0]) >= 90
     if sys.platform.startswith("linux"):
         assert all(s["rss_peak_bytes"] >= s["rss_start_bytes"] > 0 for s in r["samples"])
+
+
+@pytest.mark.timeout(180)
+def test_lookup_scenarios_stop_at_the_env_budget(fluss_server, monkeypatch, tmp_path):
+    """The lookup scenarios run for ``Env.lookup_budget_s`` at most (``--quick`` gives 2 s instead of
+    15 s): with no budget left at the start no lookup is made, with a budget every key is looked up."""
+    import fluss_fast
+
+    monkeypatch.setenv("FLUSS_FAST_BENCH_CACHE", str(tmp_path))
+
+    async def go():
+        client = await sc.Client("fluss_fast", fluss_fast).open(fluss_server.bootstrap_servers)
+        try:
+            env = sc.Env(fluss_server.bootstrap_servers, "orders", 500, 2, client, progress=False,
+                         lookup_budget_s=0.0)
+            shared = await sc.prepare_pk(env)
+            assert (await sc.run_lookup(client, env, shared)).rows == 0
+            prefixes = await sc.prepare_prefix(env)
+            assert (await sc.run_prefix_lookup(client, env, prefixes)).rows == 0
+            env.lookup_budget_s = sc.LOOKUP_BUDGET_S
+            assert (await sc.run_lookup64(client, env, shared)).rows == 500
+            await sc.cleanup_pk(env, shared)
+            await sc.cleanup_pk(env, prefixes)
+        finally:
+            await client.conn.get_admin().drop_database(sc.DATABASE, ignore_if_not_exists=True, cascade=True)
+            await client.close()
+
+    asyncio.run(go())
+
+
+def test_quick_runs_get_the_short_lookup_budget(monkeypatch):
+    from fluss_fast.bench import cli
+
+    seen = {}
+    real_env = sc.Env
+
+    def spy(*args, **kw):
+        seen["budget"] = kw.get("lookup_budget_s")
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(sc, "Env", spy)
+    opts = cli.parse_args(["--quick", "--clients", "fluss_fast"])
+
+    class _Client:
+        name = "fluss_fast"
+
+        async def open(self, bootstrap):
+            return self
+
+    for quick, want in ((True, sc.QUICK_LOOKUP_BUDGET_S), (False, sc.LOOKUP_BUDGET_S)):
+        opts.quick = quick
+        with pytest.raises(RuntimeError, match="stop here"):
+            asyncio.run(cli.run_all(opts, ["lookup"], [_Client()], "127.0.0.1:1", 100, 1))
+        assert seen["budget"] == want
+    assert real_env is not sc.Env
