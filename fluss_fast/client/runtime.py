@@ -406,3 +406,18 @@ def on_runtime(fn: AsyncMethod) -> AsyncMethod:
 
     wrapper.__runtime_impl__ = fn  # type: ignore[attr-defined]
     return wrapper  # type: ignore[return-value]
+
+
+def on_caller(fn: AsyncMethod) -> AsyncMethod:
+    """``on_runtime``'s twin for an async method whose body neither waits nor touches a loop (it
+    only builds objects, as creating a scanner does): the body runs where it is awaited. The two
+    thread hops of ``on_runtime`` cost two wake-ups, ~0.3 ms a call on this project's 2-core VM
+    and more where idle vCPUs halt, for work of ~0.05 ms. ``__runtime_impl__`` is kept, so the
+    blocking facade and the API checks treat it as they treat ``on_runtime``."""
+
+    @functools.wraps(fn)
+    async def wrapper(self, *args, **kwargs):
+        return await fn(self, *args, **kwargs)
+
+    wrapper.__runtime_impl__ = fn  # type: ignore[attr-defined]
+    return wrapper  # type: ignore[return-value]

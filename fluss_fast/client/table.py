@@ -21,7 +21,7 @@ from ..rpc.errors import CLIENT_ERROR
 from ..metadata import TableInfo
 from .deferred import deferred
 from .kv import Lookuper, PrefixLookuper, UpsertWriter
-from .runtime import on_runtime
+from .runtime import on_caller, on_runtime
 from .scan import LogScanner, TableScan
 
 if TYPE_CHECKING:  # imported where used at run time; named here for type checkers
@@ -256,11 +256,11 @@ def _adapt(scanner):
 class _TableScan(TableScan):
     """pyfluss's TableScan, plus the older guide's ``create_batch_scanner``."""
 
-    @on_runtime
+    @on_caller
     async def create_log_scanner(self) -> LogScanner:
         return _adapt(await TableScan.create_log_scanner.__runtime_impl__(self))
 
-    @on_runtime
+    @on_caller
     async def create_record_batch_log_scanner(self) -> LogScanner:
         return _adapt(await TableScan.create_record_batch_log_scanner.__runtime_impl__(self))
 

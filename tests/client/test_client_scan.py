@@ -3,6 +3,7 @@ filters, bounded reads, limit scans, partitions, errors and failure behaviour.""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
 import pyarrow as pa
@@ -646,3 +647,37 @@ async def test_corrupt_batch_in_a_large_answer_names_table_bucket_and_offset(con
         for _ in range(50):
             got += len(await sc.poll(500))
     assert got < n  # the rows before the damaged batch may arrive, the damaged one never does
+
+
+async def test_creating_a_scanner_runs_on_the_callers_thread(conn, db, monkeypatch):
+    """Creating a scanner does no I/O, so it skips the two hops to the runtime thread and back
+    (``runtime.on_caller``), as awaited and through the blocking facade alike; the scanner then
+    reads on the runtime as any other."""
+    from fluss_fast.client.scan import scanner as scanner_mod
+
+    t = await _table(conn, db, "where", buckets=2)
+    await _write(t, [_row(i) for i in range(10)])
+    threads = []
+    real_init = scanner_mod.LogScanner.__init__
+
+    def spy(self, *args, **kwargs):
+        threads.append(threading.current_thread().name)
+        real_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(scanner_mod.LogScanner, "__init__", spy)
+    me = threading.current_thread().name
+    bs = await t.new_scan().create_record_batch_log_scanner()
+    sc = await t.new_scan().project_by_name(["id"]).create_log_scanner()
+    assert threads == [me, me]
+    assert type(bs).__name__ == type(sc).__name__ == "LogScanner"
+    bs.subscribe_buckets({0: ff.EARLIEST_OFFSET, 1: ff.EARLIEST_OFFSET})
+    assert (await bs.to_arrow()).num_rows == 10
+    sc.subscribe_buckets({0: ff.EARLIEST_OFFSET, 1: ff.EARLIEST_OFFSET})
+    assert len(await _poll_all(sc, 10)) == 10
+    # the blocking facade still has the body to call (on the runtime thread there)
+    from fluss_fast.client.table import TableScan
+
+    assert TableScan.create_record_batch_log_scanner.__runtime_impl__.__name__ == "create_record_batch_log_scanner"
+    blocking = ff.sync.wrap(t).new_scan().create_record_batch_log_scanner()
+    assert threads[-1] == "fluss-fast-runtime"
+    blocking.unwrap().subscribe(0, ff.EARLIEST_OFFSET)

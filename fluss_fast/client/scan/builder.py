@@ -6,7 +6,7 @@ from typing import List, Optional
 from ...errors import FlussError
 from ...metadata import TableBucket
 from ..predicate import Predicate, bind_predicate
-from ..runtime import on_runtime
+from ..runtime import on_caller
 from .fetcher import ScanSpec
 from .limit import BatchScanner
 from .scanner import BATCH, RECORD, LogScanner
@@ -125,11 +125,11 @@ class TableScan:
                              f"use create_log_scanner() to read its changelog record by record")
         return LogScanner(self._table, self._spec(), kind)
 
-    @on_runtime
+    @on_caller
     async def create_log_scanner(self) -> LogScanner:
         return self._create(RECORD)
 
-    @on_runtime
+    @on_caller
     async def create_record_batch_log_scanner(self) -> LogScanner:
         return self._create(BATCH)
 
