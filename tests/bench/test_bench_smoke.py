@@ -213,7 +213,6 @@ def test_quick_runs_get_the_short_lookup_budget(monkeypatch):
     from fluss_fast.bench import cli
 
     seen = {}
-    real_env = sc.Env
 
     def spy(*args, **kw):
         seen["budget"] = kw.get("lookup_budget_s")
@@ -233,4 +232,3 @@ def test_quick_runs_get_the_short_lookup_budget(monkeypatch):
         with pytest.raises(RuntimeError, match="stop here"):
             asyncio.run(cli.run_all(opts, ["lookup"], [_Client()], "127.0.0.1:1", 100, 1))
         assert seen["budget"] == want
-    assert real_env is not sc.Env

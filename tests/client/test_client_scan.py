@@ -680,4 +680,4 @@ async def test_creating_a_scanner_runs_on_the_callers_thread(conn, db, monkeypat
     assert TableScan.create_record_batch_log_scanner.__runtime_impl__.__name__ == "create_record_batch_log_scanner"
     blocking = ff.sync.wrap(t).new_scan().create_record_batch_log_scanner()
     assert threads[-1] == "fluss-fast-runtime"
-    blocking.unwrap().subscribe(0, ff.EARLIEST_OFFSET)
+    assert type(blocking.unwrap()).__name__ == "LogScanner"
