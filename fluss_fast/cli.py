@@ -1,4 +1,4 @@
-"""`fluss-fast` command line: `server`, `demo`, `bench`, `help`, `--version`."""
+"""`fluss-fast` command line: `server`, `cluster`, `demo`, `bench`, `help`, `--version`."""
 from __future__ import annotations
 
 import os
@@ -6,10 +6,11 @@ import platform
 import sys
 from typing import List, Optional
 
-USAGE = """usage: fluss-fast {server,demo,bench,help} [options]
+USAGE = """usage: fluss-fast {server,cluster,demo,bench,help} [options]
        fluss-fast --version
 
   server   run the embedded Fluss-protocol server
+  cluster  run a real Apache Fluss cluster (the Java servers, from Maven Central) on this machine
   demo     start a server (or use --bootstrap-servers), ingest a data set, read it back, report speed
   bench    head-to-head benchmark of fluss_fast against pyfluss on the same server
   help     this text; `fluss-fast help COMMAND` shows the options of COMMAND
@@ -17,7 +18,7 @@ USAGE = """usage: fluss-fast {server,demo,bench,help} [options]
   --version  versions of fluss_fast, Python and pyarrow, and which compiled extensions are loaded
 """
 
-COMMANDS = ("server", "demo", "bench")
+COMMANDS = ("server", "cluster", "demo", "bench")
 
 
 def extension_summary() -> str:
@@ -85,6 +86,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             return 0
     if command == "server":
         from .server.cli import main as run
+    elif command == "cluster":
+        from .cluster.cli import main as run
     elif command == "demo":
         from .bench.demo import main as run
     elif command == "bench":

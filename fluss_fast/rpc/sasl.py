@@ -9,6 +9,15 @@ from .errors import Errors
 MECHANISM = "PLAIN"
 
 
+def parse_user_spec(spec: str) -> tuple[str, str]:
+    """``NAME=PASSWORD`` (the password may itself contain '='); shared by every command that takes
+    ``--sasl-user``, the embedded server's and the Java cluster launcher's."""
+    name, sep, password = spec.partition("=")
+    if not sep or not name:
+        raise ValueError(f"SASL user must be NAME=PASSWORD, got {spec!r}")
+    return name, password
+
+
 def plain_token(username: str, password: str, authzid: str = "") -> bytes:
     """``[authzid] NUL user NUL password`` in UTF-8."""
     return b"\0".join((authzid.encode("utf-8"), username.encode("utf-8"), password.encode("utf-8")))

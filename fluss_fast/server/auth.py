@@ -6,17 +6,10 @@ import os
 
 from ..errors import FlussError
 from ..rpc.errors import Errors
+from ..rpc.sasl import parse_user_spec
 
 PLAIN = "PLAIN"
 PLAINTEXT = "PLAINTEXT"
-
-
-def parse_user_spec(spec: str) -> tuple[str, str]:
-    """``NAME=PASSWORD`` (the password may itself contain '=')."""
-    name, sep, password = spec.partition("=")
-    if not sep or not name:
-        raise ValueError(f"SASL user must be NAME=PASSWORD, got {spec!r}")
-    return name, password
 
 
 def load_users_file(path: str) -> dict[str, str]:
