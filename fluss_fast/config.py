@@ -187,6 +187,16 @@ class Config:
         return self._values[canonical]
 
     def set(self, key: str, value: str) -> None:
+        """Set a property from its string form, as the constructor's dict would.
+
+        Args:
+            key: A configuration key (aliases accepted).
+            value: The value as a string, e.g. ``"5000"`` or ``"true"``.
+
+        Raises:
+            FlussError: An unknown key or a value that does not parse.
+            TypeError: ``value`` is not a string.
+        """
         canonical = ALIASES.get(key, key)
         option = _BY_KEY.get(canonical)
         if option is None:
@@ -203,12 +213,14 @@ class Config:
         return out
 
     def copy(self) -> "Config":
+        """An independent copy: changing one does not change the other."""
         clone = Config.__new__(Config)
         object.__setattr__(clone, "_values", dict(self._values))
         return clone
 
     @property
     def sasl_enabled(self) -> bool:
+        """Whether ``security.protocol`` is ``sasl`` (any case)."""
         return self._values["security.protocol"].lower() == "sasl"
 
     def __reduce__(self):
@@ -242,7 +254,10 @@ def _make_property(option):
     def setter(self, value):
         self._values[key] = _check_setter(option, value)
 
-    return property(getter, setter)
+    default = option[4]
+    shown = "2**64 - 1 (no limit)" if default == _U64[1] else repr(default)
+    return property(getter, setter, doc=f"The ``{key}`` setting (default ``{shown}``); assigning checks "
+                                        f"the type and range as pyfluss does (``TypeError``/``OverflowError``).")
 
 
 for _option in _OPTIONS:

@@ -22,6 +22,11 @@ class FlussError(Exception):
 
     @property
     def is_retriable(self) -> bool:
+        """Whether the same request may succeed if sent again (network errors, leader changes, timeouts).
+
+        The client already retries these where it can; this tells callers which remaining errors are
+        worth retrying themselves.
+        """
         return _table.is_retriable(self.error_code)
 
     def __str__(self) -> str:
@@ -38,6 +43,15 @@ class FlussError(Exception):
 
     @classmethod
     def from_code(cls, code: int, message: str | None = None) -> "FlussError":
+        """A `FlussError` for an error code, with the code's standard message unless one is given.
+
+        Args:
+            code: An `ErrorCode` value.
+            message: The message; ``None`` for the code's default.
+
+        Returns:
+            The error (not raised).
+        """
         return cls(message or _table.default_message(code), code)
 
 

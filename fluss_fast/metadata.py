@@ -100,6 +100,7 @@ class ChangeType(IntEnum):
     Delete = 4
 
     def short_string(self) -> str:
+        """The change type as Fluss prints it: ``+A``, ``+I``, ``-U``, ``+U`` or ``-D``."""
         return _SHORT[self]
 
     def __str__(self) -> str:
@@ -110,6 +111,17 @@ class ChangeType(IntEnum):
 
     @classmethod
     def from_byte(cls, value: int) -> "ChangeType":
+        """The change type stored as ``value`` in a log record.
+
+        Args:
+            value: 0 (append-only) to 4 (delete).
+
+        Returns:
+            The `ChangeType`.
+
+        Raises:
+            KeyError: ``value`` is not a change type.
+        """
         return _BY_BYTE[value]
 
 
@@ -121,6 +133,15 @@ PARTITION_SEPARATOR = "$"
 
 
 class TablePath:
+    """A table's database and name, e.g. ``TablePath("shop", "orders")``.
+
+    A table name ending in ``$changelog`` or ``$binlog`` names a virtual table of the base table
+    (see `FlussConnection.get_table`). Hashable; equal when both parts are.
+
+    Args:
+        database_name: The database.
+        table_name: The table.
+    """
     __slots__ = ("_db", "_table")
 
     def __init__(self, database_name: str, table_name: str):
@@ -129,13 +150,16 @@ class TablePath:
 
     @property
     def database_name(self) -> str:
+        """The database name."""
         return self._db
 
     @property
     def table_name(self) -> str:
+        """The table name."""
         return self._table
 
     def table_path_str(self) -> str:
+        """The path as ``"database.table"``."""
         return f"{self._db}.{self._table}"
 
     def __str__(self) -> str:
@@ -165,6 +189,12 @@ class TablePath:
 
 
 class TableBucket:
+    """One bucket of a table, or of one partition of a partitioned table.
+
+    Args:
+        table_id: The table's id (``TableInfo.table_id``).
+        bucket: The bucket number, ``0 .. num_buckets - 1``.
+    """
     __slots__ = ("_table_id", "_partition_id", "_bucket")
 
     def __init__(self, table_id: int, bucket: int):
@@ -174,6 +204,16 @@ class TableBucket:
 
     @staticmethod
     def with_partition(table_id: int, partition_id: int, bucket: int) -> "TableBucket":
+        """A bucket of one partition.
+
+        Args:
+            table_id: The table's id.
+            partition_id: The partition's id (``PartitionInfo.partition_id``).
+            bucket: The bucket number.
+
+        Returns:
+            The `TableBucket`.
+        """
         tb = TableBucket(table_id, bucket)
         tb._partition_id = _want_int("partition_id", partition_id)
         return tb
@@ -188,14 +228,17 @@ class TableBucket:
 
     @property
     def table_id(self) -> int:
+        """The table's id."""
         return self._table_id
 
     @property
     def bucket_id(self) -> int:
+        """The bucket number."""
         return self._bucket
 
     @property
     def partition_id(self) -> Optional[int]:
+        """The partition's id, or ``None`` for a non-partitioned table."""
         return self._partition_id
 
     def __hash__(self) -> int:
@@ -287,24 +330,31 @@ class Schema:
 
     @property
     def info(self) -> SchemaInfo:
+        """The schema in Fluss terms (columns with Fluss types, primary key); fluss_fast's own form."""
         return self._info
 
     def get_column_names(self) -> List[str]:
+        """The column names, in order."""
         return [c.name for c in self._info.columns]
 
     def get_column_types(self) -> List[str]:
+        """The Fluss types of the columns as strings (``"BIGINT"``, ``"STRING"``, ...), in order."""
         return [str(c.type) for c in self._info.columns]
 
     def get_columns(self) -> List[Tuple[str, str]]:
+        """``(name, Fluss type)`` pairs, in order."""
         return [(c.name, str(c.type)) for c in self._info.columns]
 
     def get_primary_keys(self) -> List[str]:
+        """The primary-key columns; empty for a log table."""
         return list(self._info.primary_key)
 
     def get_auto_increment_columns(self) -> List[str]:
+        """The auto-increment column, in a list (empty if none)."""
         return list(self._info.auto_increment_columns)
 
     def to_arrow(self):
+        """The schema as a ``pyarrow.Schema`` (unsigned Arrow types come back signed, as Fluss stores them)."""
         return self._info.to_arrow()
 
     def __str__(self) -> str:
@@ -444,12 +494,15 @@ class TableDescriptor:
 
     @property
     def info(self) -> TableDescriptorInfo:
+        """The descriptor in fluss_fast's own form (what is sent as the table's JSON)."""
         return self._info
 
     def get_schema(self) -> Schema:
+        """The table's `Schema`."""
         return Schema._from_info(self._info.schema)
 
     def to_json_bytes(self) -> bytes:
+        """The descriptor as the JSON the CREATE_TABLE request carries."""
         return self._info.to_json_bytes()
 
     def __repr__(self) -> str:
@@ -482,70 +535,96 @@ class TableInfo:
 
     @staticmethod
     def from_meta(meta) -> "TableInfo":
+        """The `TableInfo` of the client's cached table metadata.
+
+        Args:
+            meta: Metadata as the client keeps it (``FlussTable`` holds one).
+
+        Returns:
+            The `TableInfo`.
+        """
         return TableInfo(meta.path, meta.table_id, meta.schema_id, meta.descriptor, meta.created_time,
                          meta.modified_time)
 
     @property
     def table_id(self) -> int:
+        """The table's id, assigned by the server and never reused."""
         return self._table_id
 
     @property
     def schema_id(self) -> int:
+        """The id of the table's current schema."""
         return self._schema_id
 
     @property
     def created_time(self) -> int:
+        """Creation time, milliseconds since the epoch."""
         return self._created
 
     @property
     def modified_time(self) -> int:
+        """Last modification time, milliseconds since the epoch."""
         return self._modified
 
     @property
     def table_path(self) -> TablePath:
+        """The table's database and name."""
         return self._path
 
     @property
     def num_buckets(self) -> int:
+        """The number of buckets (per partition, for a partitioned table)."""
         bc = self._descriptor.bucket_count
         return 1 if bc is None else bc
 
     @property
     def comment(self) -> Optional[str]:
+        """The table's comment, or ``None``."""
         return self._descriptor.comment
 
     @property
     def descriptor(self) -> TableDescriptorInfo:
+        """The stored descriptor in fluss_fast's own form (the server's defaults filled in)."""
         return self._descriptor
 
     def get_primary_keys(self) -> List[str]:
+        """The primary-key columns; empty for a log table."""
         return list(self._descriptor.schema.primary_key)
 
     def get_bucket_keys(self) -> List[str]:
+        """The columns that pick a row's bucket; empty when rows are spread without a key."""
         return list(self._descriptor.bucket_keys)
 
     def get_partition_keys(self) -> List[str]:
+        """The partition columns; empty for a non-partitioned table."""
         return list(self._descriptor.partition_keys)
 
     def has_primary_key(self) -> bool:
+        """Whether the table is a primary-key table."""
         return bool(self._descriptor.schema.primary_key)
 
     def is_partitioned(self) -> bool:
+        """Whether the table is partitioned."""
         return bool(self._descriptor.partition_keys)
 
     def get_properties(self) -> Dict[str, str]:
+        """The table properties (``table.*`` keys), including the server's defaults."""
         return dict(self._descriptor.properties)
 
     def get_custom_properties(self) -> Dict[str, str]:
+        """The user's custom properties."""
         return dict(self._descriptor.custom_properties)
 
     def get_schema(self) -> Schema:
+        """The table's `Schema`."""
         return Schema._from_info(self._descriptor.schema)
 
     def get_column_names(self) -> List[str]:
+        """The column names, in order."""
         return [c.name for c in self._descriptor.schema.columns]
 
     def get_column_count(self) -> int:
+        """The number of columns."""
         return len(self._descriptor.schema.columns)
 
     def __repr__(self) -> str:
@@ -575,14 +654,17 @@ class PartitionInfo:
 
     @property
     def partition_id(self) -> int:
+        """The partition's id (for `TableBucket.with_partition` and ``subscribe_partition``)."""
         return self._id
 
     @property
     def partition_name(self) -> str:
+        """The partition's name: its values in partition-key order, joined with ``$``."""
         return self._name
 
     @property
     def partition_spec(self) -> Dict[str, str]:
+        """``{partition key: value}``."""
         return dict(self._spec)
 
     def __repr__(self) -> str:
@@ -617,22 +699,27 @@ class ServerNode:
 
     @property
     def id(self) -> int:
+        """The server's node id (the coordinator is 0 on the embedded server)."""
         return self._id
 
     @property
     def host(self) -> str:
+        """The host the server listens on."""
         return self._host
 
     @property
     def port(self) -> int:
+        """The port the server listens on."""
         return self._port
 
     @property
     def server_type(self) -> str:
+        """``"CoordinatorServer"`` or ``"TabletServer"``."""
         return self._type
 
     @property
     def uid(self) -> str:
+        """A stable name: ``cs-ID`` for a coordinator, ``ts-ID`` for a tablet server."""
         if self._type == COORDINATOR_SERVER:
             return f"cs-{self._id}"
         if self._type == TABLET_SERVER:
@@ -667,12 +754,15 @@ class DatabaseDescriptor:
 
     @property
     def comment(self) -> Optional[str]:
+        """The database's comment, or ``None``."""
         return self._comment
 
     def get_custom_properties(self) -> Dict[str, str]:
+        """The database's custom properties."""
         return dict(self._custom)
 
     def to_json_bytes(self) -> bytes:
+        """The descriptor as the JSON the CREATE_DATABASE request carries."""
         out = {"version": 1}
         if self._comment is not None:
             out["comment"] = self._comment
@@ -681,6 +771,17 @@ class DatabaseDescriptor:
 
     @staticmethod
     def from_json_bytes(data: bytes) -> "DatabaseDescriptor":
+        """A descriptor read from the server's JSON.
+
+        Args:
+            data: The JSON bytes.
+
+        Returns:
+            The `DatabaseDescriptor`.
+
+        Raises:
+            ValueError: The bytes are not JSON.
+        """
         if not data:
             return DatabaseDescriptor()
         obj = json.loads(bytes(data).decode("utf-8"))
@@ -714,17 +815,21 @@ class DatabaseInfo:
 
     @property
     def database_name(self) -> str:
+        """The database name."""
         return self._name
 
     def get_database_descriptor(self) -> DatabaseDescriptor:
+        """The database's `DatabaseDescriptor`."""
         return self._descriptor
 
     @property
     def created_time(self) -> int:
+        """Creation time, milliseconds since the epoch."""
         return self._created
 
     @property
     def modified_time(self) -> int:
+        """Last modification time, milliseconds since the epoch."""
         return self._modified
 
     def __repr__(self) -> str:
@@ -733,6 +838,13 @@ class DatabaseInfo:
 
 
 class LakeSnapshot:
+    """A table's latest lake snapshot: its id and how far each bucket has been tiered.
+
+    Returned by `FlussAdmin.get_latest_lake_snapshot`.
+
+    Args:
+        snapshot_id: The snapshot's id.
+    """
     __slots__ = ("_snapshot_id", "_offsets")
 
     def __init__(self, snapshot_id: int):
@@ -747,16 +859,27 @@ class LakeSnapshot:
 
     @property
     def snapshot_id(self) -> int:
+        """The snapshot's id."""
         return self._snapshot_id
 
     @property
     def table_buckets_offset(self) -> Dict[TableBucket, int]:
+        """``{TableBucket: log offset}`` of every bucket in the snapshot (a copy)."""
         return dict(self._offsets)
 
     def get_bucket_offset(self, bucket: TableBucket) -> Optional[int]:
+        """The offset one bucket has been tiered up to.
+
+        Args:
+            bucket: The bucket.
+
+        Returns:
+            The offset, or ``None`` if the snapshot does not cover the bucket.
+        """
         return self._offsets.get(_want_instance("bucket", bucket, TableBucket))
 
     def get_table_buckets(self) -> List[TableBucket]:
+        """The buckets in the snapshot."""
         return list(self._offsets)
 
     def __str__(self) -> str:
@@ -783,22 +906,34 @@ class OffsetSpec:
 
     @staticmethod
     def earliest() -> "OffsetSpec":
+        """The first offset each bucket still holds (remote segments included)."""
         return OffsetSpec(OffsetSpec.EARLIEST)
 
     @staticmethod
     def latest() -> "OffsetSpec":
+        """The offset the next record will get (the end of the log)."""
         return OffsetSpec(OffsetSpec.LATEST)
 
     @staticmethod
     def timestamp(ts: int) -> "OffsetSpec":
+        """The first offset whose commit time is at or after ``ts``.
+
+        Args:
+            ts: Milliseconds since the epoch.
+
+        Returns:
+            The `OffsetSpec`.
+        """
         return OffsetSpec(OffsetSpec.TIMESTAMP, _want_int("ts", ts))
 
     @property
     def offset_type(self) -> int:
+        """``OffsetSpec.EARLIEST`` (0), ``LATEST`` (1) or ``TIMESTAMP`` (2)."""
         return self._type
 
     @property
     def timestamp_ms(self) -> Optional[int]:
+        """The timestamp of a ``timestamp`` spec, else ``None``."""
         return self._ts
 
     def __repr__(self) -> str:

@@ -86,6 +86,7 @@ class SyncProxy:
         object.__setattr__(self, "_rt", _runtime_of(obj))
 
     def unwrap(self):
+        """The async object behind this proxy (for code that wants to ``await`` it)."""
         return self._obj
 
     def __getattr__(self, name: str):

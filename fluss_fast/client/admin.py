@@ -124,6 +124,22 @@ class FlussAdmin:
     @on_runtime
     async def create_database(self, database_name: str, database_descriptor: Optional[DatabaseDescriptor] = None,
                               ignore_if_exists: bool = False) -> None:
+        """Create a database.
+
+        Args:
+            database_name: Name of the new database.
+            database_descriptor: Comment and custom properties; ``None`` for an empty descriptor.
+            ignore_if_exists: Succeed quietly if the database exists already.
+
+        Raises:
+            FlussError: ``DATABASE_ALREADY_EXIST`` (unless ``ignore_if_exists``), an invalid name, or
+                the server is unreachable.
+
+        Example:
+            ```python
+            await admin.create_database("shop", ignore_if_exists=True)
+            ```
+        """
         _check("database_name", database_name, str)
         if isinstance(database_descriptor, bool):
             # the older stub's order, create_database(name, ignore_if_exists, database_descriptor)
@@ -141,6 +157,17 @@ class FlussAdmin:
     @on_runtime
     async def drop_database(self, database_name: str, ignore_if_not_exists: bool = False,
                             cascade: bool = True) -> None:
+        """Drop a database.
+
+        Args:
+            database_name: The database to drop.
+            ignore_if_not_exists: Succeed quietly if there is no such database.
+            cascade: Drop its tables too; with ``False`` a database that still has tables is refused.
+
+        Raises:
+            FlussError: ``DATABASE_NOT_EXIST`` (unless ``ignore_if_not_exists``) or
+                ``DATABASE_NOT_EMPTY`` (``cascade=False``).
+        """
         _check("database_name", database_name, str)
         _check_bool("ignore_if_not_exists", ignore_if_not_exists)
         _check_bool("cascade", cascade)
@@ -150,17 +177,41 @@ class FlussAdmin:
 
     @on_runtime
     async def list_databases(self) -> List[str]:
+        """Names of every database.
+
+        Returns:
+            The database names, in the server's order.
+        """
         resp = await self._call(Api.LIST_DATABASES, pb.ListDatabasesRequest())
         return list(resp.database_name)
 
     @on_runtime
     async def database_exists(self, database_name: str) -> bool:
+        """Whether a database exists.
+
+        Args:
+            database_name: The database to look for.
+
+        Returns:
+            ``True`` if it exists.
+        """
         _check("database_name", database_name, str)
         resp = await self._call(Api.DATABASE_EXISTS, pb.DatabaseExistsRequest(database_name=database_name))
         return bool(resp.exists)
 
     @on_runtime
     async def get_database_info(self, database_name: str) -> DatabaseInfo:
+        """A database's descriptor and timestamps.
+
+        Args:
+            database_name: The database.
+
+        Returns:
+            Its name, descriptor (comment, custom properties), creation and modification times.
+
+        Raises:
+            FlussError: ``DATABASE_NOT_EXIST``.
+        """
         _check("database_name", database_name, str)
         resp = await self._call(Api.GET_DATABASE_INFO, pb.GetDatabaseInfoRequest(database_name=database_name),
                                 f"database '{database_name}'")
@@ -173,6 +224,17 @@ class FlussAdmin:
     # -- tables ------------------------------------------------------------------------------------
     @on_runtime
     async def list_tables(self, database_name: str) -> List[str]:
+        """Names of the tables of one database.
+
+        Args:
+            database_name: The database.
+
+        Returns:
+            The table names (without the database).
+
+        Raises:
+            FlussError: ``DATABASE_NOT_EXIST``.
+        """
         _check("database_name", database_name, str)
         resp = await self._call(Api.LIST_TABLES, pb.ListTablesRequest(database_name=database_name),
                                 f"database '{database_name}'")
@@ -180,12 +242,40 @@ class FlussAdmin:
 
     @on_runtime
     async def table_exists(self, table_path: TablePath) -> bool:
+        """Whether a table exists.
+
+        Args:
+            table_path: Database and table name.
+
+        Returns:
+            ``True`` if it exists.
+        """
         resp = await self._table_call(Api.TABLE_EXISTS, pb.TableExistsRequest, table_path, name_table=False)
         return bool(resp.exists)
 
     @on_runtime
     async def create_table(self, table_path: TablePath, table_descriptor: TableDescriptor,
                            ignore_if_exists: Optional[bool] = None) -> None:
+        """Create a table.
+
+        A schema with ``primary_keys`` makes a primary-key table; otherwise a log table.
+
+        Args:
+            table_path: Database and table name.
+            table_descriptor: Schema, buckets, partition keys, properties.
+            ignore_if_exists: Succeed quietly if the table exists already.
+
+        Raises:
+            FlussError: ``TABLE_ALREADY_EXIST`` (unless ``ignore_if_exists``), ``DATABASE_NOT_EXIST``,
+                or an invalid descriptor (the server's check names the problem).
+
+        Example:
+            ```python
+            schema = fluss.Schema(pa.schema([("id", pa.int64()), ("name", pa.string())]))
+            await admin.create_table(fluss.TablePath("shop", "events"),
+                                     fluss.TableDescriptor(schema, bucket_count=3), ignore_if_exists=True)
+            ```
+        """
         _check("table_path", table_path, TablePath)
         _check("table_descriptor", table_descriptor, TableDescriptor)
         ignore = False if ignore_if_exists is None else _check_bool("ignore_if_exists", ignore_if_exists)
@@ -196,6 +286,15 @@ class FlussAdmin:
 
     @on_runtime
     async def drop_table(self, table_path: TablePath, ignore_if_not_exists: bool = False) -> None:
+        """Drop a table, its partitions and its data.
+
+        Args:
+            table_path: Database and table name.
+            ignore_if_not_exists: Succeed quietly if there is no such table.
+
+        Raises:
+            FlussError: ``TABLE_NOT_EXIST`` (unless ``ignore_if_not_exists``).
+        """
         _check("table_path", table_path, TablePath)
         _check_bool("ignore_if_not_exists", ignore_if_not_exists)
         req = pb.DropTableRequest(ignore_if_not_exists=ignore_if_not_exists)
@@ -207,6 +306,19 @@ class FlussAdmin:
 
     @on_runtime
     async def get_table_info(self, table_path: TablePath) -> TableInfo:
+        """A table's metadata as stored by the server.
+
+        Also available as ``get_table`` (the older guide's name).
+
+        Args:
+            table_path: Database and table name.
+
+        Returns:
+            Table id, schema id, descriptor, bucket count, keys and timestamps.
+
+        Raises:
+            FlussError: ``TABLE_NOT_EXIST``.
+        """
         resp = await self._table_call(Api.GET_TABLE_INFO, pb.GetTableInfoRequest, table_path)
         from .cluster import _parse_descriptor
 
@@ -222,6 +334,18 @@ class FlussAdmin:
 
     @on_runtime
     async def get_latest_lake_snapshot(self, table_path: TablePath) -> LakeSnapshot:
+        """The latest lake snapshot of a table (tables tiered to a data lake).
+
+        Args:
+            table_path: Database and table name.
+
+        Returns:
+            The snapshot id and the log offset each bucket has been tiered up to.
+
+        Raises:
+            FlussError: ``LAKE_SNAPSHOT_NOT_EXIST`` when the table has none (always so on the
+                embedded server, which has no lake).
+        """
         resp = await self._table_call(Api.GET_LAKE_SNAPSHOT, pb.GetLakeSnapshotRequest, table_path)
         offsets = {}
         for b in resp.bucket_snapshots:
@@ -234,6 +358,17 @@ class FlussAdmin:
     @on_runtime
     async def create_partition(self, table_path: TablePath, partition_spec: Dict[str, str],
                                ignore_if_exists: bool = False) -> None:
+        """Create a partition of a partitioned table.
+
+        Args:
+            table_path: Database and table name.
+            partition_spec: A value for every partition key, as strings, e.g. ``{"region": "US"}``.
+            ignore_if_exists: Succeed quietly if the partition exists already.
+
+        Raises:
+            FlussError: ``PARTITION_ALREADY_EXISTS`` (unless ``ignore_if_exists``),
+                ``TABLE_NOT_PARTITIONED_EXCEPTION``, or a spec that does not name exactly the partition keys.
+        """
         req, what = _partition_request(pb.CreatePartitionRequest, table_path, partition_spec, "ignore_if_exists",
                                        ignore_if_exists)
         await self._call(Api.CREATE_PARTITION, req, what)
@@ -241,6 +376,16 @@ class FlussAdmin:
     @on_runtime
     async def drop_partition(self, table_path: TablePath, partition_spec: Dict[str, str],
                              ignore_if_not_exists: bool = False) -> None:
+        """Drop a partition and its data.
+
+        Args:
+            table_path: Database and table name.
+            partition_spec: A value for every partition key, as strings.
+            ignore_if_not_exists: Succeed quietly if there is no such partition.
+
+        Raises:
+            FlussError: ``PARTITION_NOT_EXISTS`` (unless ``ignore_if_not_exists``).
+        """
         req, what = _partition_request(pb.DropPartitionRequest, table_path, partition_spec, "ignore_if_not_exists",
                                        ignore_if_not_exists)
         try:
@@ -260,6 +405,19 @@ class FlussAdmin:
     @on_runtime
     async def list_partition_infos(self, table_path: TablePath,
                                    partition_spec: Optional[Dict[str, str]] = None) -> List[PartitionInfo]:
+        """The partitions of a table.
+
+        Args:
+            table_path: Database and table name.
+            partition_spec: Only partitions matching these key values (a subset of the partition keys);
+                ``None`` for all.
+
+        Returns:
+            Partition id, name (values joined with ``$``) and spec of each partition.
+
+        Raises:
+            FlussError: ``TABLE_NOT_EXIST`` or ``TABLE_NOT_PARTITIONED_EXCEPTION``.
+        """
         _check("table_path", table_path, TablePath)
         req = pb.ListPartitionInfosRequest()
         table_path._to_pb(req.table_path)
@@ -278,6 +436,28 @@ class FlussAdmin:
     @on_runtime
     async def list_offsets(self, table_path: TablePath, bucket_ids: List[int], offset_spec=None,
                            timestamp: Optional[int] = None, *, offset_type: Optional[str] = None) -> Dict[int, int]:
+        """Offsets of some buckets of a non-partitioned table.
+
+        Args:
+            table_path: Database and table name.
+            bucket_ids: The buckets to ask about.
+            offset_spec: ``OffsetSpec.earliest()``, ``OffsetSpec.latest()`` or
+                ``OffsetSpec.timestamp(ms)``; defaults to latest.
+            timestamp: Milliseconds since the epoch, with the older ``offset_type="timestamp"``.
+            offset_type: The older guide's spelling: ``"earliest"``, ``"latest"`` or ``"timestamp"``.
+
+        Returns:
+            ``{bucket_id: offset}``. *Latest* is the offset the next record will get; *timestamp* is
+            the first offset whose commit time is at or after it.
+
+        Raises:
+            FlussError: An empty bucket list, a bucket the table does not have, or the server's error.
+
+        Example:
+            ```python
+            ends = await admin.list_offsets(path, [0, 1, 2], fluss.OffsetSpec.latest())
+            ```
+        """
         _check("table_path", table_path, TablePath)
         buckets = _bucket_ids(bucket_ids)
         spec = _offset_spec(offset_spec, offset_type, timestamp)
@@ -287,6 +467,22 @@ class FlussAdmin:
     async def list_partition_offsets(self, table_path: TablePath, partition_name: str, bucket_ids: List[int],
                                      offset_spec=None, timestamp: Optional[int] = None, *,
                                      offset_type: Optional[str] = None) -> Dict[int, int]:
+        """Offsets of some buckets of one partition.
+
+        Args:
+            table_path: Database and table name.
+            partition_name: The partition's name (its values joined with ``$``).
+            bucket_ids: The buckets to ask about.
+            offset_spec: As for `list_offsets`.
+            timestamp: As for `list_offsets`.
+            offset_type: As for `list_offsets`.
+
+        Returns:
+            ``{bucket_id: offset}``.
+
+        Raises:
+            FlussError: ``PARTITION_NOT_EXISTS``, or as for `list_offsets`.
+        """
         _check("table_path", table_path, TablePath)
         _check("partition_name", partition_name, str)
         buckets = _bucket_ids(bucket_ids)
@@ -365,4 +561,9 @@ class FlussAdmin:
     # -- cluster -----------------------------------------------------------------------------------
     @on_runtime
     async def get_server_nodes(self) -> List[ServerNode]:
+        """The cluster's servers: the coordinator and every tablet server.
+
+        Returns:
+            One ``ServerNode`` per server (id, host, port, type).
+        """
         return await self._ctx.metadata.refresh_servers()

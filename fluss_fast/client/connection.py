@@ -85,6 +85,27 @@ class FlussConnection:
 
     @staticmethod
     async def create(config: Config) -> "FlussConnection":
+        """Connect to a cluster.
+
+        Reads the cluster's metadata from ``bootstrap.servers``; tables and the admin client come from
+        the connection. Close it with ``await conn.close()`` (or ``async with``) to deliver what its
+        writers still hold.
+
+        Args:
+            config: The client configuration (see the configuration guide for every key).
+
+        Returns:
+            An open connection.
+
+        Raises:
+            FlussError: No bootstrap server answered within ``connect-timeout``, or SASL
+                authentication failed.
+
+        Example:
+            ```python
+            conn = await fluss.FlussConnection.create(fluss.Config({"bootstrap.servers": "127.0.0.1:9123"}))
+            ```
+        """
         cfg = _as_config(config)
         runtime = get_runtime()
         ctx = await runtime.run(_open_context(cfg))
@@ -104,13 +125,23 @@ class FlussConnection:
 
     @property
     def config(self) -> Config:
+        """The configuration the connection was opened with."""
         return self._ctx.config
 
     @property
     def closed(self) -> bool:
+        """Whether `close` has been called."""
         return self._ctx.closed
 
     def get_admin(self) -> FlussAdmin:
+        """The admin client of this connection (one per connection, created on first use).
+
+        Returns:
+            The `FlussAdmin` for databases, tables, partitions, offsets and servers.
+
+        Raises:
+            FlussError: The connection is closed.
+        """
         if self._ctx.closed:
             raise FlussError("The FlussConnection has been closed")
         if self._admin is None:
@@ -119,6 +150,26 @@ class FlussConnection:
 
     @on_runtime
     async def get_table(self, table_path: TablePath) -> FlussTable:
+        """A handle on a table, for writing, scanning and lookups.
+
+        A name ending in ``$changelog`` or ``$binlog`` gives that virtual table of the base table
+        (fluss_fast only; read-only).
+
+        Args:
+            table_path: Database and table name.
+
+        Returns:
+            The table, with its current metadata.
+
+        Raises:
+            FlussError: ``TABLE_NOT_EXIST``, or the connection is closed.
+            TypeError: ``table_path`` is not a `TablePath`.
+
+        Example:
+            ```python
+            table = await conn.get_table(fluss.TablePath("shop", "orders"))
+            ```
+        """
         if not isinstance(table_path, TablePath):
             raise TypeError(f"argument 'table_path': '{type(table_path).__name__}' object is not an instance of "
                             f"'TablePath'")

@@ -223,11 +223,27 @@ class Predicate:
         return Predicate._compound(function, (self, other))
 
     def and_(self, other: "Predicate") -> "Predicate":
+        """Both predicates must hold (also ``a & b``).
+
+        Args:
+            other: Another predicate.
+
+        Returns:
+            The combined predicate.
+        """
         if not isinstance(other, Predicate):
             raise TypeError(f"argument 'other': '{type(other).__name__}' object is not an instance of 'Predicate'")
         return self._combine(AND, other)
 
     def or_(self, other: "Predicate") -> "Predicate":
+        """Either predicate must hold (also ``a | b``).
+
+        Args:
+            other: Another predicate.
+
+        Returns:
+            The combined predicate.
+        """
         if not isinstance(other, Predicate):
             raise TypeError(f"argument 'other': '{type(other).__name__}' object is not an instance of 'Predicate'")
         return self._combine(OR, other)
@@ -287,6 +303,7 @@ class ColumnRef:
 
     @property
     def name(self) -> str:
+        """The column name."""
         return self._name
 
     def _cmp(self, function: int, value) -> Predicate:
@@ -311,27 +328,35 @@ class ColumnRef:
         return self._cmp(GREATER_OR_EQUAL, value)
 
     def equal(self, value) -> Predicate:
+        """The column equals ``value`` (also ``col(name) == value``); a null never matches."""
         return self._cmp(EQUAL, value)
 
     def not_equal(self, value) -> Predicate:
+        """The column differs from ``value`` (also ``!=``); a null never matches."""
         return self._cmp(NOT_EQUAL, value)
 
     def less_than(self, value) -> Predicate:
+        """The column is less than ``value`` (also ``<``)."""
         return self._cmp(LESS_THAN, value)
 
     def less_or_equal(self, value) -> Predicate:
+        """The column is at most ``value`` (also ``<=``)."""
         return self._cmp(LESS_OR_EQUAL, value)
 
     def greater_than(self, value) -> Predicate:
+        """The column is greater than ``value`` (also ``>``)."""
         return self._cmp(GREATER_THAN, value)
 
     def greater_or_equal(self, value) -> Predicate:
+        """The column is at least ``value`` (also ``>=``)."""
         return self._cmp(GREATER_OR_EQUAL, value)
 
     def is_null(self) -> Predicate:
+        """The column is null."""
         return Predicate._leaf(self._name, IS_NULL, [])
 
     def is_not_null(self) -> Predicate:
+        """The column is not null."""
         return Predicate._leaf(self._name, IS_NOT_NULL, [])
 
     def _pattern(self, function: int, arg_name: str, value) -> Predicate:
@@ -340,12 +365,15 @@ class ColumnRef:
         return Predicate._leaf(self._name, function, [_Literal("String", value)])
 
     def starts_with(self, prefix: str) -> Predicate:
+        """The string column starts with ``prefix``."""
         return self._pattern(STARTS_WITH, "prefix", prefix)
 
     def ends_with(self, suffix: str) -> Predicate:
+        """The string column ends with ``suffix``."""
         return self._pattern(ENDS_WITH, "suffix", suffix)
 
     def contains(self, infix: str) -> Predicate:
+        """The string column contains ``infix``."""
         return self._pattern(CONTAINS, "infix", infix)
 
     def _set(self, function: int, values) -> Predicate:
@@ -354,9 +382,11 @@ class ColumnRef:
         return Predicate._leaf(self._name, function, [_to_literal(v) for v in values])
 
     def is_in(self, values) -> Predicate:
+        """The column equals one of ``values`` (a list or tuple, not a string)."""
         return self._set(IN, values)
 
     def not_in(self, values) -> Predicate:
+        """The column equals none of ``values``; a null never matches."""
         return self._set(NOT_IN, values)
 
     def __bool__(self):

@@ -40,9 +40,27 @@ class FlussTable:
         self._arrow_schema = None
 
     def new_scan(self) -> TableScan:
+        """A scan builder: projection, filter and limit, then a scanner.
+
+        Returns:
+            A new `TableScan`.
+
+        Example:
+            ```python
+            scanner = await table.new_scan().project_by_name(["id"]).create_record_batch_log_scanner()
+            ```
+        """
         return _TableScan(self)
 
     def new_append(self) -> "TableAppend":
+        """The append-writer builder of a log table.
+
+        Returns:
+            A `TableAppend`; call ``create_writer()`` on it.
+
+        Raises:
+            FlussError: The table has a primary key (use `new_upsert`).
+        """
         if self.has_primary_key():
             raise FlussError(f"Fluss hitting unsupported operation error Append is only supported for "
                              f"log tables (without primary key). Table '{self._meta.path}' has primary "
@@ -67,6 +85,15 @@ class FlussTable:
         return upsert
 
     def new_lookup(self) -> "TableLookup":
+        """The lookup builder of a primary-key table.
+
+        Returns:
+            A `TableLookup`: ``create_lookuper()`` for key lookups, ``lookup_by(columns)`` for prefix
+            lookups.
+
+        Raises:
+            FlussError: The table is a log table.
+        """
         if not self.has_primary_key():
             raise FlussError(f"Lookup is only supported for primary key tables; table "
                              f"'{self._meta.path}' is a log table", CLIENT_ERROR)
@@ -78,17 +105,25 @@ class FlussTable:
 
     @property
     def arrow_schema(self) -> pa.Schema:
+        """The table's schema as a ``pyarrow.Schema`` (the columns scans return)."""
         if self._arrow_schema is None:
             self._arrow_schema = self._meta.schema.to_arrow()
         return self._arrow_schema
 
     def get_table_info(self) -> TableInfo:
+        """The table's metadata as known when the handle was made.
+
+        Returns:
+            Table id, schema, buckets, keys and properties.
+        """
         return TableInfo.from_meta(self._meta)
 
     def get_table_path(self) -> TablePath:
+        """The table's database and name."""
         return self._meta.path
 
     def has_primary_key(self) -> bool:
+        """Whether the table is a primary-key table."""
         return bool(self._meta.schema.primary_key)
 
     def __repr__(self) -> str:
@@ -102,6 +137,13 @@ class TableAppend:
         self._table = table
 
     def create_writer(self) -> AppendWriter:
+        """A new append writer for this table.
+
+        The connection tracks the writer: closing the connection delivers what it still holds.
+
+        Returns:
+            An `AppendWriter`.
+        """
         from .write import AppendWriter
 
         writer = AppendWriter(self._table)
@@ -130,6 +172,26 @@ class TableUpsert:
     # The messages below are pyfluss's word for word (they already name the table), so code that
     # matches on them keeps working.
     def partial_update_by_name(self, columns: List[str]) -> "TableUpsert":
+        """Writers from the returned builder update only these columns.
+
+        The columns must include the whole primary key, and every other column of the table must be
+        nullable (the server checks it when the first write arrives).
+
+        Args:
+            columns: Column names.
+
+        Returns:
+            A new builder for partial-update writers.
+
+        Raises:
+            FlussError: A name is not a column of the table.
+
+        Example:
+            ```python
+            w = table.new_upsert().partial_update_by_name(["id", "age"]).create_writer()
+            w.upsert({"id": 1, "age": 26})
+            ```
+        """
         meta = self._table._meta
         if isinstance(columns, (str, bytes)):
             raise TypeError("Can't extract `str` to `Vec`")
@@ -141,6 +203,17 @@ class TableUpsert:
         return TableUpsert(self._table, [names.index(c) for c in columns])
 
     def partial_update_by_index(self, column_indices: List[int]) -> "TableUpsert":
+        """Writers from the returned builder update only these columns, given by position.
+
+        Args:
+            column_indices: Column positions in the schema.
+
+        Returns:
+            A new builder for partial-update writers.
+
+        Raises:
+            FlussError: An index is outside the schema.
+        """
         meta = self._table._meta
         n = len(meta.schema.columns)
         out = []
@@ -155,6 +228,11 @@ class TableUpsert:
         return TableUpsert(self._table, out)
 
     def create_writer(self) -> UpsertWriter:
+        """A new upsert writer (a partial-update writer when target columns were chosen).
+
+        Returns:
+            An `UpsertWriter`.
+        """
         return UpsertWriter(self._table, self._target)
 
     # -- the older guide: the builder used as the writer -------------------------------------------
@@ -164,12 +242,33 @@ class TableUpsert:
         return self._writer
 
     def upsert(self, row):
+        """The older guide's spelling: upsert through a writer this builder creates on first use.
+
+        Args:
+            row: As for `UpsertWriter.upsert`.
+
+        Returns:
+            The write's `WriteResultHandle`.
+        """
         return self._the_writer().upsert(row)
 
     def delete(self, pk):
+        """The older guide's spelling: delete through the builder's own writer.
+
+        Args:
+            pk: As for `UpsertWriter.delete`.
+
+        Returns:
+            The write's `WriteResultHandle`.
+        """
         return self._the_writer().delete(pk)
 
     async def flush(self) -> None:
+        """The older guide's spelling: flush the builder's own writer.
+
+        Raises:
+            FlussError: A write could not be delivered.
+        """
         await self._the_writer().flush()
 
     def __repr__(self) -> str:
@@ -188,14 +287,36 @@ class TableLookup:
         self._lookuper: Optional[Lookuper] = None
 
     def create_lookuper(self) -> Lookuper:
+        """A lookuper by the whole primary key.
+
+        Returns:
+            A `Lookuper`.
+        """
         return Lookuper(self._table)
 
     def lookup_by(self, column_names: List[str]) -> "TablePrefixLookup":
+        """Choose the columns of a prefix lookup.
+
+        Args:
+            column_names: The partition keys (if any) followed by the bucket key, which must be a
+                proper prefix of the primary key; the rule is checked by ``create_lookuper()``.
+
+        Returns:
+            A `TablePrefixLookup`.
+        """
         if isinstance(column_names, (str, bytes)):
             raise TypeError("Can't extract `str` to `Vec`")
         return TablePrefixLookup(self._table, list(column_names))
 
     async def lookup(self, pk):
+        """The older guide's spelling: look a key up through a lookuper created on first use.
+
+        Args:
+            pk: As for `Lookuper.lookup`.
+
+        Returns:
+            The row as a dict, or ``None``.
+        """
         if self._lookuper is None:
             self._lookuper = self.create_lookuper()
         return await self._lookuper.lookup(pk)
@@ -212,6 +333,15 @@ class TablePrefixLookup:
         self._columns = columns
 
     def create_lookuper(self) -> PrefixLookuper:
+        """A prefix lookuper for the chosen columns.
+
+        Returns:
+            A `PrefixLookuper`.
+
+        Raises:
+            FlussError: The columns are not the partition keys followed by a bucket key that is a
+                proper prefix of the primary key.
+        """
         return PrefixLookuper(self._table, self._columns)
 
     def __repr__(self) -> str:

@@ -68,28 +68,61 @@ class FlussServer:
 
     # -- topology ------------------------------------------------------------------------------
     def leader_of(self, table_id: int, partition_id: Optional[int], bucket: int) -> int:
+        """The tablet server that leads a bucket: ``(partition id or table id + bucket) mod N``.
+
+        Args:
+            table_id: The table's id.
+            partition_id: The partition's id, or ``None``.
+            bucket: The bucket number.
+
+        Returns:
+            The tablet server's index, ``0 .. N-1``.
+        """
         base = partition_id if partition_id is not None else table_id
         return (base + bucket) % self.num_tablet_servers
 
     def replicas_of(self, table_id: int, partition_id: Optional[int], bucket: int, replication_factor: int) -> list:
+        """The tablet servers listed as a bucket's replicas: the leader, then the next ones round the ring.
+
+        Args:
+            table_id: The table's id.
+            partition_id: The partition's id, or ``None``.
+            bucket: The bucket number.
+            replication_factor: The table's replication factor (capped at the number of tablet servers).
+
+        Returns:
+            Tablet server indexes, leader first.
+        """
         leader = self.leader_of(table_id, partition_id, bucket)
         n = self.num_tablet_servers
         return [(leader + k) % n for k in range(max(1, min(replication_factor, n)))]
 
     def coordinator_node(self, listener_name: str) -> tuple[int, str, int]:
+        """The coordinator's ``(node id, host, port)`` on one listener.
+
+        Args:
+            listener_name: The plaintext or the SASL listener's name.
+        """
         lst = self._listeners[listener_name][0]
         return 0, advertised_host(lst.host), lst.port
 
     def tablet_nodes(self, listener_name: str) -> list:
+        """Every tablet server's ``(node id, host, port)`` on one listener.
+
+        Args:
+            listener_name: The plaintext or the SASL listener's name.
+        """
         return [(lst.node_id, advertised_host(lst.host), lst.port) for lst in self._listeners[listener_name][1:]]
 
     @property
     def bootstrap_servers(self) -> str:
+        """The coordinator's plaintext ``host:port``: what clients put in ``bootstrap.servers``."""
         _, host, port = self.coordinator_node(PLAINTEXT_LISTENER)
         return f"{host}:{port}"
 
     @property
     def sasl_bootstrap_servers(self) -> Optional[str]:
+        """The coordinator's SASL ``host:port``, or ``None`` without a SASL listener."""
         if SASL_LISTENER not in self._listeners:
             return None
         _, host, port = self.coordinator_node(SASL_LISTENER)
@@ -97,6 +130,12 @@ class FlussServer:
 
     # -- life cycle ----------------------------------------------------------------------------
     async def start(self) -> None:
+        """Take the data directory's lock, recover its tables and start listening.
+
+        Raises:
+            RuntimeError: Another server holds the data directory.
+            OSError: A listen address is taken.
+        """
         from .coordinator import Coordinator
 
         os.makedirs(self.data_dir, exist_ok=True)
@@ -192,6 +231,7 @@ class FlussServer:
                         pass
 
     async def stop(self) -> None:
+        """Stop listening, let requests in flight finish, flush the stores and release the data directory."""
         for t in self._background:
             t.cancel()
         for t in self._background:
@@ -232,6 +272,7 @@ class FlussServer:
         self._started = False
 
     def ready_line(self) -> str:
+        """The line ``fluss-fast server`` prints once it accepts connections: ``READY bootstrap.servers=H:P[ sasl.bootstrap.servers=H:P]``."""
         line = f"READY bootstrap.servers={self.bootstrap_servers}"
         if self.sasl_bootstrap_servers:
             line += f" sasl.bootstrap.servers={self.sasl_bootstrap_servers}"

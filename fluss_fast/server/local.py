@@ -33,17 +33,29 @@ class LocalServer:
 
     @property
     def data_dir(self) -> Optional[str]:
+        """The data directory (a temporary one when none was given; ``None`` after it was removed)."""
         return self._data_dir
 
     @property
     def bootstrap_servers(self) -> str:
+        """The coordinator's ``host:port``, for ``Config({"bootstrap.servers": ...})``."""
         return self.server.bootstrap_servers
 
     @property
     def sasl_bootstrap_servers(self) -> Optional[str]:
+        """The SASL listener's ``host:port``, or ``None`` without SASL users."""
         return self.server.sasl_bootstrap_servers
 
     async def start(self) -> "LocalServer":
+        """Start the server in the running event loop.
+
+        Returns:
+            This server.
+
+        Raises:
+            OSError: A listen address is taken.
+            RuntimeError: Another server holds the data directory.
+        """
         if self._data_dir is None:
             self._data_dir = tempfile.mkdtemp(prefix="fluss-fast-server-")
         self.server = FlussServer(self._data_dir, **self._args)
@@ -51,6 +63,7 @@ class LocalServer:
         return self
 
     async def stop(self) -> None:
+        """Stop the server; remove the data directory if it was a temporary one."""
         if self.server is not None:
             await self.server.stop()
         if self._own_dir and self._data_dir:

@@ -83,6 +83,7 @@ class RequestContext:
 
     @property
     def is_coordinator(self) -> bool:
+        """Whether the request came in on the coordinator's listener (not a tablet server's)."""
         return self.node_id is None
 
 

@@ -58,18 +58,22 @@ cdef class ScanRecord:
 
     @property
     def offset(self):
+        """The record's offset in its bucket's log."""
         return self._offset
 
     @property
     def timestamp(self):
+        """The record's commit time, milliseconds since the epoch."""
         return self._ts
 
     @property
     def change_type(self):
+        """The `ChangeType`: ``APPEND_ONLY`` for log tables, ``+I``/``-U``/``+U``/``-D`` for changelogs."""
         return self._ct
 
     @property
     def row(self):
+        """The row as ``{column: value}``, built on first access (values as pyfluss returns them)."""
         cdef _ChunkRows h = self._rows
         if h.rows is None:
             h.rows = h.chunk.rows()

@@ -29,6 +29,19 @@ class TableScan:
 
     # -- configuration ---------------------------------------------------------------------------
     def project(self, indices: List[int]) -> "TableScan":
+        """Read only these columns, by position.
+
+        The server sends only these columns (ARROW tables); rows and batches keep this order.
+
+        Args:
+            indices: Column positions in the table's schema.
+
+        Returns:
+            This builder.
+
+        Raises:
+            FlussError: An empty list or an index outside the schema (when the scanner is created).
+        """
         if isinstance(indices, (str, bytes)):
             raise TypeError("Can't extract `str` to `Vec`")
         values = []
@@ -42,6 +55,22 @@ class TableScan:
         return self
 
     def project_by_name(self, names: List[str]) -> "TableScan":
+        """Read only these columns, by name.
+
+        Args:
+            names: Column names, in the order the results should have.
+
+        Returns:
+            This builder.
+
+        Raises:
+            FlussError: An empty list or an unknown column (when the scanner is created).
+
+        Example:
+            ```python
+            scanner = await table.new_scan().project_by_name(["id", "name"]).create_record_batch_log_scanner()
+            ```
+        """
         if isinstance(names, (str, bytes)):
             raise TypeError("Can't extract `str` to `Vec`")
         values = []
@@ -53,10 +82,30 @@ class TableScan:
         return self
 
     def with_fixed_schema(self, fixed_schema: bool) -> "TableScan":
+        """Accepted for pyfluss compatibility; results always use the schema the table has when the
+        scanner is created.
+
+        Args:
+            fixed_schema: Ignored apart from being kept.
+
+        Returns:
+            This builder.
+        """
         self._fixed_schema = bool(fixed_schema)
         return self
 
     def limit(self, n: int) -> "TableScan":
+        """Read at most ``n`` rows; only `create_bucket_batch_scanner` takes a limit.
+
+        Args:
+            n: A positive row count.
+
+        Returns:
+            This builder.
+
+        Raises:
+            FlussError: ``n`` is not positive.
+        """
         if isinstance(n, bool) or not isinstance(n, int):
             raise TypeError(f"argument 'n': '{type(n).__name__}' object cannot be interpreted as an integer")
         if n <= 0:
@@ -67,6 +116,26 @@ class TableScan:
         return self
 
     def filter(self, predicate: Predicate) -> "TableScan":
+        """Return only the rows that match ``predicate``.
+
+        The predicate is also sent to the server, which skips batches that cannot match; the client
+        then drops every row that does not match, so the result is exact (pyfluss returns whole
+        batches that may match).
+
+        Args:
+            predicate: Built with `col`, e.g. ``fluss.col("amount") > 100``.
+
+        Returns:
+            This builder.
+
+        Raises:
+            FlussError: The predicate names an unknown column or compares with a value of the wrong type.
+
+        Example:
+            ```python
+            scan = table.new_scan().filter((fluss.col("amount") > 100) & fluss.col("city").is_in(["Oslo", "Rome"]))
+            ```
+        """
         meta = self._meta
         self._predicate = bind_predicate(predicate, meta.schema, meta.schema_id)
         return self
@@ -99,6 +168,20 @@ class TableScan:
 
     # -- scanners --------------------------------------------------------------------------------
     def create_bucket_batch_scanner(self, bucket: TableBucket) -> BatchScanner:
+        """A one-shot scanner of up to ``limit`` rows of one bucket.
+
+        For a log table these are the bucket's first rows; for a primary-key table, current rows of
+        the bucket's state.
+
+        Args:
+            bucket: The bucket (``TableBucket(table_id, bucket_id)``).
+
+        Returns:
+            A `BatchScanner`.
+
+        Raises:
+            FlussError: No `limit` was set, a filter was set, or the bucket is not one of this table's.
+        """
         if self._limit is None:
             raise FlussError("create_bucket_batch_scanner requires a limit set via .limit(n)")
         meta = self._meta
@@ -127,10 +210,31 @@ class TableScan:
 
     @on_caller
     async def create_log_scanner(self) -> LogScanner:
+        """A record scanner: `LogScanner.poll` returns `ScanRecords` with change types and row dicts.
+
+        This is the scanner for primary-key tables' changelogs. Creating it does no I/O.
+
+        Returns:
+            A `LogScanner` with no subscriptions yet.
+
+        Raises:
+            FlussError: A `limit` was set.
+        """
         return self._create(RECORD)
 
     @on_caller
     async def create_record_batch_log_scanner(self) -> LogScanner:
+        """An Arrow scanner: ``poll_arrow``, ``poll_record_batch``, ``to_arrow``, ``to_pandas``.
+
+        Creating it does no I/O.
+
+        Returns:
+            A `LogScanner` with no subscriptions yet.
+
+        Raises:
+            FlussError: A `limit` was set, or the table has a primary key (Arrow batches carry no
+                change types; read the ``$changelog`` virtual table instead).
+        """
         return self._create(BATCH)
 
     def __repr__(self) -> str:

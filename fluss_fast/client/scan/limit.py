@@ -38,6 +38,7 @@ class BatchScanner:
 
     @property
     def bucket(self) -> TableBucket:
+        """The bucket this scanner reads."""
         return self._bucket
 
     async def _scan(self) -> RecordBatch:
@@ -106,6 +107,15 @@ class BatchScanner:
 
     @on_runtime
     async def next_batch(self) -> Optional[RecordBatch]:
+        """The scanned rows as one batch the first time; ``None`` after that.
+
+        Returns:
+            A `RecordBatch`, or ``None`` once consumed.
+
+        Raises:
+            FlussError: The scan failed (network trouble that lasts longer than ``request-timeout``,
+                a missing table, corrupt data).
+        """
         if self._spent:
             return None
         self._spent = True
@@ -113,6 +123,11 @@ class BatchScanner:
 
     @on_runtime
     async def collect_all_batches(self) -> List[RecordBatch]:
+        """Every batch this scanner has left (at most one).
+
+        Returns:
+            A list of `RecordBatch`.
+        """
         if self._spent:
             return []
         self._spent = True
@@ -130,10 +145,20 @@ class BatchScanner:
 
     @on_runtime
     async def to_arrow(self) -> pa.Table:
+        """The scanned rows as a ``pyarrow.Table``.
+
+        Returns:
+            Up to ``limit`` rows.
+        """
         return await self._drain_table()
 
     @on_runtime
     async def to_pandas(self) -> pd.DataFrame:
+        """The scanned rows as a ``pandas.DataFrame`` (needs pandas).
+
+        Returns:
+            Up to ``limit`` rows.
+        """
         return (await self._drain_table()).to_pandas()
 
     def __repr__(self) -> str:

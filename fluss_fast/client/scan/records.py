@@ -268,18 +268,22 @@ class ScanRecord:
 
     @property
     def offset(self) -> int:
+        """The record's offset in its bucket's log."""
         return self._offset
 
     @property
     def timestamp(self) -> int:
+        """The record's commit time, milliseconds since the epoch."""
         return self._ts
 
     @property
     def change_type(self) -> ChangeType:
+        """The `ChangeType`: ``APPEND_ONLY`` for log tables, ``+I``/``-U``/``+U``/``-D`` for changelogs."""
         return self._ct
 
     @property
     def row(self) -> Dict[str, object]:
+        """The row as ``{column: value}``, built on first access (values as pyfluss returns them)."""
         row = self._row
         if row is None:
             row = self._row = self._chunk.rows()[self._k]
@@ -324,26 +328,52 @@ class ScanRecords:
         return recs
 
     def buckets(self) -> List[TableBucket]:
+        """The buckets that have records in this poll.
+
+        Returns:
+            A list of `TableBucket`.
+        """
         return list(self._chunks)
 
     def records(self, bucket: TableBucket) -> List[ScanRecord]:
+        """The records of one bucket, in offset order.
+
+        Args:
+            bucket: One of `buckets`.
+
+        Returns:
+            A list of `ScanRecord` (empty for a bucket without records).
+        """
         _want_bucket(bucket)
         return list(self._bucket_records(bucket))
 
     def count(self) -> int:
+        """The number of records (also ``len(records)``)."""
         return self._count
 
     def is_empty(self) -> bool:
+        """Whether the poll returned no records."""
         return self._count == 0
 
     def keys(self) -> List[TableBucket]:
+        """The buckets, as `buckets` (mapping-style access)."""
         return list(self._chunks)
 
     def values(self) -> Iterator[List[ScanRecord]]:
+        """Each bucket's records.
+
+        Returns:
+            An iterator of lists of `ScanRecord`.
+        """
         for b in list(self._chunks):
             yield list(self._bucket_records(b))
 
     def items(self) -> Iterator:
+        """``(bucket, records)`` pairs.
+
+        Returns:
+            An iterator of ``(TableBucket, list of ScanRecord)``.
+        """
         for b in list(self._chunks):
             yield b, list(self._bucket_records(b))
 
@@ -411,18 +441,22 @@ class RecordBatch:
 
     @property
     def batch(self) -> pa.RecordBatch:
+        """The rows as a ``pyarrow.RecordBatch``."""
         return self._batch
 
     @property
     def bucket(self) -> TableBucket:
+        """The bucket the rows come from."""
         return self._bucket
 
     @property
     def base_offset(self) -> int:
+        """The offset of the first row."""
         return self._base_offset
 
     @property
     def last_offset(self) -> int:
+        """The offset of the last row."""
         return self._last_offset
 
     def __str__(self) -> str:

@@ -68,6 +68,24 @@ class LogScanner:
         return TableBucket._make(self._spec.table_id, partition_id, bucket_id), offset
 
     def subscribe(self, bucket_id: int, start_offset: int) -> None:
+        """Read one bucket of a non-partitioned table from ``start_offset`` on.
+
+        Subscribing a bucket again moves it to the new offset; records prepared for the old position
+        are dropped.
+
+        Args:
+            bucket_id: The bucket.
+            start_offset: An offset, ``fluss.EARLIEST_OFFSET`` (-2) or ``fluss.LATEST_OFFSET`` (-1).
+
+        Raises:
+            FlussError: The table is partitioned (use `subscribe_partition`), or an Arrow batch reader
+                of this scanner is still open.
+
+        Example:
+            ```python
+            scanner.subscribe(bucket_id=0, start_offset=fluss.EARLIEST_OFFSET)
+            ```
+        """
         self._check_no_reader()
         if self._spec.partitioned:
             raise FlussError('The table is a partitioned table, please use "subscribe_partition" '
@@ -76,6 +94,19 @@ class LogScanner:
         self._fetcher.assign({tb: off})
 
     def subscribe_buckets(self, bucket_offsets: Dict[int, int]) -> None:
+        """Read several buckets of a non-partitioned table.
+
+        Args:
+            bucket_offsets: ``{bucket_id: start_offset}``.
+
+        Raises:
+            FlussError: An empty dict, a partitioned table, or an open batch reader.
+
+        Example:
+            ```python
+            scanner.subscribe_buckets({b: fluss.EARLIEST_OFFSET for b in range(3)})
+            ```
+        """
         self._check_no_reader()
         if self._spec.partitioned:
             raise FlussError('The table is a partitioned table, please use '
@@ -88,6 +119,16 @@ class LogScanner:
         self._fetcher.assign(dict(self._bucket(None, b, o) for b, o in bucket_offsets.items()))
 
     def subscribe_partition(self, partition_id: int, bucket_id: int, start_offset: int) -> None:
+        """Read one bucket of one partition from ``start_offset`` on.
+
+        Args:
+            partition_id: The partition's id (`PartitionInfo.partition_id`).
+            bucket_id: The bucket.
+            start_offset: An offset, ``EARLIEST_OFFSET`` or ``LATEST_OFFSET``.
+
+        Raises:
+            FlussError: The table is not partitioned, or an open batch reader.
+        """
         self._check_no_reader()
         if not self._spec.partitioned:
             raise FlussError('The table is not a partitioned table, please use "subscribe" to '
@@ -96,6 +137,15 @@ class LogScanner:
         self._fetcher.assign({tb: off})
 
     def subscribe_partition_buckets(self, partition_bucket_offsets: Dict[Tuple[int, int], int]) -> None:
+        """Read several buckets of partitions.
+
+        Args:
+            partition_bucket_offsets: ``{(partition_id, bucket_id): start_offset}``.
+
+        Raises:
+            FlussError: An empty dict, a table that is not partitioned, or an open batch reader.
+            TypeError: A key is not a ``(partition_id, bucket_id)`` tuple.
+        """
         self._check_no_reader()
         if not self._spec.partitioned:
             raise FlussError('The table is not a partitioned table, please use "subscribe_buckets" '
@@ -115,6 +165,14 @@ class LogScanner:
         self._fetcher.assign(assigned)
 
     def unsubscribe(self, bucket_id: int) -> None:
+        """Stop reading a bucket; records already prepared for it are dropped.
+
+        Args:
+            bucket_id: The bucket.
+
+        Raises:
+            FlussError: The table is partitioned (use `unsubscribe_partition`).
+        """
         self._check_no_reader()
         if self._spec.partitioned:
             raise FlussError('The table is a partitioned table, please use "unsubscribe_partition" '
@@ -123,6 +181,15 @@ class LogScanner:
         self._fetcher.unassign([TableBucket._make(self._spec.table_id, None, bucket_id)])
 
     def unsubscribe_partition(self, partition_id: int, bucket_id: int) -> None:
+        """Stop reading one bucket of a partition.
+
+        Args:
+            partition_id: The partition's id.
+            bucket_id: The bucket.
+
+        Raises:
+            FlussError: The table is not partitioned.
+        """
         self._check_no_reader()
         if not self._spec.partitioned:
             raise FlussError("Can't unsubscribe a partition for a non-partitioned table.")
@@ -148,6 +215,28 @@ class LogScanner:
 
     @on_runtime
     async def poll(self, timeout_ms: int) -> ScanRecords:
+        """The next records of the subscribed buckets (record scanners).
+
+        Returns as soon as records are there, or after ``timeout_ms`` with none. At most
+        ``scanner.log.max-poll-records`` records (default 500). Network errors and leader changes
+        are retried inside the timeout: a restarting server costs empty polls, not an exception.
+        Also works without ``await`` in a plain ``for`` loop (``for r in scanner.poll(1000)``).
+
+        Args:
+            timeout_ms: How long to wait for records, in milliseconds.
+
+        Returns:
+            The records, by bucket; iterate it for all of them in order per bucket.
+
+        Raises:
+            FlussError: A batch scanner (use `poll_arrow`), corrupt data, or an offset out of range.
+
+        Example:
+            ```python
+            for r in await scanner.poll(1000):
+                print(r.offset, r.change_type.short_string(), r.row)
+            ```
+        """
         timeout = self._timeout(timeout_ms)
         self._need(RECORD)
         f = self._fetcher
@@ -188,10 +277,32 @@ class LogScanner:
 
     @on_runtime
     async def poll_record_batch(self, timeout_ms: int) -> List[RecordBatch]:
+        """The next Arrow batches with their buckets and offsets (batch scanners).
+
+        Args:
+            timeout_ms: How long to wait for data, in milliseconds.
+
+        Returns:
+            Up to 100 `RecordBatch` objects; an empty list when nothing arrived in time.
+
+        Raises:
+            FlussError: A record scanner (use `poll`), corrupt data, or an offset out of range.
+        """
         return await self._poll_batches(timeout_ms)
 
     @on_runtime
     async def poll_arrow(self, timeout_ms: int) -> pa.Table:
+        """The next rows as one ``pyarrow.Table`` (batch scanners).
+
+        Args:
+            timeout_ms: How long to wait for data, in milliseconds.
+
+        Returns:
+            The rows fetched (possibly none), with the scan's projected schema.
+
+        Raises:
+            FlussError: A record scanner, corrupt data, or an offset out of range.
+        """
         timeout = self._timeout(timeout_ms)
         self._need(BATCH)
         chunks = await self._fetcher.poll_chunks(timeout, max_chunks=_MAX_BATCHES_PER_POLL)
@@ -276,11 +387,38 @@ class LogScanner:
 
     @on_runtime
     async def to_arrow(self) -> pa.Table:
+        """Everything from the subscribed offsets up to each bucket's end *now*, as one table.
+
+        The end offsets are fixed when the read starts; rows appended later are not waited for. The
+        buckets read are unsubscribed afterwards.
+
+        Returns:
+            A ``pyarrow.Table`` with the scan's projected schema, filter applied.
+
+        Raises:
+            FlussError: A record scanner, a bucket the table does not have, corrupt data, or network
+                trouble that lasts longer than ``request-timeout``.
+
+        Example:
+            ```python
+            scanner = await table.new_scan().create_record_batch_log_scanner()
+            scanner.subscribe_buckets({b: fluss.EARLIEST_OFFSET for b in range(3)})
+            arrow_table = await scanner.to_arrow()
+            ```
+        """
         self._need(BATCH)
         return await self._read_bounded()
 
     @on_runtime
     async def to_pandas(self) -> pd.DataFrame:
+        """As `to_arrow`, converted to a ``pandas.DataFrame`` (needs pandas).
+
+        Returns:
+            The rows as a DataFrame.
+
+        Raises:
+            FlussError: As for `to_arrow`.
+        """
         self._need(BATCH)
         table = await self._read_bounded()
         return table.to_pandas()

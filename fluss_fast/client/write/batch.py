@@ -147,11 +147,17 @@ class WriteResultHandle:
 
     @on_runtime
     async def wait(self) -> None:
+        """Wait until the server has acknowledged this write.
+
+        Raises:
+            FlussError: The write could not be delivered (its batch failed or timed out).
+        """
         for f in self._futures():
             await asyncio.wrap_future(f)
 
     @property
     def done(self) -> bool:
+        """Whether the write has been acknowledged or has failed."""
         return all(f.done() for f in self._futures())
 
     @property

@@ -314,6 +314,17 @@ class UpsertWriter(BufferedWriter):
         return self._bulk_writer().write(table, delete=False)
 
     def upsert_pandas(self, df) -> WriteResultHandle:
+        """Upsert every row of a ``pandas.DataFrame`` (columns matched by name; fluss_fast extra).
+
+        Args:
+            df: The rows; nullable columns may be left out.
+
+        Returns:
+            A handle that completes when every row is acknowledged.
+
+        Raises:
+            FlussError: A missing key or NOT NULL column, an unknown column, or a value of the wrong type.
+        """
         self._check_open()
         return self._bulk_writer().write_pandas(df, delete=False)
 
@@ -323,10 +334,29 @@ class UpsertWriter(BufferedWriter):
         return self._bulk_writer().write(batch, delete=True)
 
     def delete_arrow(self, table: pa.Table) -> WriteResultHandle:
+        """Delete the rows whose primary keys are in a ``pyarrow.Table`` (key columns by name; fluss_fast extra).
+
+        Args:
+            table: The primary-key columns only.
+
+        Returns:
+            A handle that completes when every delete is acknowledged.
+
+        Raises:
+            FlussError: A key column is missing or an extra column is given.
+        """
         self._check_open()
         return self._bulk_writer().write(table, delete=True)
 
     def delete_pandas(self, df) -> WriteResultHandle:
+        """Delete the rows whose primary keys are in a ``pandas.DataFrame`` (fluss_fast extra).
+
+        Args:
+            df: The primary-key columns only.
+
+        Returns:
+            A handle that completes when every delete is acknowledged.
+        """
         self._check_open()
         return self._bulk_writer().write_pandas(df, delete=True)
 
@@ -345,6 +375,11 @@ class UpsertWriter(BufferedWriter):
     # -- close --------------------------------------------------------------------------------
     @on_runtime
     async def close(self) -> None:
+        """Deliver what the writer holds and refuse further writes.
+
+        Raises:
+            FlussError: Something could not be delivered (the message says how many records).
+        """
         await self._close(report_lost=False)
 
 
