@@ -1,6 +1,6 @@
 """Fill bench_data/cache/ with the benchmark data sets (Parquet, git-ignored).
 
-    python bench_data/generate.py                       # orders + clicks, 10k 100k 1m
+    python bench_data/generate.py                       # every data set, 10k 100k 1m
     python bench_data/generate.py --rows 10m --dataset orders --force
 """
 import argparse

@@ -1,6 +1,7 @@
 """``fluss-fast bench``: fluss_fast against pyfluss, same scenarios, same server, alternating clients.
 
-    fluss-fast bench [--quick] [--scenarios a,b] [--rows N] [--repeat N] [--dataset orders|clicks]
+    fluss-fast bench [--quick] [--scenarios a,b] [--rows N] [--repeat N] [--cold-repeat N]
+                     [--dataset orders|clicks|numeric]
                      [--clients fluss_fast,pyfluss] [--buckets N] [--bootstrap-servers HOST:PORT]
                      [--tablet-servers N] [--json FILE] [--plot FILE.png] [--timeout SECONDS]
                      [--no-progress] [--profile DIR] [--list]
@@ -29,12 +30,17 @@ from ..cli import version_line
 from .util import cleanup_step, human_rate, run_interruptibly, server_for
 
 from . import ceiling as _ceiling  # noqa: F401 - importing registers the ceiling scenarios
+from .cold import COLD_SCENARIOS
 
 DEFAULT_SCENARIOS = sc.LOG_SCENARIOS + sc.PK_SCENARIOS + ["ceiling_produce", "ceiling_fetch", "ceiling_put_kv",
                                                           "ceiling_lookup", "ceiling_lookup_batch"]
 CLIENT_MODULES = {"fluss_fast": "fluss_fast", "pyfluss": "fluss"}
 QUICK_ROWS = 20_000
 QUICK_REPEAT = 2
+QUICK_COLD_REPEAT = 1
+# --quick runs no cold lookups: they run out a lookup budget like the warm ones (pyfluss's 64
+# concurrent ones take ~8 s however short it is), which would double the smoke run's time
+QUICK_COLD_SKIP = ("lookup", "lookup64", "prefix_lookup")
 FULL_ROWS = 200_000
 FULL_REPEAT = 3
 
@@ -53,6 +59,7 @@ class Result:
     samples: List[sc.Outcome] = field(default_factory=list)
     status: str = OK
     detail: str = ""
+    cold_samples: List[sc.Outcome] = field(default_factory=list)
 
     def fail(self, status: str, detail: str) -> None:
         # The worst status wins: one bad repetition makes the whole result bad.
@@ -90,7 +97,34 @@ class Result:
             wires = [s.wire_bytes / s.seconds / 1e9 for s in self.samples if s.seconds > 0 and s.wire_bytes]
             if wires:
                 out["wire_gb_per_s"] = statistics.median(wires)
+        if self.cold_samples:
+            out["cold"] = cold_summary(self.cold_samples)
         return out
+
+
+def cold_summary(samples: List[sc.Outcome]) -> Dict[str, Any]:
+    """Medians of the cold runs (``bench.cold``): the operation's time from its call, the time to the
+    first row (connect included, import not), the import, CPU split into user and kernel time, and
+    the peak RSS rise over the process's RSS before it connected."""
+    med = statistics.median
+    out: Dict[str, Any] = {
+        "repetitions": len(samples),
+        "samples": [{"seconds": s.seconds, "rows": s.rows, "bytes": s.nbytes, "note": s.note,
+                     "server_cpu_s": s.cpu[1], "rss_start_bytes": s.rss[0], "rss_peak_bytes": s.rss[1],
+                     **s.extra} for s in samples],
+        "seconds_median": med(s.seconds for s in samples),
+    }
+    rates = [s.rows / s.seconds for s in samples if s.seconds > 0]
+    if rates:
+        out["rows_per_s"] = med(rates)
+    for key in ("import_s", "import_pyarrow_s", "connect_s", "first_row_s", "user_s", "sys_s", "write_s"):
+        vals = [s.extra[key] for s in samples if s.extra.get(key) is not None]
+        if vals:
+            out[key + "_median"] = med(vals)
+    rises = [(s.rss[1] - s.rss[0]) / 1e6 for s in samples if s.rss[0]]
+    if rises:
+        out["peak_rss_mb"] = med(rises)
+    return out
 
 
 DESCRIPTION = ("Benchmark fluss_fast against pyfluss: the same scenarios on the same server, the clients "
@@ -110,13 +144,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"small run for CI (< 1 min): {QUICK_ROWS} rows, {QUICK_REPEAT} repetitions")
     p.add_argument("--scenarios", metavar="A,B", help="comma-separated subset of: " + ", ".join(sc.SCENARIOS))
     p.add_argument("--rows", metavar="N", help=f"rows in the data set (default {FULL_ROWS}; accepts 10k, 1m)")
-    p.add_argument("--repeat", type=int, metavar="N", help=f"repetitions per client (default {FULL_REPEAT})")
+    p.add_argument("--repeat", type=int, metavar="N",
+                   help=f"warm repetitions per client, in this process (default {FULL_REPEAT}; 0: cold runs only)")
+    p.add_argument("--cold-repeat", type=int, metavar="N",
+                   help=f"cold runs per client and scenario, each in a fresh process that imports the client, "
+                        f"connects and does the operation once (default: as --repeat; {QUICK_COLD_REPEAT} with "
+                        f"--quick, which runs no cold lookups; 0: none)")
     p.add_argument("--dataset", default="orders", choices=sorted(ds.DATASETS),
                    help="which generated data set (bench_data/; default orders)")
     p.add_argument("--clients", default="fluss_fast,pyfluss", metavar="A,B",
                    help="comma-separated clients to compare (default fluss_fast,pyfluss; pyfluss is dropped if "
                         "not installed)")
-    p.add_argument("--buckets", type=int, default=3, metavar="N", help="buckets per table (default 3)")
+    p.add_argument("--buckets", type=int, metavar="N",
+                   help="buckets per table (default: the data set's, 3; numeric 4)")
     p.add_argument("--bootstrap-servers", metavar="HOST:PORT",
                    help="use this cluster instead of starting the embedded server")
     p.add_argument("--tablet-servers", type=int, default=1, metavar="N",
@@ -201,7 +241,7 @@ def machine() -> Dict[str, Any]:
 
 
 async def run_all(opts, scenario_names: List[str], clients: List[sc.Client], bootstrap: str,
-                  rows: int, repeat: int, server_pid: Optional[int] = None) -> List[Result]:
+                  rows: int, repeat: int, server_pid: Optional[int] = None, cold_repeat: int = 0) -> List[Result]:
     try:
         # pyarrow imports pandas (when installed) on first use of pa.array(), Array.view() and
         # more: done here, the one-time ~1 s and ~100 MB of RSS land in no client's timed section
@@ -253,31 +293,35 @@ async def run_all(opts, scenario_names: List[str], clients: List[sc.Client], boo
                     if r.status in (SKIPPED,):
                         continue
                     env.current = f"{name}-{label}-rep{rep + 1}"
-                    try:
-                        out = await asyncio.wait_for(s.run(client, env, shared), opts.timeout)
-                    except sc.Skip as exc:
-                        r.fail(SKIPPED, str(exc))
-                        _log(f"[{name}] {label}: SKIPPED ({exc})")
-                        continue
-                    except sc.Mismatch as exc:
-                        r.fail(FAILED, str(exc))
-                        _log(f"[{name}] {label} rep {rep + 1}: FAILED: {exc}")
-                        continue
-                    except asyncio.TimeoutError:
-                        r.fail(ERROR, f"timed out after {opts.timeout:.0f} s")
-                        _log(f"[{name}] {label} rep {rep + 1}: ERROR: timed out")
-                        continue
-                    except Exception as exc:  # noqa: BLE001 - a crash is a result too
-                        r.fail(ERROR, _describe(exc))
-                        _log(f"[{name}] {label} rep {rep + 1}: ERROR: {_describe(exc)}")
-                        if os.environ.get("FLUSS_FAST_BENCH_TRACE"):
-                            traceback.print_exc()
+                    out = await _attempt(s.run(client, env, shared), r, name, f"{label} rep {rep + 1}",
+                                         opts.timeout)
+                    if out is None:
                         continue
                     r.samples.append(out)
                     _log(f"[{name}] {label} rep {rep + 1}/{repeat}: {out.rows} rows in {out.seconds:.3f} s "
                          f"= {human_rate(out.rows / out.seconds)} rows/s, "
                          f"{out.nbytes / out.seconds / 1e6:.1f} MB/s"
                          + (f", wire {out.wire_bytes / out.seconds / 1e9:.2f} GB/s" if out.wire_bytes else ""))
+            if s.raw or name not in COLD_SCENARIOS or (opts.quick and name in QUICK_COLD_SKIP):
+                continue
+            # cold: each run a fresh process, the clients alternating as above
+            for rep in range(cold_repeat):
+                order = clients if rep % 2 == 0 else list(reversed(clients))
+                for client in order:
+                    r = res[client.name]
+                    if r.status in (SKIPPED,):
+                        continue
+                    env.current = f"{name}-{client.name}-cold{rep + 1}"
+                    out = await _attempt(sc.run_cold(name, client, env, shared, opts.timeout), r, name,
+                                         f"{client.name} cold {rep + 1}", opts.timeout + 30, cold=True)
+                    if out is None:
+                        continue
+                    r.cold_samples.append(out)
+                    x = out.extra
+                    first = f", first row {x['first_row_s']:.3f} s" if "first_row_s" in x else ""
+                    _log(f"[{name}] {client.name} cold {rep + 1}/{cold_repeat}: {out.rows} rows in "
+                         f"{out.seconds:.3f} s (user {x['user_s']:.2f} s, sys {x['sys_s']:.2f} s){first}, "
+                         f"import {x['import_s']:.2f} s, connect {x['connect_s']:.3f} s")
     finally:
         # Bounded, so that a Ctrl-C (which cancels this coroutine) ends the run within seconds.
         for s_prepare, shared in prepared.items():
@@ -290,6 +334,28 @@ async def run_all(opts, scenario_names: List[str], clients: List[sc.Client], boo
     return results
 
 
+async def _attempt(coro, r: Result, name: str, what: str, timeout: float, cold: bool = False):
+    """The outcome of one run, or None with the failure recorded in ``r`` (the worst one wins)."""
+    tag = "cold: " if cold else ""
+    try:
+        return await asyncio.wait_for(coro, timeout)
+    except sc.Skip as exc:
+        r.fail(SKIPPED, str(exc))
+        _log(f"[{name}] {what}: SKIPPED ({exc})")
+    except sc.Mismatch as exc:
+        r.fail(FAILED, tag + str(exc))
+        _log(f"[{name}] {what}: FAILED: {exc}")
+    except asyncio.TimeoutError:
+        r.fail(ERROR, f"{tag}timed out after {timeout:.0f} s")
+        _log(f"[{name}] {what}: ERROR: timed out")
+    except Exception as exc:  # noqa: BLE001 - a crash is a result too
+        r.fail(ERROR, tag + _describe(exc))
+        _log(f"[{name}] {what}: ERROR: {_describe(exc)}")
+        if os.environ.get("FLUSS_FAST_BENCH_TRACE"):
+            traceback.print_exc()
+    return None
+
+
 def _describe(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     name = type(exc).__name__
@@ -298,18 +364,22 @@ def _describe(exc: BaseException) -> str:
 
 
 def format_table(summaries: List[Dict[str, Any]]) -> str:
-    """The results table; reasons for SKIPPED/FAILED/ERROR are numbered notes below it."""
-    head = ["scenario", "client", "rows/s", "min-max rows/s", "MB/s", "ff/py", "cpu% cli/srv",
-            "peak RSS +MB", "status"]
+    """The results table, warm columns then cold ones; reasons for SKIPPED/FAILED/ERROR are
+    numbered notes below it.
+
+    Warm: medians over repetitions in this process. Cold: medians over fresh processes (``bench.cold``):
+    the operation's seconds from its call, the fluss_fast/pyfluss ratio of their rates, the time to the
+    first row (connect included, import not), user/kernel CPU seconds and the peak RSS rise."""
+    head = ["scenario", "client", "warm rows/s", "min-max rows/s", "MB/s", "ff/py", "cpu% cli/srv",
+            "peak RSS +MB", "cold s", "cold ff/py", "1st row s", "cold usr/sys s", "cold RSS +MB", "status"]
     rows = []
     notes: List[str] = []
     by = {(s["scenario"], s["client"]): s for s in summaries}
     for s in summaries:
         ratio = ""
-        if s["client"] == "fluss_fast" and "rows_per_s" in s:
-            other = by.get((s["scenario"], "pyfluss"))
-            if other and "rows_per_s" in other and other["rows_per_s"] > 0:
-                ratio = f"{s['rows_per_s'] / other['rows_per_s']:.2f}x"
+        other = by.get((s["scenario"], "pyfluss")) if s["client"] == "fluss_fast" else None
+        if other and "rows_per_s" in s and other.get("rows_per_s"):
+            ratio = f"{s['rows_per_s'] / other['rows_per_s']:.2f}x"
         if "rows_per_s" in s:
             rate = human_rate(s["rows_per_s"])
             spread = f"{human_rate(s['rows_per_s_min'])}-{human_rate(s['rows_per_s_max'])}"
@@ -322,12 +392,22 @@ def format_table(summaries: List[Dict[str, Any]]) -> str:
         if "client_cpu_pct" in s:
             cpu = f"{s['client_cpu_pct']:.0f}/" + (f"{s['server_cpu_pct']:.0f}" if "server_cpu_pct" in s else "?")
         rss = f"{s['peak_rss_mb']:.0f}" if "peak_rss_mb" in s else "-"
+        cold_cells = ["-"] * 5
+        c = s.get("cold")
+        if c:
+            oc = (other or {}).get("cold") or {}
+            cold_ratio = f"{c['rows_per_s'] / oc['rows_per_s']:.2f}x" if c.get("rows_per_s") and \
+                oc.get("rows_per_s") else ""
+            first = f"{c['first_row_s_median']:.3f}" if "first_row_s_median" in c else "-"
+            cpu_split = f"{c['user_s_median']:.2f}/{c['sys_s_median']:.2f}" if "sys_s_median" in c else "-"
+            crss = f"{c['peak_rss_mb']:.0f}" if "peak_rss_mb" in c else "-"
+            cold_cells = [f"{c['seconds_median']:.3f}", cold_ratio, first, cpu_split, crss]
         status = s["status"]
         if status != OK:
             if s["detail"] not in notes:
                 notes.append(s["detail"])
             status += f" [{notes.index(s['detail']) + 1}]"
-        rows.append([s["scenario"], s["client"], rate, spread, mbs, ratio, cpu, rss, status])
+        rows.append([s["scenario"], s["client"], rate, spread, mbs, ratio, cpu, rss] + cold_cells + [status])
     widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(head, widths)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))
@@ -351,9 +431,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 0
     try:
         rows = ds.parse_rows(opts.rows) if opts.rows else (QUICK_ROWS if opts.quick else FULL_ROWS)
-        repeat = opts.repeat or (QUICK_REPEAT if opts.quick else FULL_REPEAT)
-        if repeat < 1:
-            raise ValueError("--repeat must be at least 1")
+        repeat = opts.repeat if opts.repeat is not None else (QUICK_REPEAT if opts.quick else FULL_REPEAT)
+        cold_repeat = opts.cold_repeat if opts.cold_repeat is not None else \
+            (QUICK_COLD_REPEAT if opts.quick else repeat)
+        if repeat < 0 or cold_repeat < 0 or repeat + cold_repeat < 1:
+            raise ValueError("--repeat and --cold-repeat must not be negative, nor both 0")
+        if opts.buckets is None:
+            opts.buckets = ds.DATASETS[opts.dataset].buckets
         names = [n.strip() for n in opts.scenarios.split(",") if n.strip()] if opts.scenarios \
             else list(SWEEP_SCENARIOS if opts.sweep else DEFAULT_SCENARIOS)
         sizes = [ds.parse_rows(x.strip()) for x in opts.sweep.split(",") if x.strip()] \
@@ -382,7 +466,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             if opts.sweep:
                 _log(f"--- sweep: {size} rows ---")
             results = _run(run_all(opts, names, clients, bootstrap, size, repeat,
-                                   server.pid if server is not None else None))
+                                   server.pid if server is not None else None, cold_repeat))
             sweep.append({"rows": size, "results": [r.summary() for r in results]})
     except KeyboardInterrupt:
         print("\nfluss-fast bench: interrupted" + (" (embedded server stopped)" if server is not None else ""),
@@ -395,12 +479,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         if server is not None:
             server.close()
     if opts.sweep:
-        return _report_sweep(opts, argv, clients, repeat, sweep, started)
+        return _report_sweep(opts, argv, clients, repeat, sweep, started, cold_repeat)
     summaries = sweep[0]["results"]
     report = {
         "meta": {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                  "machine": machine(), "versions": versions(clients), "dataset": opts.dataset,
-                 "rows": rows, "repeat": repeat, "buckets": opts.buckets,
+                 "rows": rows, "repeat": repeat, "cold_repeat": cold_repeat, "buckets": opts.buckets,
                  "server": opts.bootstrap_servers or f"embedded ({opts.tablet_servers} tablet server(s))",
                  "command": "fluss-fast bench " + " ".join(argv), "wall_seconds": round(time.time() - started, 1)},
         "results": summaries,
@@ -437,11 +521,12 @@ def output_path(name: str) -> str:
     return os.path.abspath(os.path.join(DEFAULT_OUT_DIR, name))
 
 
-def _report_sweep(opts, argv, clients, repeat, sweep, started) -> int:
+def _report_sweep(opts, argv, clients, repeat, sweep, started, cold_repeat=0) -> int:
     """Prints one table per size and a rows/s-by-size summary; JSON and chart as requested."""
     meta = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "machine": machine(), "versions": versions(clients), "dataset": opts.dataset,
-            "rows": [step["rows"] for step in sweep], "repeat": repeat, "buckets": opts.buckets,
+            "rows": [step["rows"] for step in sweep], "repeat": repeat, "cold_repeat": cold_repeat,
+            "buckets": opts.buckets,
             "server": opts.bootstrap_servers or f"embedded ({opts.tablet_servers} tablet server(s))",
             "command": "fluss-fast bench " + " ".join(argv), "wall_seconds": round(time.time() - started, 1)}
     print(format_meta(meta))
@@ -491,7 +576,8 @@ def format_meta(meta: Dict[str, Any]) -> str:
     return (f"# {meta['date']}  {m['cpu']} ({m['cores']} cores), {m['system']}\n"
             f"# {parts}\n"
             f"# data set {meta['dataset']}: {meta['rows']} rows, {meta['buckets']} buckets, "
-            f"{meta['repeat']} repetitions, server: {meta['server']}")
+            f"{meta['repeat']} warm repetitions, {meta.get('cold_repeat', 0)} cold (a fresh process each), "
+            f"server: {meta['server']}")
 
 
 def _run(coro):

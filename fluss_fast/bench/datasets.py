@@ -1,10 +1,13 @@
 """Deterministic, seeded benchmark data sets, generated with vectorised numpy/Arrow and cached as Parquet.
 
-Two shapes:
+Three shapes:
 
 * ``orders``: an e-commerce order stream (ids, user ids, short and long strings, DECIMAL amounts,
   TIMESTAMP_LTZ, a nullable column, a low-cardinality category) -- wide rows, realistic mix;
-* ``clicks``: a narrow clickstream (5 small columns) -- many tiny rows, where per-row overhead shows.
+* ``clicks``: a narrow clickstream (5 small columns) -- many tiny rows, where per-row overhead shows;
+* ``numeric``: narrow numeric rows (int64 id, random int32, random float32, short string, int64) in
+  4 buckets -- the random columns do not compress, so a read moves nearly its full size and the
+  memory it lands in (page faults, huge pages) shows.
 
 ``load(name, rows)`` returns a ``pa.Table``; the first call for a (name, rows, seed) writes
 ``bench_data/cache/{name}-{rows}-s{seed}.parquet`` so later runs skip generation. Rows are a pure
@@ -81,6 +84,15 @@ CLICKS_SCHEMA = pa.schema([
 ])
 
 
+NUMERIC_SCHEMA = pa.schema([
+    pa.field("id", pa.int64(), nullable=False),
+    pa.field("reading", pa.int32()),
+    pa.field("value", pa.float32()),
+    pa.field("tag", pa.string()),
+    pa.field("seq", pa.int64()),
+])
+
+
 @dataclass(frozen=True)
 class DatasetSpec:
     name: str
@@ -89,6 +101,7 @@ class DatasetSpec:
     string_column: str   # hashed by the checksum
     short_string_column: str  # small string column for projected scans
     projection: tuple    # columns a projected scan reads
+    buckets: int = 3     # buckets of a bench table unless --buckets says otherwise
 
 
 DATASETS: Dict[str, DatasetSpec] = {
@@ -96,6 +109,8 @@ DATASETS: Dict[str, DatasetSpec] = {
                           ("order_id", "sku", "amount")),
     "clicks": DatasetSpec("clicks", CLICKS_SCHEMA, "event_id", "action", "action",
                           ("event_id", "action")),
+    "numeric": DatasetSpec("numeric", NUMERIC_SCHEMA, "id", "tag", "tag", ("id", "value", "tag"),
+                           buckets=4),
 }
 
 
@@ -170,12 +185,25 @@ def generate_clicks(rows: int, seed: int = DEFAULT_SEED) -> pa.Table:
          pa.array(ts, type=pa.timestamp("ms", tz="UTC"))], schema=CLICKS_SCHEMA)
 
 
+def generate_numeric(rows: int, seed: int = DEFAULT_SEED) -> pa.Table:
+    rng = np.random.default_rng([seed, 3])
+    ident = np.arange(rows, dtype=np.int64)
+    # full-range random bits: nothing for zstd/lz4 to find in these two columns
+    reading = rng.integers(np.iinfo(np.int32).min, np.iinfo(np.int32).max, size=rows, dtype=np.int32,
+                           endpoint=True)
+    value = rng.random(rows, dtype=np.float32) * np.float32(2000.0) - np.float32(1000.0)
+    tag = _fixed_codes("t", rng.integers(0, 1000, size=rows), 3)
+    seq = np.cumsum(rng.integers(1, 1000, size=rows, dtype=np.int64))
+    return pa.Table.from_arrays(
+        [pa.array(ident), pa.array(reading), pa.array(value), tag, pa.array(seq)], schema=NUMERIC_SCHEMA)
+
+
 def _skewed(k: int, rng: np.random.Generator) -> np.ndarray:
     w = 1.0 / np.arange(1, k + 1) ** 0.8
     return w / w.sum()
 
 
-_GENERATORS = {"orders": generate_orders, "clicks": generate_clicks}
+_GENERATORS = {"orders": generate_orders, "clicks": generate_clicks, "numeric": generate_numeric}
 
 
 def parse_rows(text: Union[str, int]) -> int:

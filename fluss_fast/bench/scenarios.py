@@ -50,6 +50,8 @@ class Outcome:
     cpu: Tuple[float, float] = (0.0, -1.0)  # CPU seconds of (this process, the server; -1 unknown)
     # (RSS at the start of the timed section, peak RSS during it) of this process in bytes; 0 unknown
     rss: Tuple[int, int] = (0, 0)
+    # a cold run's own figures (``bench.cold``): import_s, connect_s, first_row_s, user_s, sys_s, ...
+    extra: Dict[str, Any] = field(default_factory=dict)
 
 
 def _proc_cpu(pid: Optional[int]) -> float:
@@ -403,6 +405,25 @@ async def run_poll(client: Client, env: Env, name: str) -> Outcome:
     return Outcome(seconds, len(ids), env.table.nbytes, cpu=sw.cpu, rss=sw.rss)
 
 
+async def run_scan_after_write(client: Client, env: Env, shared) -> Outcome:
+    """A script's ingest-then-read: write_arrow() and flush() (untimed), then to_arrow() of the same
+    table, timed, in the same process."""
+    name = table_name(f"wscan_{client.name}")
+    table = await create_table(client, name, env.spec.schema, env.buckets)
+    try:
+        writer = table.new_append().create_writer()
+        writer.write_arrow(_arrow_chunks(env.table))
+        await writer.flush()
+        sw = env.stopwatch()
+        got = await read_all(client, name, env.buckets)
+        seconds = sw.stop()
+        check(f"to_arrow after write of {DATABASE}.{name}",
+              ds.checksum(got, env.spec.id_column, env.spec.string_column), env.expected())
+    finally:
+        await drop_table(client, name)
+    return Outcome(seconds, got.num_rows, env.table.nbytes, cpu=sw.cpu, rss=sw.rss)
+
+
 register(Scenario("append", "per-row append() of dicts, then flush()", run_append))
 register(Scenario("write_arrow", "write_arrow() of a large table, then flush()", run_write_arrow))
 register(Scenario("scan", "full scan: record-batch scanner to_arrow()", run_scan, prepare_filled, cleanup_filled))
@@ -410,6 +431,8 @@ register(Scenario("poll", "record scanner poll() loop reading row dicts", run_po
                   cleanup_filled))
 register(Scenario("projected_scan", "to_arrow() of a 2-3 column projection", run_projected_scan,
                   prepare_filled, cleanup_filled))
+register(Scenario("scan_after_write", "to_arrow() right after this client's write_arrow() of the same table",
+                  run_scan_after_write))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -677,17 +700,18 @@ async def _upsert_all(writer, rows, bar=None) -> None:
     await writer.flush()
 
 
-def _sample_keys(env: Env, k: int) -> List[int]:
-    ids = env.table.column(env.spec.id_column).to_pylist()
+def sample_keys(table: pa.Table, id_col: str, k: int) -> List[int]:
+    """The keys a lookup scenario looks up (the same in a warm and a cold run)."""
+    ids = table.column(id_col).to_pylist()
     rnd = random.Random(7)
     return rnd.sample(ids, min(k, len(ids)))
 
 
-def _expected_for(env: Env, keys: List[int]) -> ds.Checksum:
+def expected_for_keys(table: pa.Table, id_col: str, str_col: str, keys: List[int]) -> ds.Checksum:
     import pyarrow.compute as pc
 
-    sub = env.table.filter(pc.is_in(env.table.column(env.spec.id_column), value_set=pa.array(keys)))
-    return ds.checksum(sub, env.spec.id_column, env.spec.string_column)
+    sub = table.filter(pc.is_in(table.column(id_col), value_set=pa.array(keys)))
+    return ds.checksum(sub, id_col, str_col)
 
 
 async def _verify_pk(env: Env, name: str) -> None:
@@ -766,7 +790,7 @@ async def _lookup(client: Client, env: Env, shared: dict, concurrency: int) -> O
     name = await _filled_for(client, env, shared)
     table = await client.conn.get_table(client.module.TablePath(DATABASE, name))
     lookuper = table.new_lookup().create_lookuper()
-    keys = _sample_keys(env, LOOKUPS)
+    keys = sample_keys(env.table, env.spec.id_column, LOOKUPS)
     id_col, str_col = env.spec.id_column, env.spec.string_column
     results: List[Optional[dict]] = [None] * len(keys)
 
@@ -794,7 +818,7 @@ async def _lookup(client: Client, env: Env, shared: dict, concurrency: int) -> O
                        f"(first: {id_col}={missing[0]})")
     check(f"lookups in {DATABASE}.{name}", ds.checksum_values([r[id_col] for r in results],
                                                               [r[str_col] for r in results]),
-          _expected_for(env, keys))
+          expected_for_keys(env.table, id_col, str_col, keys))
     row_bytes = env.table.nbytes // max(1, env.table.num_rows)
     return Outcome(seconds, len(keys), row_bytes * len(keys), cpu=sw.cpu, rss=sw.rss)
 
@@ -853,8 +877,93 @@ register(Scenario("lookup64", f"{LOOKUPS} primary-key lookups, {CONCURRENCY} con
 register(Scenario("prefix_lookup", "prefix lookups by user_id (bucket key)", run_prefix_lookup,
                   prepare_prefix, cleanup_pk, needs_pk=True))
 
-LOG_SCENARIOS = ["append", "write_arrow", "scan", "poll", "projected_scan"]
+LOG_SCENARIOS = ["append", "write_arrow", "scan", "poll", "projected_scan", "scan_after_write"]
 PK_SCENARIOS = ["upsert", "upsert_arrow", "lookup", "lookup64", "prefix_lookup"]
+
+
+# ------------------------------------------------------------------------------------------------
+# cold runs: the operation once in a fresh process (``bench.cold``), the table prepared here
+# ------------------------------------------------------------------------------------------------
+COLD_TIMEOUT_S = 600.0
+
+
+async def _cold_child(job: Dict[str, Any], timeout: float) -> Dict[str, Any]:
+    from . import cold
+
+    proc = await asyncio.create_subprocess_exec(*cold.job_command(job), stdout=asyncio.subprocess.PIPE,
+                                                stderr=asyncio.subprocess.PIPE)
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), timeout)
+    except (asyncio.TimeoutError, asyncio.CancelledError):
+        proc.kill()
+        await proc.wait()
+        raise
+    try:
+        report = cold.parse_output(out.decode(errors="replace"))
+    except ValueError:
+        raise RuntimeError(f"cold run exited with code {proc.returncode}: "
+                           f"{err.decode(errors='replace').strip()[-500:]}") from None
+    if "error" in report:
+        text = report["error"]
+        if "MISMATCH" in text:
+            raise Mismatch(text)
+        raise RuntimeError(f"cold run: {text}")
+    return report
+
+
+async def run_cold(scenario: str, client: Client, env: Env, shared, timeout: float = COLD_TIMEOUT_S) -> Outcome:
+    """``scenario`` once in a fresh process of ``client`` (see ``bench.cold``); checked like a warm run."""
+    from .cold import COLD_SCENARIOS
+
+    if scenario not in COLD_SCENARIOS:
+        raise Skip(f"{scenario} has no cold variant")
+    spec = env.spec
+    owned = None        # a table made for this run alone, dropped after it
+    verify = None
+    if scenario in ("append", "write_arrow", "scan_after_write"):
+        owned = table_name(f"cold_{scenario}_{client.name}")
+        await create_table(client, owned, spec.schema, env.buckets)
+        name = owned
+        if scenario != "scan_after_write":
+            verify = verify_written
+    elif scenario in ("upsert", "upsert_arrow"):
+        owned, _t, _w = await _create_pk(client, env, f"cold_{scenario}_{client.name}")
+        name = owned
+        verify = _verify_pk
+    elif scenario in ("lookup", "lookup64", "prefix_lookup"):
+        name = await _filled_for(client, env, shared, prefix=scenario == "prefix_lookup")
+    else:
+        name = shared
+    env.table  # the child loads the data set from the cache this fills
+    job = {"module": client.module.__name__, "bootstrap": env.bootstrap, "scenario": scenario, "table": name,
+           "dataset": env.dataset, "rows": env.rows, "buckets": env.buckets, "server_pid": env.server_pid,
+           "lookup_budget_s": env.lookup_budget_s,
+           "spec": {"id_column": spec.id_column, "string_column": spec.string_column,
+                    "short_string_column": spec.short_string_column, "projection": list(spec.projection)}}
+    try:
+        r = await _cold_child(job, timeout)
+        if verify is not None:
+            await verify(env, name)
+    finally:
+        if owned is not None:
+            await drop_table(client, owned)
+    nbytes = env.table.nbytes
+    if scenario in ("scan", "poll", "scan_after_write"):
+        check(f"cold {scenario} of {DATABASE}.{name}", ds.Checksum(*r["checksum"]), env.expected())
+    elif scenario == "projected_scan":
+        if r["columns"] != list(spec.projection):
+            raise Mismatch(f"cold projected scan of {DATABASE}.{name}: columns {r['columns']}")
+        check(f"cold projected to_arrow of {DATABASE}.{name}", ds.Checksum(*r["checksum"]),
+              env.expected(projected=True))
+        nbytes = env.table.select(list(spec.projection)).nbytes
+    elif scenario in ("lookup", "lookup64", "prefix_lookup"):
+        nbytes = env.table.nbytes // max(1, env.table.num_rows) * r["rows"]
+    extra = {k: r[k] for k in ("import_s", "import_pyarrow_s", "connect_s", "first_row_s", "user_s", "sys_s",
+                               "write_s")
+             if r.get(k) is not None}
+    return Outcome(r["seconds"], r["rows"], nbytes, note=r.get("note", ""),
+                   cpu=(r["user_s"] + r["sys_s"], r["server_cpu_s"]), rss=(r["rss_start"], r["rss_peak"]),
+                   extra=extra)
 
 
 if __name__ == "__main__":

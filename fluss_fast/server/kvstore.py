@@ -33,10 +33,10 @@ from ..codec import logbatch
 from ..codec.errors import CorruptBatchError
 # change types of changelog records (DATA.md §2.5)
 from ..codec.indexedlog import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
-from ..codec.keys import key_columns
+from ..codec.keys import KeyScheme, key_columns, lake_key_decoder, lake_key_encoder
 from ..codec.kvbatch import encode_value, iter_kv_records, parse_kv_header
 from ..codec.kvsplit import KeyFilter, current_values, fill_batch, read_through
-from ..codec.rows import (INDEXED, CompactedKeyEncoder, CompactedRowDecoder, CompactedRowEncoder,
+from ..codec.rows import (INDEXED, CompactedRowDecoder, CompactedRowEncoder,
                           IndexedRowDecoder, IndexedRowEncoder)
 from ..errors import FlussError
 from ..rpc.errors import Errors
@@ -227,8 +227,13 @@ class TableKv:
             self.aggs = [None if i in self.pk_set else _aggregator(c) for i, c in enumerate(self.schema.columns)]
         self._decoders: Dict[int, object] = {}
         self._encoder = self._row_encoder(self.schema)
-        self.key_encoder = CompactedKeyEncoder([self.schema.columns[i].type for i in self.physical_key],
-                                               [self.names[i] for i in self.physical_key])
+        # the primary key's layout: a data-lake table's may be the lake's (codec.keys.KeyScheme), as the
+        # clients encode it; recovery re-encodes keys from the changelog with it
+        self.key_scheme = KeyScheme(desc)
+        key_types = [self.schema.columns[i].type for i in self.physical_key]
+        key_names = [self.names[i] for i in self.physical_key]
+        self.key_encoder = lake_key_encoder(key_types, key_names, self.key_scheme.pk_lake)
+        self.key_decoder = lake_key_decoder(key_types, key_names, self.key_scheme.pk_lake)
         self._changelog = None
 
     def _row_encoder(self, schema):

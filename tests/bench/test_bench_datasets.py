@@ -6,7 +6,7 @@ import pytest
 from fluss_fast.bench import datasets as ds
 
 
-@pytest.mark.parametrize("name", ["orders", "clicks"])
+@pytest.mark.parametrize("name", ["orders", "clicks", "numeric"])
 def test_deterministic_and_schema(name):
     a = ds.generate(name, 3000)
     b = ds.generate(name, 3000)
@@ -28,6 +28,23 @@ def test_orders_shape():
     lens = [len(s) for s in t.column("description").to_pylist()]
     assert min(lens) >= 10 and max(lens) > 60
     assert all(v > 0 for v in t.column("amount").to_pylist())
+
+
+def test_numeric_shape():
+    """Narrow numeric rows whose random columns do not compress; 4 buckets unless told otherwise."""
+    import zlib
+
+    t = ds.generate("numeric", 20_000)
+    spec = ds.DATASETS["numeric"]
+    assert spec.buckets == 4 and t.schema.names == ["id", "reading", "value", "tag", "seq"]
+    assert [f.type for f in t.schema] == [pa.int64(), pa.int32(), pa.float32(), pa.string(), pa.int64()]
+    for col in ("reading", "value"):
+        raw = t.column(col).combine_chunks().buffers()[1].to_pybytes()
+        assert len(zlib.compress(raw, 6)) > 0.85 * len(raw), col
+    assert max(len(s) for s in t.column("tag").to_pylist()) <= 8
+    assert len(set(t.column("reading").to_pylist())) > 19_000
+    assert all(spec.id_column in spec.projection and spec.short_string_column in spec.projection
+               for spec in ds.DATASETS.values())
 
 
 def test_cache_roundtrip(tmp_path):

@@ -50,12 +50,16 @@ def test_bench_quick_one_scenario(tmp_path, cache_dir):
         assert r["repetitions"] == 2
         assert all(s["rows"] == 5000 for s in r["samples"])
         assert r["rows_per_s"] > 0 and r["mb_per_s"] > 0
+        # --quick: one cold run per client, a fresh process that appended the same rows
+        assert r["cold"]["repetitions"] == 1 and r["cold"]["samples"][0]["rows"] == 5000
+        assert r["cold"]["seconds_median"] > 0 and r["cold"]["import_s_median"] > 0
     raw = results[("ceiling_fetch", "raw")]
     assert raw["status"] == "ok" and raw["wire_gb_per_s"] > 0
+    assert "cold" not in raw  # a ceiling has no client to start cold
     assert report["meta"]["rows"] == 5000
     # the printed table carries the ratio column when both clients ran
     lines = proc.stdout.splitlines()
-    assert any(line.split()[:1] == ["scenario"] and "rows/s" in line for line in lines)
+    assert any(line.split()[:1] == ["scenario"] and "rows/s" in line and "cold s" in line for line in lines)
     ff_line = next(line for line in lines if line.split()[:2] == ["append", "fluss_fast"])
     if "pyfluss" in clients:
         # the fluss_fast/pyfluss ratio of the medians
