@@ -327,11 +327,9 @@ class PrefixLookuper(_LookupBase):
         lay = self._layout
         values = self._shaper.values(prefix)
         try:
-            bkey = lay.bucket_encoder.encode([values[i] for i in lay.bucket_pos])
+            bkey, bucket = lay.prefix_key_and_bucket(values)
         except (TypeError, ValueError, OverflowError) as e:
             raise self._shaper.encode_error(e, None, lay.schema) from None
-        from ..codec import murmur
-        bucket = murmur.bucket_for_key(bkey, lay.num_buckets)
         pid = None
         if lay.part_pos:
             pid = await self._partition_id(values)

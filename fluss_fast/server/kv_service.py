@@ -182,7 +182,9 @@ class KvService:
                 continue
             row = [None] * table.ncols
             try:
-                for i, v in zip(table.physical_key, decoder.decode(bitset + key)):
+                decoded = (decoder.decode(bitset + key) if table.key_decoder is None
+                           else table.key_decoder.decode(key))
+                for i, v in zip(table.physical_key, decoded):
                     row[i] = v
             except ValueError as e:
                 raise FlussError(f"Cannot decode lookup key {key.hex()} of {entry.path}: {e}",

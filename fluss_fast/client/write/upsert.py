@@ -16,8 +16,7 @@ from typing import List, Optional
 
 import pyarrow as pa
 
-from ...codec import murmur
-from ...codec.keys import KeyEncoder, key_columns
+from ...codec.keys import KeyScheme, key_columns
 from ...codec.rows import CompactedRowEncoder, IndexedRowEncoder
 from ...codec.upsertrow import KvSlot, UpsertRow
 from ...errors import FlussError
@@ -31,7 +30,6 @@ from .pipeline import BufferedWriter, delivery_settings
 from .writer import _done_future, partition_value_text
 
 _MISSING = object()
-_bucket_for_key = murmur.bucket_for_key
 _NULL_FIELD = re.compile(r"field '([^']*)' is null but its type")
 
 
@@ -151,20 +149,39 @@ class KvLayout:
         self.schema = schema
         self.table_name = str(meta.path)
         kc = key_columns(desc)
+        try:
+            scheme = KeyScheme(desc)
+        except ValueError as e:
+            raise illegal_argument(str(e)) from None
+        self.scheme = scheme
         self.pk_pos = kc.primary_key
         self.phys_pos = kc.physical_key
         self.bucket_pos = kc.bucket_key
         self.part_pos = kc.partition_keys
         self.partition_keys = list(desc.partition_keys)
         cols = schema.columns
-        self.key_encoder = KeyEncoder([cols[i].type for i in self.phys_pos],
-                                      [cols[i].name for i in self.phys_pos])
-        self.bucket_same = self.bucket_pos == self.phys_pos
-        self.bucket_encoder = self.key_encoder if self.bucket_same else KeyEncoder(
-            [cols[i].type for i in self.bucket_pos], [cols[i].name for i in self.bucket_pos])
+        phys_types = [cols[i].type for i in self.phys_pos]
+        phys_names = [cols[i].name for i in self.phys_pos]
+        bucket_types = [cols[i].type for i in self.bucket_pos]
+        bucket_names = [cols[i].name for i in self.bucket_pos]
+        # A data-lake table's keys follow the Java client's rules (codec.keys.KeyScheme); ``lake``
+        # says whether any of them differs from the default layout and bucket function, which is
+        # all the compiled fast paths know.
+        self.lake = not scheme.default
+        self.bucketing = scheme.bucketing
+        try:
+            self.key_encoder = scheme.pk_encoder(phys_types, phys_names)
+            self.bucket_same = scheme.bucket_reuses_pk()
+            self.bucket_encoder = (self.key_encoder if self.bucket_same
+                                   else scheme.bucket_encoder(bucket_types, bucket_names))
+            # a prefix lookup's key: the bucket-key columns under the primary-key rule
+            self.prefix_encoder = (scheme.prefix_encoder(bucket_types, bucket_names)
+                                   if self.bucket_pos != self.phys_pos else None)
+        except ValueError as e:
+            raise illegal_argument(str(e)) from None
         # bucket-key bytes are a prefix of the key bytes when the bucket key leads the key
         n = len(self.bucket_pos)
-        self.bucket_is_prefix = self.phys_pos[:n] == self.bucket_pos
+        self.bucket_is_prefix = self.phys_pos[:n] == self.bucket_pos and not self.lake
         self.kv_format = desc.kv_format
         types = schema.types
         names = schema.names
@@ -193,7 +210,15 @@ class KvLayout:
             bkey = self.bucket_encoder.encode(bucket_values)
         else:
             bkey = self.bucket_encoder.encode([full_values[i] for i in self.bucket_pos])
-        return murmur.bucket_for_key(bkey, self.num_buckets)
+        return self.bucketing(bkey, self.num_buckets)
+
+    def prefix_key_and_bucket(self, values):
+        """(prefix-lookup key bytes, bucket) of a row's bucket-key columns (``values`` at schema
+        positions); the two encodings differ for data-lake tables."""
+        bvals = [values[i] for i in self.bucket_pos]
+        key = self.prefix_encoder.encode(bvals)
+        bkey = key if not self.lake else self.bucket_encoder.encode(bvals)
+        return key, self.bucketing(bkey, self.num_buckets)
 
 
 class UpsertWriter(BufferedWriter):
@@ -233,7 +258,7 @@ class UpsertWriter(BufferedWriter):
         self._bulk = None
         # whole rows of unpartitioned tables bucketed by their key: one compiled call per row
         self._fast_row = None
-        if target_columns is None and not lay.part_pos and lay.bucket_same:
+        if target_columns is None and not lay.part_pos and lay.bucket_same and not lay.lake:
             self._fast_row = fast = UpsertRow(schema.names, lay.phys_pos, lay.key_encoder, lay.row_encoder,
                                               lay.num_buckets, self._acc._slots)
             fast.bind(self, ctx, self._upsert_checked, self._acc.append_slotted)
@@ -283,7 +308,7 @@ class UpsertWriter(BufferedWriter):
         if lay.part_pos or not lay.bucket_same:
             pid, bucket = self._place(values, key)
         else:
-            pid, bucket = None, _bucket_for_key(key, lay.num_buckets)
+            pid, bucket = None, lay.bucketing(key, lay.num_buckets)
         return self._acc.append_slotted(kv_record(key, value), pid, bucket, lay.num_buckets)
 
     def delete(self, pk) -> WriteResultHandle:

@@ -4,7 +4,7 @@ Columns are matched to the table by name. Each column becomes numpy buffers (``_
 ``codec.kvcolumns.encode_kv_columns`` builds the KV records of a whole batch in one compiled loop,
 grouped by bucket; the groups go into the writer's accumulator as finished chunks. Types the
 columnar encoder does not cover (ARRAY, MAP, ROW, DECIMAL with precision > 18, IndexedRow kv
-format) take the per-row path instead, with the same checks.
+format, data-lake tables' keys) take the per-row path instead, with the same checks.
 """
 from __future__ import annotations
 
@@ -97,7 +97,9 @@ class BulkKv:
         self._names = schema.names
         target = writer._target
         self._target = set(range(len(self._names)) if target is None else target)
-        self._rowwise_format = lay.kv_format == "INDEXED"
+        # the columnar encoder writes CompactedRow keys and Fluss buckets: a data-lake table's keys
+        # (codec.keys.KeyScheme) take the per-row path
+        self._rowwise_format = lay.kv_format == "INDEXED" or lay.lake
 
     def _fail(self, msg: str) -> FlussError:
         return FlussError(f"table '{self._lay.table_name}': {msg}")

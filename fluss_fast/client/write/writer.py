@@ -17,12 +17,11 @@ from ... import datatypes as T
 from ...codec.arrowlog import ArrowLogCodec
 from ...codec.columns import RowBatchBuilder
 from ...codec.indexedlog import RowLogCodec
-from ...codec import murmur
-from ...codec.keys import RowKeyEncoder
+from ...codec.keys import KeyScheme, RowKeyEncoder
 from ...errors import FlussError
 from ...metadata import PARTITION_SEPARATOR
 from ..runtime import on_runtime
-from .assigners import bucket_of_key, buckets_of_keys, make_no_key_assigner
+from .assigners import buckets_of_keys, make_no_key_assigner
 from .batch import WriteResultHandle
 from .by_name import by_name
 from .pipeline import BufferedWriter, delivery_settings
@@ -143,11 +142,18 @@ class AppendWriter(BufferedWriter):
         self._part_types = [schema.columns[i].type for i in self._part_pos]
         self._pid_cache = {}  # ((type, value), ...) of the partition columns -> partition id
         # bucket key (log tables hash only on a declared bucket key)
+        # (a data-lake table encodes and hashes its bucket key the lake's way: codec.keys.KeyScheme)
         bucket_keys = list(desc.bucket_keys)
-        if bucket_keys and self._num_buckets > 1:
-            self._key_encoder = RowKeyEncoder(schema, [schema.index_of(k) for k in bucket_keys])
-        else:
-            self._key_encoder = None
+        try:
+            scheme = KeyScheme(desc)
+            if bucket_keys and self._num_buckets > 1:
+                self._key_encoder = RowKeyEncoder(schema, [schema.index_of(k) for k in bucket_keys],
+                                                  scheme.bucket_lake)
+            else:
+                self._key_encoder = None
+        except ValueError as e:
+            raise FlussError(f"table '{self._table_name}': {e}") from None
+        self._lake_buckets = not scheme.default
         # no partition and no bucket key: append() can skip straight to the accumulator
         self._plain = not self._part_pos and self._key_encoder is None
         table_name = self._table_name
@@ -156,7 +162,7 @@ class AppendWriter(BufferedWriter):
                             new_builder=lambda: RowBatchBuilder(schema, table_name))
         self._slot_append = self._acc.slot.append  # per-row fast path (codec/appendslot.py)
         self._slot_appends = {}  # (partition id, bucket) -> that slot's append, for placed rows
-        self._bucket_for_key = murmur.bucket_for_key
+        self._bucket_for_key = scheme.bucketing
 
     def __repr__(self) -> str:
         return "AppendWriter()"
@@ -262,7 +268,7 @@ class AppendWriter(BufferedWriter):
             values = self._row_values(row, enc.positions, enc.names)
             if values is not None:
                 try:
-                    bucket = bucket_of_key(enc.encode(values), self._num_buckets)
+                    bucket = self._bucket_for_key(enc.encode(values), self._num_buckets)
                 except (TypeError, ValueError, OverflowError) as e:
                     raise FlussError(f"table '{self._table_name}': cannot encode bucket key "
                                      f"({', '.join(enc.names)}) of row: {e}") from None
@@ -375,7 +381,11 @@ class AppendWriter(BufferedWriter):
         except (TypeError, ValueError, OverflowError) as e:
             raise FlussError(f"table '{self._table_name}': cannot encode bucket key "
                              f"({', '.join(enc.names)}): {e}") from None
-        buckets = np.asarray(buckets_of_keys(keys, self._num_buckets), dtype=np.int64)
+        if self._lake_buckets:
+            fn, n = self._bucket_for_key, self._num_buckets
+            buckets = np.asarray([fn(k, n) for k in keys], dtype=np.int64)
+        else:
+            buckets = np.asarray(buckets_of_keys(keys, self._num_buckets), dtype=np.int64)
         first = buckets[0]
         if (buckets == first).all():
             yield int(first), rb
