@@ -49,7 +49,7 @@ _OPTIONS = [
     ("security.sasl.mechanism", "security_sasl_mechanism", "mechanism", "str", "PLAIN"),
     ("security.sasl.username", "security_sasl_username", "username", "str", ""),
     ("security.sasl.password", "security_sasl_password", "password", "str", ""),
-    # fluss_fast extension: pyfluss has no request timeout (a silent server hangs it forever, RPC.md §1.6).
+    # fluss_fast extension: pyfluss has no request timeout (a silent server hangs it forever, docs/contributing/protocol.md §1.6).
     ("request-timeout", "request_timeout_ms", "timeout", "u64", 30000),
     # fluss_fast extension: threads compressing and decoding Arrow batches, shared by every
     # writer and scanner of the process; 0 = one per core.

@@ -1,7 +1,7 @@
 """Fluss data types, schemas and table descriptors: JSON (the wire form), pyarrow, and text.
 
 Shared by the client (Schema/TableInfo, Arrow encoding) and the embedded server (CREATE_TABLE checks,
-the stored ``table_json``). The JSON layout is RPC.md §3.20; the Arrow mapping is DATA.md §2.4 on the
+the stored ``table_json``). The JSON layout is docs/contributing/protocol.md §3.20; the Arrow mapping is docs/contributing/formats.md §2.4 on the
 way out and pyfluss's own mapping on the way in (unsigned ints widen to the signed type of the same
 width, large_string/large_binary narrow, date64 reads as DATE).
 """
@@ -36,7 +36,7 @@ ROW = "ROW"
 ROOTS = (BOOLEAN, TINYINT, SMALLINT, INTEGER, BIGINT, FLOAT, DOUBLE, CHAR, STRING, DECIMAL, DATE, TIME,
          TIMESTAMP, TIMESTAMP_LTZ, BYTES, BINARY, ARRAY, MAP, ROW)
 NESTED = (ARRAY, MAP, ROW)
-# Types allowed as partition keys (RPC.md §7.3).
+# Types allowed as partition keys (docs/contributing/protocol.md §7.3).
 PARTITION_KEY_ROOTS = (CHAR, STRING, BOOLEAN, BINARY, BYTES, TINYINT, SMALLINT, INTEGER, BIGINT, FLOAT,
                        DOUBLE, DATE, TIME, TIMESTAMP, TIMESTAMP_LTZ)
 

@@ -716,7 +716,7 @@ def expected_for_keys(table: pa.Table, id_col: str, str_col: str, keys: List[int
 
 async def _verify_pk(env: Env, name: str) -> None:
     """Every bucket's current rows, read by the verifier with limit scans. Not by lookups: pyfluss
-    picks other buckets than Java (and fluss_fast) for many keys (DATA.md §6.3, the Rust core's
+    picks other buckets than Java (and fluss_fast) for many keys (docs/contributing/formats.md §6.3, the Rust core's
     tail-byte bug), so a lookup by the other client would miss rows that are there."""
     v = env.verifier
     table = await v.conn.get_table(v.module.TablePath(DATABASE, name))

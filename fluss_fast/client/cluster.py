@@ -1,4 +1,4 @@
-"""The client's view of the cluster (RPC.md §6): servers, table metadata and bucket leaders, partitions.
+"""The client's view of the cluster (docs/contributing/protocol.md §6): servers, table metadata and bucket leaders, partitions.
 
 Everything here runs on the runtime loop. Concurrent refreshes of the same thing share one request.
 """

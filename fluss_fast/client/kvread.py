@@ -2,7 +2,7 @@
 with ``codec.rowarrow`` straight into record batches of the table's Arrow schema, and looked-up
 values (LOOKUP, PREFIX_LOOKUP) as dicts.
 
-Each stored row carries the schema id it was written under (DATA.md §7). Rows of an older schema
+Each stored row carries the schema id it was written under (docs/contributing/formats.md §7). Rows of an older schema
 (before an added column) are mapped into the schema the client knows, by column id, new columns
 null; a schema the client has not seen is fetched once with GET_TABLE_SCHEMA.
 """

@@ -22,7 +22,7 @@ from ..errors import FlussError
 
 __all__ = ["col", "ColumnRef", "Predicate", "BoundPredicate", "bind_predicate"]
 
-# Leaf function codes on the wire (RPC.md §3.8), also our internal function ids.
+# Leaf function codes on the wire (docs/contributing/protocol.md §3.8), also our internal function ids.
 EQUAL, NOT_EQUAL, LESS_THAN, LESS_OR_EQUAL, GREATER_THAN, GREATER_OR_EQUAL = range(6)
 IS_NULL, IS_NOT_NULL, STARTS_WITH, CONTAINS, ENDS_WITH, IN, NOT_IN = range(6, 13)
 AND, OR = 0, 1

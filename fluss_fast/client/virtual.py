@@ -44,7 +44,7 @@ def _strings(values: List[str]) -> pa.Array:
     return pa.Array.from_buffers(pa.string(), len(values), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
-# change-type byte (DATA.md §2.5) -> name; 0 is append-only (log tables)
+# change-type byte (docs/contributing/formats.md §2.5) -> name; 0 is append-only (log tables)
 _CHANGELOG_NAMES = _strings(["insert", "insert", "update_before", "update_after", "delete"])
 _INSERT, _UPDATE_BEFORE, _UPDATE_AFTER, _DELETE = 1, 2, 3, 4
 _TS = pa.timestamp("ms", tz="UTC")

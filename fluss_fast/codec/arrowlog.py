@@ -1,4 +1,4 @@
-"""ARROW log format payloads (DATA.md §2): one schema-less Arrow IPC RecordBatch message per batch.
+"""ARROW log format payloads (docs/contributing/formats.md §2): one schema-less Arrow IPC RecordBatch message per batch.
 
 Layout of the records part of an ARROW batch::
 
@@ -60,7 +60,7 @@ _PAIR = struct.Struct("<qq")
 
 
 def arrow_schema_of(schema: SchemaInfo) -> pa.Schema:
-    """The Arrow schema of the table's log batches (DATA.md §2.4)."""
+    """The Arrow schema of the table's log batches (docs/contributing/formats.md §2.4)."""
     return schema.to_arrow()
 
 
@@ -523,7 +523,7 @@ class ArrowLogCodec:
 
     def build(self, batch: pa.RecordBatch, *, schema_id: int, writer_id: int = -1,
               batch_sequence: int = -1, change_types: Optional[bytes] = None) -> bytes:
-        """A whole V0 log batch. With ``change_types`` (one byte per row, DATA.md §2.5) the batch is
+        """A whole V0 log batch. With ``change_types`` (one byte per row, docs/contributing/formats.md §2.5) the batch is
         a changelog batch (not append-only), as the server writes for primary-key tables."""
         rows = batch.num_rows
         append_only = change_types is None

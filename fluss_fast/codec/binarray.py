@@ -1,4 +1,4 @@
-"""BinaryArray / BinaryMap (DATA.md §4) and the ARRAY, MAP and ROW values nested in a row field or
+"""BinaryArray / BinaryMap (docs/contributing/formats.md §3.5) and the ARRAY, MAP and ROW values nested in a row field or
 an array slot. Nested rows take the enclosing row's format, so every codec here takes ``fmt``;
 out-of-line array data always uses 8-byte words, whatever that format."""
 from __future__ import annotations

@@ -3,7 +3,7 @@
 ``RowBatchBuilder(schema, table_name)`` accepts rows the way pyfluss does — a dict by column name
 (a missing key means null, an unknown key is an error) or a list/tuple by position (exact arity) —
 validates every value against its Fluss type and accumulates columns until ``build()`` turns them
-into one ``pa.RecordBatch`` with the table's Arrow schema (DATA.md §2.4).
+into one ``pa.RecordBatch`` with the table's Arrow schema (docs/contributing/formats.md §2.4).
 
 Accepted values per type (``values.py`` decides, for upserts too; pyfluss's rules, plus a few
 harmless extras marked *):

@@ -1,5 +1,5 @@
-"""CompactedRow (DATA.md §3): null bitset then the fields back to back, ints and lengths as varints;
-also the primary-key encoding, the same fields without the bitset (DATA.md §6.2).
+"""CompactedRow (docs/contributing/formats.md §4): null bitset then the fields back to back, ints and lengths as varints;
+also the primary-key encoding, the same fields without the bitset (docs/contributing/formats.md §6.2).
 
 ``_rows`` compiles the encoders and decoders; ``X_py`` names keep the pure ones reachable."""
 from __future__ import annotations
@@ -216,7 +216,7 @@ class CompactedRowDecoder(_RowCodec):
 
 
 class CompactedKeyEncoder(_RowCodec):
-    """``encode(values) -> bytes``: key columns as CompactedRow fields, no null bitset (DATA.md §6.2)."""
+    """``encode(values) -> bytes``: key columns as CompactedRow fields, no null bitset (docs/contributing/formats.md §6.2)."""
 
     def __init__(self, types, names: Optional[Sequence[str]] = None) -> None:
         super().__init__(types, names)

@@ -1,4 +1,4 @@
-/* Fluss's default bucket function (DATA.md §6.3) and the MurmurHash3 pieces it is made of: the one
+/* Fluss's default bucket function (docs/contributing/formats.md §6.3) and the MurmurHash3 pieces it is made of: the one
  * C definition, used by _murmur.pyx and by C callers that hash many keys in a loop (_kvcolumns).
  * The pure definition is codec/murmur.py; tests check this one against it. */
 #ifndef FLUSS_FAST_FLUSS_MURMUR_H

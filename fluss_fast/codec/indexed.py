@@ -1,4 +1,4 @@
-"""IndexedRow (DATA.md §3): null bitset, one int32 length per non-null variable-length field, then
+"""IndexedRow (docs/contributing/formats.md §3.2): null bitset, one int32 length per non-null variable-length field, then
 the fields; fixed-length ones inline (CHAR(n)/BINARY(n) padded to n bytes, stripped when read).
 
 ``_rows`` compiles the encoder and decoder; ``X_py`` names keep the pure ones reachable."""

@@ -1,4 +1,4 @@
-"""INDEXED and COMPACTED log-format batches: row-per-record payloads (DATA.md §3.1).
+"""INDEXED and COMPACTED log-format batches: row-per-record payloads (docs/contributing/formats.md §3.1).
 
 A V0 log batch whose payload is ``RecordCount`` records, each
 ``int32 length (= 1 + row size) | change-type byte | row``; the row is an IndexedRow (INDEXED)
@@ -27,7 +27,7 @@ __all__ = ["INDEXED", "COMPACTED", "APPEND_ONLY", "INSERT", "UPDATE_BEFORE", "UP
            "RowLogCodec", "build_row_log_batch", "build_indexed_batch", "encode_row_records",
            "decode_row_log_batch", "decode_indexed_batch", "to_arrow"]
 
-# Change-type bytes (DATA.md §2.5), the per-record attribute byte here, as plain ints of the one
+# Change-type bytes (docs/contributing/formats.md §2.5), the per-record attribute byte here, as plain ints of the one
 # definition (the public ChangeType).
 APPEND_ONLY, INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = (
     int(ChangeType.AppendOnly), int(ChangeType.Insert), int(ChangeType.UpdateBefore),

@@ -1,4 +1,4 @@
-"""Primary-key / bucket-key bytes and bucket assignment (DATA.md §6).
+"""Primary-key / bucket-key bytes and bucket assignment (docs/contributing/formats.md §6).
 
 The key bytes are the key columns written as CompactedRow fields, back to back, without a null
 bitset (``KeyEncoder``). They are used for KV record keys and lookups (physical primary key) and

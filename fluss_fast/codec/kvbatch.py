@@ -1,4 +1,4 @@
-"""KV record batches: the ``records`` of a PutKv request (DATA.md §5).
+"""KV record batches: the ``records`` of a PutKv request (docs/contributing/formats.md §5).
 
 Header (28 bytes, little-endian)::
 
@@ -127,7 +127,7 @@ def kv_records(buf, pos: int = 0) -> List[Tuple[bytes, Optional[bytes]]]:
 
 
 def encode_value(schema_id: int, row) -> bytes:
-    """A stored / looked-up value (DATA.md §7): int16 LE schema id, then the row bytes."""
+    """A stored / looked-up value (docs/contributing/formats.md §7): int16 LE schema id, then the row bytes."""
     return _I16.pack(schema_id) + bytes(row)
 
 

@@ -24,7 +24,7 @@ TS         int64 millis                           int32 nanos of the milli (TIME
 row the key (CompactedKeyEncoder layout over ``key_cols``), the bucket (Fluss murmur of the
 bucket-key bytes, which are the key bytes when ``bucket_cols`` is None) and, unless
 ``value_cols`` is None (deletes), the CompactedRow of ``value_cols``; it returns
-``{bucket: (records bytes, count)}`` with records in row order (DATA.md §5.2). A null in a key
+``{bucket: (records bytes, count)}`` with records in row order (docs/contributing/formats.md §5.2). A null in a key
 column raises ``KeyNullError(column position, row)``. ``_kvcolumns.pyx`` is the compiled twin.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The server's fast path through a PutKv batch (DATA.md §5): records split into raw keys and
+"""The server's fast path through a PutKv batch (docs/contributing/formats.md §5): records split into raw keys and
 stored values in one pass, then the last-row-wins merge planned without decoding a row.
 
 ``split_kv_records(buf, prefix)`` checks the batch's CRC and record framing (the header itself is

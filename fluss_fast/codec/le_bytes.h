@@ -1,5 +1,5 @@
 /* Little-endian loads and stores for the Cython codecs: every fixed-width integer in Fluss's own
- * structures is little-endian (DATA.md §0). memcpy keeps unaligned access defined; the swaps compile
+ * structures is little-endian (docs/contributing/formats.md §0). memcpy keeps unaligned access defined; the swaps compile
  * away on little-endian hosts. */
 #ifndef FLUSS_FAST_LE_BYTES_H
 #define FLUSS_FAST_LE_BYTES_H

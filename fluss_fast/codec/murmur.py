@@ -1,4 +1,4 @@
-"""Bucket assignment hashes (DATA.md §6.3).
+"""Bucket assignment hashes (docs/contributing/formats.md §6.3).
 
 * ``fluss_murmur32``: Flink's MurmurHash3_x86_32 variant that Fluss uses for key bucketing. Unlike
   the standard hash, every tail byte is mixed separately and **sign-extended** (Java ``byte`` ->

@@ -23,7 +23,7 @@ column (by column id when both schemas have ids, else by position) and columns t
 not have are null. A column whose type changed between the schemas cannot be mapped (ValueError
 when a row of that schema first turns up).
 
-Values are the Arrow storage values the Java writer produces (DATA.md §2.4): TIME and TIMESTAMP
+Values are the Arrow storage values the Java writer produces (docs/contributing/formats.md §2.4): TIME and TIMESTAMP
 scaled to the unit, nanoseconds kept for TIMESTAMP(7..9), DECIMAL unscaled. Two deliberate
 differences from decoding to Python first: IndexedRow BINARY(n) keeps its n bytes (the row reader
 strips trailing zero bytes, which ``fixed_size_binary(n)`` could not hold), and a CompactedRow
@@ -99,7 +99,7 @@ def time_scale(precision: int) -> int:
 
 
 def timestamp_value(millis: int, nanos: int, precision: int) -> int:
-    """The Arrow value of a timestamp as the Java writer computes it (DATA.md §2.4)."""
+    """The Arrow value of a timestamp as the Java writer computes it (docs/contributing/formats.md §2.4)."""
     if precision == 0:
         q = abs(millis) // 1000
         v = -q if millis < 0 else q

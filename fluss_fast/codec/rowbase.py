@@ -1,5 +1,5 @@
 """What the CompactedRow and IndexedRow codecs share: field labels in errors, the record framing of
-row-format logs (``int32 length | change type | row``, DATA.md §3.1) and the codec base classes."""
+row-format logs (``int32 length | change type | row``, docs/contributing/formats.md §3.1) and the codec base classes."""
 from __future__ import annotations
 
 import struct

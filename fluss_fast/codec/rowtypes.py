@@ -1,4 +1,4 @@
-"""Fluss data types flattened for the binary row codecs (DATA.md §3-§4): the row format names, the
+"""Fluss data types flattened for the binary row codecs (docs/contributing/formats.md §3.2, §4): the row format names, the
 type codes the Cython twin ``_rows`` switches on, and :class:`TypeInfo`, built once per DataType."""
 from __future__ import annotations
 

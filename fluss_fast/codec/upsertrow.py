@@ -3,7 +3,7 @@ in schema order) to one finished KV record and its bucket, written into the buck
 batch in one call.
 
 ``KvRecordBuilder(capacity=0)``: the records of one open KV batch (``int32 length | varint key length | key
-| value``, back to back; DATA.md §5). ``append(record)`` takes a finished record, ``put(key,
+| value``, back to back; docs/contributing/formats.md §5). ``append(record)`` takes a finished record, ``put(key,
 value)`` frames one (``value`` None: a delete); both return the bytes held so far. ``build()``
 hands them over as a ``KvChunk`` (``data``, ``num_rows``) and empties the builder.
 

@@ -1,6 +1,6 @@
 """API keys, their version ranges, which server role serves them, and their protobuf messages.
 
-One table (RPC.md §2) drives both sides: the client negotiates versions from it and the server
+One table (docs/contributing/protocol.md §2) drives both sides: the client negotiates versions from it and the server
 answers ApiVersions from it and dispatches by it.
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """One client TCP connection to a Fluss server, living on the client runtime loop.
 
 Requests are pipelined (request ids from a 31-bit counter) and answered in any order; every request
-has a deadline because a real server stays silent on requests it cannot parse (RPC.md §1.6). The
+has a deadline because a real server stays silent on requests it cannot parse (docs/contributing/protocol.md §1.6). The
 receive side is a ``BufferedProtocol``: small frames are copied out of one reusable buffer, a large
 frame (a fetch response) is received straight into a buffer of the connection's ``FramePool`` and
 handed out as a memoryview; the buffer is reused once no view of it is left.

@@ -1,4 +1,4 @@
-"""The Fluss error-code table (RPC.md §4.2): one definition, used by client and server.
+"""The Fluss error-code table (docs/contributing/protocol.md §4.2): one definition, used by client and server.
 
 ``retriable`` follows the Java exception hierarchy (a subclass of RetriableException), which is what
 the clients use to decide on a retry; ``refresh_metadata`` marks InvalidMetadataException subclasses,

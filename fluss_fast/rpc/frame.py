@@ -1,4 +1,4 @@
-"""Frame layout (RPC.md §1): a 4-byte big-endian length, then a small header, then a protobuf body.
+"""Frame layout (docs/contributing/protocol.md §1): a 4-byte big-endian length, then a small header, then a protobuf body.
 
 Request:  len | api_key i16 | api_version i16 | request_id i32 | body
 Response: len | type i8 | request_id i32 | body          (type 0 success, 1 error)
@@ -52,7 +52,7 @@ def encode_error_response(request_id: int, error_code: int, message: str | None)
 
 def encode_server_failure(error_code: int, message: str) -> bytes:
     """Only sent right before closing; pyfluss reads 4 body bytes as a request id, so never leave
-    the message empty (RPC.md §1.3)."""
+    the message empty (docs/contributing/protocol.md §1.3)."""
     from .fluss_api_pb2 import ErrorResponse
 
     body = ErrorResponse(error_code=error_code, error_message=message or "server failure").SerializeToString()

@@ -1,4 +1,4 @@
-"""SASL/PLAIN for the client side of a connection (RPC.md §5)."""
+"""SASL/PLAIN for the client side of a connection (docs/contributing/protocol.md §5)."""
 from __future__ import annotations
 
 from ..errors import FlussError

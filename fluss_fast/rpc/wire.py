@@ -1,5 +1,5 @@
 """Hand-framed protobuf: the messages whose record bytes must not be copied into or out of a
-protobuf object (RPC.md). Each message has its encoder and its parser side by side here, one for
+protobuf object (docs/contributing/protocol.md §3). Each message has its encoder and its parser side by side here, one for
 the client and one for the server, and both match the generated classes byte for byte
 (tests/rpc/test_wire.py). Field numbers and wire types are read from the generated descriptors.
 

@@ -1,4 +1,4 @@
-"""The embedded server: one asyncio process plays the whole cluster (INTERNALS.md "Embedded server").
+"""The embedded server: one asyncio process plays the whole cluster (docs/contributing/internals.md, "Embedded server").
 
 The ``--listen`` port is the coordinator (server_type 1, node 0); every tablet server k gets its own
 listener (server_type 2, node k), and a SASL twin of each when ``--sasl-listen`` is given.

@@ -1,4 +1,4 @@
-"""SASL/PLAIN on the server side (RPC.md §5), with the Java server's checks and error texts."""
+"""SASL/PLAIN on the server side (docs/contributing/protocol.md §5), with the Java server's checks and error texts."""
 from __future__ import annotations
 
 import hmac

@@ -1,4 +1,4 @@
-"""A table's auto-partition strategy (``table.auto-partition.*``, RPC.md §7.6)."""
+"""A table's auto-partition strategy (``table.auto-partition.*``, docs/contributing/protocol.md §7.6)."""
 from __future__ import annotations
 
 from datetime import datetime

@@ -2,7 +2,7 @@
 
 Everything lives in memory and is written to ``DATA_DIR/catalog/catalog.json`` after every change
 (temp file + fsync + rename, then an fsync of the directory), so a crash leaves either the old or the
-new state and a restart continues the id counters where they were: ids are never reused (RPC.md §7.5).
+new state and a restart continues the id counters where they were: ids are never reused (docs/contributing/protocol.md §7.5).
 Validation is not done here; the coordinator checks requests and then calls the mutators.
 """
 from __future__ import annotations

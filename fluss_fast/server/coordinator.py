@@ -1,4 +1,4 @@
-"""Coordinator role: metadata, databases, tables, partitions, auto-partitioning (RPC.md §3.3-3.6, §7).
+"""Coordinator role: metadata, databases, tables, partitions, auto-partitioning (docs/contributing/protocol.md §3.3-3.6, §7).
 
 Checks and defaults follow the Java coordinator (``TableDescriptorValidation``, ``ConfigOptions``) so
 that error codes match: bad names 16/15, bad descriptors 15, unknown or invalid ``table.*`` properties
@@ -472,7 +472,7 @@ class Coordinator:
         return pb.GetClusterHealthResponse(num_replicas=replicas, in_sync_replicas=replicas,
                                            num_leader_replicas=leaders, active_leader_replicas=leaders, status=0)
 
-    # -- auto-partitioning (RPC.md §7.6) -------------------------------------------------------
+    # -- auto-partitioning (docs/contributing/protocol.md §7.6) -------------------------------------------------------
     async def _auto_partition_loop(self) -> None:
         while True:
             await asyncio.sleep(self.server.auto_partition_interval)

@@ -1,5 +1,5 @@
 """Primary-key table APIs of the tablet servers: PUT_KV, LOOKUP, PREFIX_LOOKUP, SCAN_KV and the
-primary-key side of LIMIT_SCAN (RPC.md §3.9, 3.10, 3.12). The state itself is ``kvstore``.
+primary-key side of LIMIT_SCAN (docs/contributing/protocol.md §3.9, §3.10, §3.12). The state itself is ``kvstore``.
 
 Per-bucket problems go into the bucket's answer (PUT_KV, LOOKUP, PREFIX_LOOKUP) or into the
 top-level error of a success frame (LIMIT_SCAN, SCAN_KV), as the Java server does.

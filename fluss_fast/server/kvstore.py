@@ -1,5 +1,5 @@
 """Primary-key table state of the embedded server: one RocksDB (``rocksdict``) per bucket, the merge
-engines, and changelog generation (DATA.md §5, §7, §8).
+engines, and changelog generation (docs/contributing/formats.md §5, §7, §8).
 
 Write order and recovery: a PUT_KV batch is merged against the current state, turned into ONE
 changelog batch that is appended to the bucket's log, and only then applied to the bucket's
@@ -31,7 +31,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..codec import logbatch
 from ..codec.errors import CorruptBatchError
-# change types of changelog records (DATA.md §2.5)
+# change types of changelog records (docs/contributing/formats.md §2.5)
 from ..codec.indexedlog import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
 from ..codec.keys import KeyScheme, key_columns, lake_key_decoder, lake_key_encoder
 from ..codec.kvbatch import encode_value, iter_kv_records, parse_kv_header
@@ -108,7 +108,7 @@ def _open_db(path: str):
     """A bucket's RocksDB, written without RocksDB's own WAL: the bucket's changelog is the WAL.
     Every write carries the log offset it brings the state to (``_APPLIED_KEY``), and with one
     column family RocksDB recovers a prefix of its writes, so the mark recovered always matches the
-    state recovered, and the log is replayed from there (DATA.md's replay is idempotent)."""
+    state recovered, and the log is replayed from there (replaying the log is idempotent, docs/contributing/formats.md §8)."""
     import rocksdict
 
     # column families named (the default one only): without them rocksdict reopens an existing
@@ -269,7 +269,7 @@ class TableKv:
                         batch_sequence: int) -> bytes:
         """One changelog batch. ``rows``: latest-schema value lists, or the table's rows already in
         Arrow — a ``rowarrow.RowArrowBuilder`` (finished here) or a ``pa.RecordBatch`` of the
-        latest schema — which skips the per-row Python values entirely (DATA.md §8)."""
+        latest schema — which skips the per-row Python values entirely (docs/contributing/formats.md §8)."""
         sid = self.latest_schema_id
         batch = None
         n = len(rows) if isinstance(rows, (list, tuple)) else None

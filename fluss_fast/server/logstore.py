@@ -1,4 +1,4 @@
-"""Per-bucket log storage of the embedded server (DATA.md §1.5-1.7, §9.1, §10).
+"""Per-bucket log storage of the embedded server (docs/contributing/formats.md §1.5, §1.6, §1.7, §9.1, §10).
 
 Layout under the log root (``DATA_DIR/log``)::
 

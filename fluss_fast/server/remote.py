@@ -1,5 +1,5 @@
 """Remote (tiered) log of the embedded server: copy closed segments to a remote file system, answer
-fetches below the local log start with the segment list, expire old data (DATA.md §9.2-9.4).
+fetches below the local log start with the segment list, expire old data (docs/contributing/formats.md §9.2, §9.3, §9.4).
 
 Remote layout, as the Java server writes it::
 

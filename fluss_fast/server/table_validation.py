@@ -1,4 +1,4 @@
-"""CREATE_TABLE / CREATE_DATABASE requests: parse, check and default the descriptor (RPC.md §7.3/7.4)
+"""CREATE_TABLE / CREATE_DATABASE requests: parse, check and default the descriptor (docs/contributing/protocol.md §7.3, §7.4)
 in the Java coordinator's order, so that error codes match (``TableDescriptorValidation``)."""
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Tablet-server data APIs of the embedded server: PRODUCE_LOG, FETCH_LOG, LIST_OFFSETS, LIMIT_SCAN,
-INIT_WRITER, GET_FILESYSTEM_SECURITY_TOKEN (RPC.md §3.7, 3.8, 3.11-3.13, 3.16).
+INIT_WRITER, GET_FILESYSTEM_SECURITY_TOKEN (docs/contributing/protocol.md §3.7, §3.8, §3.11, §3.12, §3.13, §3.16).
 
 Record bytes are never decoded here: produce validates headers and CRCs (``logbatch``), stamps offsets
 and the commit timestamp in place and writes the batches as they came; fetch answers with a ``RawBody``

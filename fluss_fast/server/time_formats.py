@@ -1,4 +1,4 @@
-"""Partition time values of auto-partitioned tables (RPC.md §7.6): Java-style time formats, time
+"""Partition time values of auto-partitioned tables (docs/contributing/protocol.md §7.6): Java-style time formats, time
 units and zones."""
 from __future__ import annotations
 

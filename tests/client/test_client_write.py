@@ -235,7 +235,7 @@ async def test_primary_key_builders(fluss_server, unique_name):
 
 # -- bucket placement ------------------------------------------------------------------------------------
 async def test_bucket_key_lands_in_javas_bucket(fluss_server, unique_name):
-    # DATA.md §6.5 (computed against Java): with 8 buckets INT 1 -> 4, INT 300 -> 5, INT -1 -> 2.
+    # docs/contributing/formats.md §6.5 (computed against Java): with 8 buckets INT 1 -> 4, INT 300 -> 5, INT -1 -> 2.
     # INT 300 is the case where the Rust client's zero-extension bug picks bucket 3.
     conn = await connect(fluss_server.bootstrap_servers)
     path, t = await make_table(conn, unique_name(), bucket_count=8, bucket_keys=["id"])

@@ -1,4 +1,4 @@
-"""ARROW log payloads (DATA.md §2): encode/decode, compression framing, header-only batches,
+"""ARROW log payloads (docs/contributing/formats.md §2): encode/decode, compression framing, header-only batches,
 unaligned zero-copy decode, change-type vectors, and the metadata-only server projection checked
 against pyarrow's own decoding of the original batch."""
 import datetime as dt

@@ -19,7 +19,7 @@ if _ext is not None:
     IMPLS += [pytest.param(_ext.crc32c, id="ext"),
               pytest.param(_ext._crc32c_software, id="ext-table")]
 
-# DATA.md §3.2: the 75-byte INDEXED batch, CRC over bytes 25..74
+# docs/contributing/formats.md §3.2: the 75-byte INDEXED batch, CRC over bytes 25..74
 DATA_MD_BATCH = bytes.fromhex(
     "0000000000000000" "3f000000" "00" "0000000000000000"
     "a5c2e32f" "0100" "01" "00000000"

@@ -1,4 +1,4 @@
-"""Key encoding (DATA.md §6.2), key columns and bucket assignment, with Java's reference vectors."""
+"""Key encoding (docs/contributing/formats.md §6.2), key columns and bucket assignment, with Java's reference vectors."""
 from __future__ import annotations
 
 import datetime as dt

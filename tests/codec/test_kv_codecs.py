@@ -1,4 +1,4 @@
-"""KV write/read codecs of the client: the KV batch header (DATA.md §5 example), value batches,
+"""KV write/read codecs of the client: the KV batch header (docs/contributing/formats.md §5 example), value batches,
 and the columnwise KV record builder (Cython and pure twins agree, and agree with the per-row
 encoders byte for byte)."""
 from __future__ import annotations
@@ -24,7 +24,7 @@ from fluss_fast.datatypes import DataType
 
 
 def test_kv_batch_matches_the_data_md_example():
-    # DATA.md §5.2: schema 1, writer 7, seq 0; upsert key 0A -> CompactedRow (10, "abc"); delete 0B
+    # docs/contributing/formats.md §5.2: schema 1, writer 7, seq 0; upsert key 0A -> CompactedRow (10, "abc"); delete 0B
     expected = bytes.fromhex("2a00000000" "05f46eac" "0100" "00" "0700000000000000" "00000000"
                              "02000000" "08000000010a000a03616263" "02000000010b")
     payload = kv_record(b"\x0a", b"\x00\x0a\x03abc") + kv_record(b"\x0b", None)

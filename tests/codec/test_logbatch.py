@@ -1,4 +1,4 @@
-"""Log record batch header: DATA.md known answers, round trips, validation and offset assignment.
+"""Log record batch header: the known answers of docs/contributing/formats.md, round trips, validation and offset assignment.
 
 Every test runs against both twins (the pure functions ``*_py`` and the compiled module, when
 built); hypothesis tests also check that the twins agree with each other.
@@ -38,7 +38,7 @@ SUMMARY_FIELDS = ["size", "batch_count", "record_count_total", "offset_count",
                   "max_record_count", "schema_id", "mixed_schema_ids", "writer_id",
                   "first_sequence", "last_sequence", "append_only"]
 
-# DATA.md §3.2: INDEXED record (+A) of the row (1, "ab", null, null, "xyz")
+# docs/contributing/formats.md §3.2: INDEXED record (+A) of the row (1, "ab", null, null, "xyz")
 DATA_MD_PAYLOAD = bytes.fromhex(
     "17000000" "00" "0c" "02000000" "03000000" "00000000" "01000000" "6162" "78797a")
 DATA_MD_BATCH = bytes.fromhex(
@@ -90,7 +90,7 @@ def test_constants():
         assert (m.NO_WRITER_ID, m.NO_BATCH_SEQUENCE, m.APPEND_ONLY_FLAG) == (-1, -1, 1)
 
 
-# --------------------------------------------------------------------------- DATA.md batch
+# --------------------------------------------------------------------------- formats.md batch
 
 
 def test_build_data_md_batch(impl):

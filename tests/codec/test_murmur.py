@@ -1,4 +1,4 @@
-"""Bucketing hashes: DATA.md §6.4/§6.5 vectors, standard MurmurHash3 vectors, twin agreement."""
+"""Bucketing hashes: docs/contributing/formats.md §6.4/§6.5 vectors, standard MurmurHash3 vectors, twin agreement."""
 import importlib
 import types
 
@@ -31,7 +31,7 @@ def s32(x):
     return x - (1 << 32) if x & 0x80000000 else x
 
 
-# DATA.md §6.4 (BucketingFunctionTest): key, n, default, paimon, iceberg
+# docs/contributing/formats.md §6.4 (BucketingFunctionTest): key, n, default, paimon, iceberg
 TABLE_6_4 = [
     (bytes.fromhex("000a"), 7, 1, 1, 3),
     (bytes.fromhex("000a0a0a"), 12, 0, 11, 4),
@@ -48,7 +48,7 @@ def test_table_6_4(impl, key, n, default, paimon, iceberg):
     assert impl.buckets_for_keys([key], n) == [default]
 
 
-# DATA.md §6.5: key bytes, FlussMurmur32, IntMurmur, buckets for n = 3, 4, 8, 16
+# docs/contributing/formats.md §6.5: key bytes, FlussMurmur32, IntMurmur, buckets for n = 3, 4, 8, 16
 TABLE_6_5 = [
     ("01", 0xE8F30D16, 1113307500, (0, 0, 4, 12)),
     ("ac02", 0xBE915344, 1475058325, (1, 1, 5, 5)),

@@ -199,7 +199,7 @@ async def test_changelog_change_types_agree(clients):
 
 def _rust_style_bucket(data: bytes, n: int) -> int:
     """The bucket pyfluss's Rust core picks: Fluss's murmur, but with the tail bytes widened
-    without their sign (DATA.md §6.3 'interop bug'); Java and fluss_fast sign-extend."""
+    without their sign (docs/contributing/formats.md §6.3 'interop bug'); Java and fluss_fast sign-extend."""
     from fluss_fast.codec.murmur import int_murmur
 
     def rotl(x, r):

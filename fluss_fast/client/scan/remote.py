@@ -1,4 +1,4 @@
-"""Remote-log reading behind the log scanners (DATA.md §9.3).
+"""Remote-log reading behind the log scanners (docs/contributing/formats.md §9.3).
 
 When a FetchLog answer carries ``remote_log_fetch_info`` instead of records, the fetcher hands it
 to ``RemoteLogReader.start``: the bucket then gets a ``_Cursor`` that walks the listed segments.

@@ -3,7 +3,7 @@
 Tables without a bucket key spread rows themselves: ``sticky`` (the default) keeps sending to one
 bucket until its batch is full and then moves to another one, so batches fill up quickly even with
 many buckets; ``round_robin`` gives every write the next bucket. Bucket-key tables hash
-the encoded key with Fluss's MurmurHash variant (DATA.md §6.3) via ``codec.murmur``.
+the encoded key with Fluss's MurmurHash variant (docs/contributing/formats.md §6.3) via ``codec.murmur``.
 """
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ KIND_KV = "KV"
 
 def log_batch_header(payload, *, schema_id: int, record_count: int, writer_id: int = -1,
                      batch_sequence: int = -1, append_only: bool = True) -> bytes:
-    """The V0 header (DATA.md §1) of a batch holding ``payload``: ``header + payload`` equals
+    """The V0 header (docs/contributing/formats.md §1) of a batch holding ``payload``: ``header + payload`` equals
     ``logbatch.build_batch(payload, ...)`` byte for byte, without copying the payload."""
     if record_count <= 0:
         raise ValueError(f"a write batch needs records, got record_count={record_count}")

@@ -1,6 +1,6 @@
 """Idempotent writes: one writer id per writer, a batch sequence per bucket.
 
-The server remembers the last five batches of every (writer, bucket) (DATA.md §1.5): a batch
+The server remembers the last five batches of every (writer, bucket) (docs/contributing/formats.md §1.5): a batch
 whose sequence it has seen is answered as a duplicate (32) with the original offsets, a gap is
 out-of-order (31), an unknown writer is 33. A retried batch therefore keeps its sequence, so a
 resend after a lost acknowledgement can never be appended twice. All state lives on the runtime

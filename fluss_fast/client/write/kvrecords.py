@@ -1,6 +1,6 @@
 """What KV writes add to the write path: the record builder, the KV batch header and PutKv framing.
 
-A KV batch (DATA.md §5) is records back to back behind a 28-byte header that carries the writer
+A KV batch (docs/contributing/formats.md §5) is records back to back behind a 28-byte header that carries the writer
 id and batch sequence; as for log batches the header is built when the batch goes out (the
 sequence is assigned then) and the payload is reused by every retry. Callers encode each record
 whole (``int32 length | varint key length | key | value``) on their own thread, straight into
