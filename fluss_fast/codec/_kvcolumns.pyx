@@ -3,7 +3,7 @@
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, malloc, realloc, free
 from libc.string cimport memcpy
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE, PyBytes_CheckExact
 
 from fluss_fast.codec.varint_put cimport ff_put_varint
 
@@ -148,9 +148,25 @@ cdef const uint8_t *_ptr(object arr, list keep) except? NULL:
     return &view[0]
 
 
-def encode_kv_columns(specs, key_cols, bucket_cols, value_cols, Py_ssize_t nrows, int num_buckets):
+def encode_kv_columns(specs, key_cols, bucket_cols, value_cols, Py_ssize_t nrows, int num_buckets,
+                      keys=None, buckets=None):
     if num_buckets <= 0:
         raise ValueError(f"num_buckets must be positive, got {num_buckets}")
+    cdef bint given = keys is not None or buckets is not None
+    cdef list given_keys = None
+    if given:  # the caller's keys and buckets (a data-lake table's): checked before anything runs
+        if keys is None or buckets is None:
+            raise ValueError("keys and buckets are given together")
+        if len(keys) != nrows or len(buckets) != nrows:
+            raise ValueError(f"{len(keys)} keys and {len(buckets)} buckets for {nrows} rows")
+        for b in buckets:
+            if not 0 <= b < num_buckets:
+                raise ValueError(f"bucket {b} is not in 0 .. {num_buckets - 1}")
+        given_keys = [k if PyBytes_CheckExact(k) else bytes(k) for k in keys]
+    cdef const unsigned char **gk = NULL
+    cdef Py_ssize_t *gkl = NULL
+    cdef const unsigned char *kp
+    cdef Py_ssize_t kn
     cdef Py_ssize_t ncols = len(specs)
     cdef list keep = []
     cdef Col *cols = <Col *>malloc(sizeof(Col) * (ncols if ncols else 1))
@@ -188,6 +204,16 @@ def encode_kv_columns(specs, key_cols, bucket_cols, value_cols, Py_ssize_t nrows
         rec_start = <Py_ssize_t *>malloc(sizeof(Py_ssize_t) * (nrows + 1))
         if kc == NULL or bc == NULL or vc == NULL or rec_bucket == NULL or rec_start == NULL:
             raise MemoryError()
+        if given:
+            gk = <const unsigned char **>malloc(sizeof(unsigned char *) * (nrows + 1))
+            gkl = <Py_ssize_t *>malloc(sizeof(Py_ssize_t) * (nrows + 1))
+            if gk == NULL or gkl == NULL:
+                raise MemoryError()
+            for r in range(nrows):
+                k = given_keys[r]
+                gk[r] = <const unsigned char *>PyBytes_AS_STRING(k)
+                gkl[r] = PyBytes_GET_SIZE(k)
+                rec_bucket[r] = buckets[r]
         for i in range(nk):
             kc[i] = key_cols[i]
         for i in range(nbk):
@@ -198,19 +224,26 @@ def encode_kv_columns(specs, key_cols, bucket_cols, value_cols, Py_ssize_t nrows
         # the columns are plain buffers from here on: other threads (the sender) run meanwhile
         with nogil:
             for r in range(nrows):
-                # the key, into its scratch buffer
-                rc = _put_key(&key, cols, kc, nk, r, &null_col)
-                if rc:
-                    break
-                if nbk:
-                    rc = _put_key(&bkey, cols, bc, nbk, r, &null_col)
+                if given:
+                    kp = gk[r]
+                    kn = gkl[r]
+                    bucket = rec_bucket[r]
+                else:
+                    # the key, into its scratch buffer
+                    rc = _put_key(&key, cols, kc, nk, r, &null_col)
                     if rc:
                         break
-                    bucket = ffm_bucket(bkey.p, bkey.n, num_buckets)
-                else:
-                    bucket = ffm_bucket(key.p, key.n, num_buckets)
+                    if nbk:
+                        rc = _put_key(&bkey, cols, bc, nbk, r, &null_col)
+                        if rc:
+                            break
+                        bucket = ffm_bucket(bkey.p, bkey.n, num_buckets)
+                    else:
+                        bucket = ffm_bucket(key.p, key.n, num_buckets)
+                    kp = key.p
+                    kn = key.n
                 # the record: int32 length | varint key length | key | value row
-                bound = 4 + 5 + key.n + nbits
+                bound = 4 + 5 + kn + nbits
                 for i in range(nv if nv > 0 else 0):
                     bound += _bound(&cols[vc[i]], r)
                 if _reserve(&out, bound):
@@ -218,9 +251,9 @@ def encode_kv_columns(specs, key_cols, bucket_cols, value_cols, Py_ssize_t nrows
                     break
                 start = out.n
                 w = start + 4
-                w += ff_put_varint(out.p + w, <uint64_t>key.n)
-                memcpy(out.p + w, key.p, key.n)
-                w += key.n
+                w += ff_put_varint(out.p + w, <uint64_t>kn)
+                memcpy(out.p + w, kp, kn)
+                w += kn
                 if nv >= 0:
                     row = out.p + w
                     for i in range(nbits):
@@ -265,6 +298,8 @@ def encode_kv_columns(specs, key_cols, bucket_cols, value_cols, Py_ssize_t nrows
                 bsize[nb] += w
         return result
     finally:
+        free(gk)
+        free(gkl)
         free(bsize)
         free(bcount)
         free(bptr)

@@ -26,6 +26,11 @@ bucket-key bytes, which are the key bytes when ``bucket_cols`` is None) and, unl
 ``value_cols`` is None (deletes), the CompactedRow of ``value_cols``; it returns
 ``{bucket: (records bytes, count)}`` with records in row order (docs/contributing/formats.md §5.2). A null in a key
 column raises ``KeyNullError(column position, row)``. ``_kvcolumns.pyx`` is the compiled twin.
+
+``keys`` and ``buckets`` (both or neither: a list of ``nrows`` key bytes and one of ``nrows``
+buckets in ``0 .. num_buckets - 1``) give every row's key and bucket, computed by the caller: a
+data-lake table's keys and buckets follow the lake's layout (``codec.keys.KeyScheme``), which this
+module does not know; ``key_cols`` and ``bucket_cols`` are then not read.
 """
 from __future__ import annotations
 
@@ -100,29 +105,48 @@ def _is_null(spec, r: int) -> bool:
     return valid is not None and not valid[r]
 
 
+def _check_given(keys, buckets, nrows: int, num_buckets: int) -> None:
+    """The caller's keys and buckets, when given: both, one per row, buckets in range."""
+    if keys is None and buckets is None:
+        return
+    if keys is None or buckets is None:
+        raise ValueError("keys and buckets are given together")
+    if len(keys) != nrows or len(buckets) != nrows:
+        raise ValueError(f"{len(keys)} keys and {len(buckets)} buckets for {nrows} rows")
+    for b in buckets:
+        if not 0 <= b < num_buckets:
+            raise ValueError(f"bucket {b} is not in 0 .. {num_buckets - 1}")
+
+
 def encode_kv_columns(specs: Sequence[tuple], key_cols: Sequence[int],
                       bucket_cols: Optional[Sequence[int]], value_cols: Optional[Sequence[int]],
-                      nrows: int, num_buckets: int) -> Dict[int, Tuple[bytes, int]]:
+                      nrows: int, num_buckets: int, keys: Optional[Sequence[bytes]] = None,
+                      buckets: Optional[Sequence[int]] = None) -> Dict[int, Tuple[bytes, int]]:
     if num_buckets <= 0:
         raise ValueError(f"num_buckets must be positive, got {num_buckets}")
+    _check_given(keys, buckets, nrows, num_buckets)
     outs: Dict[int, List] = {}
     nvals = 0 if value_cols is None else len(value_cols)
     nbytes = (nvals + 7) >> 3
     for r in range(nrows):
-        key = bytearray()
-        for c in key_cols:
-            if _is_null(specs[c], r):
-                raise KeyNullError(c, r)
-            _field(key, specs[c], r)
-        if bucket_cols is None:
-            bkey = key
+        if keys is not None:
+            key = bytes(keys[r])
+            bucket = buckets[r]
         else:
-            bkey = bytearray()
-            for c in bucket_cols:
+            key = bytearray()
+            for c in key_cols:
                 if _is_null(specs[c], r):
                     raise KeyNullError(c, r)
-                _field(bkey, specs[c], r)
-        bucket = bucket_for_key(bytes(bkey), num_buckets)
+                _field(key, specs[c], r)
+            if bucket_cols is None:
+                bkey = key
+            else:
+                bkey = bytearray()
+                for c in bucket_cols:
+                    if _is_null(specs[c], r):
+                        raise KeyNullError(c, r)
+                    _field(bkey, specs[c], r)
+            bucket = bucket_for_key(bytes(bkey), num_buckets)
         rec = bytearray()
         _varint(rec, len(key))
         rec += key

@@ -395,3 +395,45 @@ def test_key_scheme_rules():
     with pytest.raises(ValueError, match="Unsupported datalake format"):
         K.lake_format({"table.datalake.format": "delta"})
     assert K.lake_format({}) is None and K.kv_format_version({}) == 1
+
+
+# -- the columnar KV encoder with the caller's (lake) keys and buckets ------------------------------
+
+def test_kv_columns_take_given_keys_and_buckets():
+    import pyarrow as pa
+
+    from fluss_fast.client.write.kvrecords import kv_record
+    from fluss_fast.client.write.upsert_bulk import _spec
+    from fluss_fast.codec import kvcolumns as KC
+    from fluss_fast.codec.rows import CompactedRowEncoder
+
+    ids = list(range(-20, 20))
+    names = [f"n{i}" * (i % 4) for i in ids]
+    types = [T(D.INTEGER, False), STRING]
+    specs = [_spec(pa.array(ids, pa.int32()), types[0]), _spec(pa.array(names, pa.string()), types[1])]
+    enc = L.PaimonKeyEncoder_py(types[:1])
+    keys = [enc.encode([i]) for i in ids]
+    buckets = [murmur.paimon_bucket(k, 6) for k in keys]
+    row_enc = CompactedRowEncoder([types[0], STRING])
+    for delete in (False, True):
+        want = {}
+        for i, name, k, b in zip(ids, names, keys, buckets):
+            rec = kv_record(k, None if delete else row_enc.encode([i, name]))
+            data, count = want.get(b, (b"", 0))
+            want[b] = (data + rec, count + 1)
+        value_cols = None if delete else [0, 1]
+        for fn in (KC.encode_kv_columns_py, KC.encode_kv_columns):
+            assert fn(specs, [0], None, value_cols, len(ids), 6, keys, buckets) == want
+            # the given keys win over key_cols / bucket_cols
+            assert fn(specs, [1], [1], value_cols, len(ids), 6, bytearray_keys(keys), buckets) == want
+    for fn in (KC.encode_kv_columns_py, KC.encode_kv_columns):
+        with pytest.raises(ValueError, match="together"):
+            fn(specs, [0], None, None, len(ids), 6, keys, None)
+        with pytest.raises(ValueError, match="for 40 rows"):
+            fn(specs, [0], None, None, len(ids), 6, keys[:3], buckets[:3])
+        with pytest.raises(ValueError, match="bucket 6 is not in 0 .. 5"):
+            fn(specs, [0], None, None, len(ids), 6, keys, [6] * len(ids))
+
+
+def bytearray_keys(keys):
+    return [bytearray(k) for k in keys]

@@ -4,7 +4,9 @@ Columns are matched to the table by name. Each column becomes numpy buffers (``_
 ``codec.kvcolumns.encode_kv_columns`` builds the KV records of a whole batch in one compiled loop,
 grouped by bucket; the groups go into the writer's accumulator as finished chunks. Types the
 columnar encoder does not cover (ARRAY, MAP, ROW, DECIMAL with precision > 18, IndexedRow kv
-format, data-lake tables' keys) take the per-row path instead, with the same checks.
+format) take the per-row path instead, with the same checks. A data-lake table's keys and buckets
+(``codec.keys.KeyScheme``) are encoded per row by the table's key encoders and handed to the
+columnar encoder, which still writes the values column by column.
 """
 from __future__ import annotations
 
@@ -97,9 +99,7 @@ class BulkKv:
         self._names = schema.names
         target = writer._target
         self._target = set(range(len(self._names)) if target is None else target)
-        # the columnar encoder writes CompactedRow keys and Fluss buckets: a data-lake table's keys
-        # (codec.keys.KeyScheme) take the per-row path
-        self._rowwise_format = lay.kv_format == "INDEXED" or lay.lake
+        self._rowwise_format = lay.kv_format == "INDEXED"
 
     def _fail(self, msg: str) -> FlussError:
         return FlussError(f"table '{self._lay.table_name}': {msg}")
@@ -177,10 +177,14 @@ class BulkKv:
             except _RowWise:
                 self._rowwise(part, n, delete, futures)
                 continue
+            keys = buckets = None
+            if lay.lake:
+                keys, buckets = self._lake_keys(part, n)
             try:
                 groups_out = K.encode_kv_columns(
                     specs, lay.phys_pos, None if lay.bucket_same else lay.bucket_pos,
-                    None if delete else list(range(len(self._names))), n, lay.num_buckets)
+                    None if delete else list(range(len(self._names))), n, lay.num_buckets,
+                    keys, buckets)
             except K.KeyNullError as e:
                 raise FlussError(f"Field '{self._names[e.column]}': key column is null at row "
                                  f"{e.row}") from None
@@ -188,6 +192,24 @@ class BulkKv:
             for bucket, (data, count) in groups_out.items():
                 futures.append(acc.append_chunk(KvChunk(data, count), len(data), pid, bucket,
                                                 lay.num_buckets))
+
+    def _lake_keys(self, cols, n: int):
+        """Every row's key and bucket, a data-lake table's way (the key columns as Python values)."""
+        lay = self._lay
+        w = self._w
+        pk_cols = [cols[i].to_pylist() for i in lay.phys_pos]
+        try:
+            keys = [lay.key_encoder.encode(vals) for vals in zip(*pk_cols)]
+            fn, nb = lay.bucketing, lay.num_buckets
+            if lay.bucket_same:
+                buckets = [fn(k, nb) for k in keys]
+            else:
+                enc = lay.bucket_encoder
+                bk_cols = [cols[i].to_pylist() for i in lay.bucket_pos]
+                buckets = [fn(enc.encode(vals), nb) for vals in zip(*bk_cols)]
+        except (TypeError, ValueError, OverflowError) as e:
+            raise w._row_shaper.encode_error(e, None, lay.schema) from None
+        return keys, buckets
 
     def _specs(self, cols) -> list:
         specs = []
