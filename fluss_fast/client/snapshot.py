@@ -141,6 +141,15 @@ class SnapshotScanner:
 
     @on_runtime
     async def to_pandas(self, bucket: Optional[int] = None, partition_id: Optional[int] = None):
+        """As `to_arrow`, converted to a ``pandas.DataFrame`` (needs pandas).
+
+        Args:
+            bucket: One bucket only; ``None`` for every bucket.
+            partition_id: With ``bucket``, the bucket's partition (partitioned tables).
+
+        Returns:
+            The current rows.
+        """
         return (await SnapshotScanner.to_arrow.__runtime_impl__(self, bucket, partition_id)).to_pandas()
 
     def __repr__(self) -> str:
