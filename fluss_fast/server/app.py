@@ -21,6 +21,7 @@ from .catalog import Catalog
 from .datadir_lock import DataDirLock
 from .flush_policy import FlushPolicy
 from .frame_pool import FramePool
+from .kvstore import require_rocksdict
 from .listeners import PLAINTEXT_LISTENER, SASL_LISTENER, Listener, advertised_host, split_host_port
 from .protocol import RawBody, RequestContext, ServerConnection
 from .replicas import ReplicaManager
@@ -135,9 +136,11 @@ class FlussServer:
         Raises:
             RuntimeError: Another server holds the data directory.
             OSError: A listen address is taken.
+            ImportError: rocksdict (the ``server`` extra) is not installed (``kvstore.RocksDBMissing``).
         """
         from .coordinator import Coordinator
 
+        require_rocksdict()
         os.makedirs(self.data_dir, exist_ok=True)
         if self._dir_lock is None:
             lock = DataDirLock(self.data_dir)

@@ -11,6 +11,7 @@ import sys
 from .app import DEFAULT_IDLE_TIMEOUT_S, FlussServer
 from ..event_loop import new_event_loop
 from .datadir_lock import DataDirLocked
+from .kvstore import RocksDBMissing
 from .auth import load_users_file, parse_user_spec
 
 
@@ -124,7 +125,7 @@ async def _serve(server: FlussServer) -> int:
             signal.signal(sig, lambda *_: loop.call_soon_threadsafe(stop.set))
     try:
         await server.start()
-    except DataDirLocked as e:
+    except (DataDirLocked, RocksDBMissing) as e:
         print(f"fluss-fast server: {e}", file=sys.stderr)
         return 1
     except OSError as e:

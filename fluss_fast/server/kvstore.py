@@ -65,6 +65,24 @@ BLOCK_CACHE_BYTES = 64 << 20  # shared by every bucket's RocksDB in the process
 AUTO_INC_CACHE = 100_000  # table.auto-increment.cache-size: ids a bucket takes from its table's counter at once
 
 
+SERVER_EXTRA_HINT = "pip install 'fluss-fast[server]'"
+
+
+class RocksDBMissing(ImportError):
+    """rocksdict, the embedded server's RocksDB binding, is not installed: it comes with the ``server``
+    extra, as a client of a real cluster does without it."""
+
+
+def require_rocksdict() -> None:
+    """Raises RocksDBMissing unless rocksdict imports. The server calls it before opening anything, so
+    a missing extra is one line at start, not an ImportError in the first primary-key write."""
+    try:
+        import rocksdict  # noqa: F401
+    except ImportError as exc:
+        raise RocksDBMissing(f"the embedded server keeps primary-key tables in RocksDB, and rocksdict is not "
+                             f"installed; install it with: {SERVER_EXTRA_HINT}") from exc
+
+
 _BLOCK_CACHE = None
 
 
