@@ -157,7 +157,7 @@ class _Recorder:
         return [r for k, r in self.requests if k == key]
 
     async def close(self):
-        # pyfluss's close() leaves its sockets open (README "Known differences"), so close our ends;
+        # pyfluss's close() leaves its sockets open (docs/guide/differences.md), so close our ends;
         # each handler then returns.
         self.server.close()
         for w in self.writers:
