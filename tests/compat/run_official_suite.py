@@ -1,13 +1,16 @@
-"""Run the official Python client's own test suite (apache/fluss ``fluss-rust/bindings/python``: ``test/``
-and, through ``test_examples.py``, ``example/``) against ``fluss-fast server``.
+"""Run the official Python client's own test suite (``bindings/python``: ``test/`` and, through
+``test_examples.py``, ``example/``) against ``fluss-fast server`` or a real Java cluster.
 
-    git -C /path/to/apache-fluss archive HEAD fluss-rust/bindings/python | tar -x -C /tmp/official
-    python tests/compat/run_official_suite.py --suite /tmp/official/fluss-rust/bindings/python
-    python tests/compat/run_official_suite.py --suite ... --client fluss_fast
+    python tests/compat/run_official_suite.py                       # pyfluss against the embedded server
+    python tests/compat/run_official_suite.py --client fluss_fast   # the drop-in against it
+    python tests/compat/run_official_suite.py --server java --tablet-servers 3 --client fluss_fast
 
-The suite is not part of this repository. Its conftest takes an existing cluster from
-FLUSS_BOOTSTRAP_SERVERS / FLUSS_SASL_BOOTSTRAP_SERVERS; this script starts one embedded server (plaintext
-and SASL listeners, the users the suite logs in with), points those variables at it, and runs pytest.
+The suite is not part of this repository: by default it is taken from the source distribution of the
+installed pyfluss version on the package index (pip's own index, checked against the index's sha256,
+cached under ~/.cache/fluss-fast/); ``--suite DIR`` names a checkout instead. Its conftest takes an
+existing cluster from FLUSS_BOOTSTRAP_SERVERS / FLUSS_SASL_BOOTSTRAP_SERVERS; this script starts one
+embedded server or Java cluster (plaintext and SASL listeners, the users the suite logs in with), points
+those variables at it, and runs pytest.
 ``--client fluss`` (default) uses the installed pyfluss; ``--client fluss_fast`` puts a ``fluss`` module
 that IS ``fluss_fast`` first on the path, so every ``import fluss`` of the suite gets the drop-in.
 
@@ -19,7 +22,12 @@ Exit status: pytest's. Extra arguments after ``--`` go to pytest.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import io
+import json
 import os
+import tarfile
+import urllib.request
 import select
 import shutil
 import subprocess
@@ -51,6 +59,58 @@ def _find_test_dir(suite: str) -> str:
         if os.path.isfile(os.path.join(cand, "conftest.py")):
             return os.path.abspath(cand)
     raise SystemExit(f"no conftest.py of the official suite under {suite!r} (give the bindings/python directory)")
+
+
+def _cache_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.environ.get("FLUSS_FAST_CACHE") or os.path.join(base, "fluss-fast")
+
+
+def fetch_suite(version: str) -> str:
+    """``bindings/python`` of pyfluss ``version``'s sdist, downloaded once (PEP 691 JSON index of pip's
+    default index, the file's sha256 checked) and unpacked into the cache."""
+    dest = os.path.join(_cache_dir(), f"pyfluss-{version}-suite")
+    target = os.path.join(dest, f"pyfluss-{version}", "bindings", "python")
+    if os.path.isfile(os.path.join(target, "test", "conftest.py")):
+        return target
+    from pip._internal.models.index import PyPI
+
+    req = urllib.request.Request(PyPI.simple_url + "/pyfluss/",
+                                 headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        files = json.load(resp)["files"]
+    name = f"pyfluss-{version}.tar.gz"
+    entry = next((f for f in files if f["filename"] == name), None)
+    if entry is None:
+        raise SystemExit(f"the package index has no {name}")
+    with urllib.request.urlopen(entry["url"], timeout=120) as resp:
+        blob = resp.read()
+    if hashlib.sha256(blob).hexdigest() != entry["hashes"]["sha256"]:
+        raise SystemExit(f"{name}: sha256 does not match the index's")
+    prefix = f"pyfluss-{version}/bindings/python/"
+    with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
+        members = [m for m in tar.getmembers() if m.name.startswith(prefix) and (m.isfile() or m.isdir())]
+        tar.extractall(dest, members=members, filter="data")
+        # The sdist keeps the bindings' pyproject.toml (pytest's asyncio_mode among it) at its root;
+        # in the source tree it sits in bindings/python, where the suite's rootdir must be.
+        ini = tar.extractfile(f"pyfluss-{version}/pyproject.toml")
+        with open(os.path.join(target, "pyproject.toml"), "wb") as f:
+            f.write(ini.read())
+    return target
+
+
+def installed_pyfluss_version() -> str:
+    from importlib.metadata import version
+
+    return version("pyfluss")
+
+
+def start_java_cluster(data_dir: str, tablet_servers: int):
+    from fluss_fast.cluster import JavaCluster
+
+    cluster = JavaCluster(data_dir, tablet_servers=tablet_servers, sasl_users=SUITE_USERS,
+                          settings={"default.replication.factor": str(min(3, tablet_servers))}).start()
+    return cluster, cluster.bootstrap_servers, cluster.sasl_bootstrap_servers
 
 
 def start_server(data_dir: str, tablet_servers: int):
@@ -87,7 +147,11 @@ def stop_server(proc) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--suite", required=True, help="checkout of fluss-rust/bindings/python (or its test/ dir)")
+    ap.add_argument("--suite", default=None,
+                    help="checkout of bindings/python (or its test/ dir); default: the installed pyfluss "
+                         "version's sdist from the package index")
+    ap.add_argument("--server", choices=("embedded", "java"), default="embedded",
+                    help="embedded = fluss-fast server; java = fluss-fast cluster (the Java servers)")
     ap.add_argument("--client", choices=("fluss", "fluss_fast"), default="fluss",
                     help="fluss = the installed pyfluss; fluss_fast = `import fluss` aliased to fluss_fast")
     ap.add_argument("--tablet-servers", type=int, default=1)
@@ -95,9 +159,14 @@ def main(argv=None) -> int:
     ap.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     args = ap.parse_args(argv)
 
-    test_dir = _find_test_dir(args.suite)
+    test_dir = _find_test_dir(args.suite or fetch_suite(installed_pyfluss_version()))
     work = tempfile.mkdtemp(prefix="fluss-official-")
-    proc, plain, sasl = start_server(os.path.join(work, "data"), args.tablet_servers)
+    if args.server == "java":
+        cluster, plain, sasl = start_java_cluster(os.path.join(work, "data"), args.tablet_servers)
+        stop = cluster.stop
+    else:
+        proc, plain, sasl = start_server(os.path.join(work, "data"), args.tablet_servers)
+        stop = lambda: stop_server(proc)  # noqa: E731
     try:
         env = dict(os.environ)
         env["FLUSS_BOOTSTRAP_SERVERS"] = plain
@@ -116,14 +185,15 @@ def main(argv=None) -> int:
                 cmd += ["--deselect", nodeid, "--deselect", "test/" + nodeid]
         env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
         cmd += args.pytest_args
-        print(f"[official suite] client={args.client} server={plain} sasl={sasl} tests={test_dir}", flush=True)
+        print(f"[official suite] client={args.client} server={args.server} {plain} sasl={sasl} tests={test_dir}",
+              flush=True)
         try:
             return subprocess.run(cmd, cwd=test_dir, env=env, timeout=args.timeout).returncode
         except subprocess.TimeoutExpired:
             print(f"[official suite] pytest did not finish in {args.timeout} s", flush=True)
             return 124
     finally:
-        stop_server(proc)
+        stop()
         shutil.rmtree(work, ignore_errors=True)
 
 
