@@ -251,7 +251,26 @@ class Lookuper(_LookupBase):
 
     @on_runtime
     async def lookup(self, pk) -> Optional[Dict[str, object]]:
-        """The row with this primary key (dict, or list/tuple in primary-key order), or None."""
+        """The current row with this primary key.
+
+        Lookups started together are sent to each leader as one request; a lookup alone is sent at
+        once.
+
+        Args:
+            pk: The key: a dict by key column, or a list / tuple in primary-key order.
+
+        Returns:
+            The row as a dict, or ``None`` if there is no such key (or its partition does not exist).
+
+        Raises:
+            FlussError: A key column is missing or has a value of the wrong type, or the server failed.
+
+        Example:
+            ```python
+            row = await lookuper.lookup({"id": 1})
+            rows = await asyncio.gather(*[lookuper.lookup({"id": i}) for i in range(64)])
+            ```
+        """
         lay = self._layout
         values = self._shaper.values(pk)
         try:
@@ -323,7 +342,18 @@ class PrefixLookuper(_LookupBase):
 
     @on_runtime
     async def lookup(self, prefix) -> List[Dict[str, object]]:
-        """Every row matching the prefix (dict, or list/tuple in lookup-column order)."""
+        """Every current row whose primary key starts with this prefix.
+
+        Args:
+            prefix: Values of the lookup columns (partition keys, then the bucket key): a dict, or a
+                list / tuple in that order.
+
+        Returns:
+            The rows as dicts, ``[]`` if none.
+
+        Raises:
+            FlussError: A lookup column is missing or has a value of the wrong type.
+        """
         lay = self._layout
         values = self._shaper.values(prefix)
         try:

@@ -147,8 +147,14 @@ class BufferedWriter:
 
     @on_runtime
     async def flush(self) -> None:
-        """Wait until everything written before this call is acknowledged; raise the first
-        error of any batch that failed since the previous flush."""
+        """Wait until everything written before this call is acknowledged.
+
+        Batches still filling are sent at once. Waits at most 2 x ``request-timeout`` per batch.
+
+        Raises:
+            FlussError: The first error of any batch that could not be delivered since the previous
+                ``flush()`` (the message says how long it tried and how often).
+        """
         await self._flush()
 
     async def _close(self, report_lost: bool) -> None:

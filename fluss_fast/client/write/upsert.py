@@ -289,8 +289,27 @@ class UpsertWriter(BufferedWriter):
 
     # -- rows -----------------------------------------------------------------------------------
     def upsert(self, row) -> WriteResultHandle:
-        """Insert or replace the row with this primary key (dict by column name, or list/tuple
-        in schema order; for a partial update, the target columns only)."""
+        """Insert the row, or replace the stored row with the same primary key.
+
+        Checks and encodes the row on the calling thread and returns once it is queued.
+
+        Args:
+            row: A dict by column name (nullable columns may be left out), or a list / tuple in schema
+                order. For a partial-update writer, the target columns only.
+
+        Returns:
+            A handle that completes when the write is acknowledged (shared by the rows of one batch).
+
+        Raises:
+            FlussError: A missing key or NOT NULL column, an unknown column, a bad value
+                (``Field 'x': ...``), or the writer is closed.
+
+        Example:
+            ```python
+            writer.upsert({"id": 1, "name": "Alice", "age": 25})
+            await writer.flush()
+            ```
+        """
         return self._upsert_checked(row)
 
     def _upsert_checked(self, row) -> WriteResultHandle:
@@ -312,8 +331,18 @@ class UpsertWriter(BufferedWriter):
         return self._acc.append_slotted(kv_record(key, value), pid, bucket, lay.num_buckets)
 
     def delete(self, pk) -> WriteResultHandle:
-        """Delete the row with this primary key (dict by key column, or list/tuple in
-        primary-key order)."""
+        """Delete the row with this primary key (deleting an absent key changes nothing).
+
+        Args:
+            pk: A dict by key column, or a list / tuple in primary-key order.
+
+        Returns:
+            A handle that completes when the delete is acknowledged.
+
+        Raises:
+            FlussError: A key column is missing or has a bad value; the table's
+                ``table.delete.behavior`` is ``DISABLE`` (from the server, code 57).
+        """
         if self._closed or self._ctx._closed:
             self._check_open()
         values = self._pk_shaper.values(pk)
@@ -329,12 +358,40 @@ class UpsertWriter(BufferedWriter):
         return self._bulk
 
     def upsert_arrow_batch(self, batch: pa.RecordBatch) -> WriteResultHandle:
-        """Upsert every row of a RecordBatch (columns matched by name)."""
+        """Upsert every row of a ``pyarrow.RecordBatch`` (fluss_fast extra).
+
+        Columns are matched by name; nullable columns may be left out. The KV records are built
+        column by column in compiled code.
+
+        Args:
+            batch: The rows.
+
+        Returns:
+            A handle that completes when every row is acknowledged.
+
+        Raises:
+            FlussError: A missing key or NOT NULL column, an extra column, or a type mismatch.
+        """
         self._check_open()
         return self._bulk_writer().write(batch, delete=False)
 
     def upsert_arrow(self, table: pa.Table) -> WriteResultHandle:
-        """Upsert every row of a pyarrow Table (columns matched by name)."""
+        """Upsert every row of a ``pyarrow.Table`` (fluss_fast extra); as `upsert_arrow_batch`.
+
+        Args:
+            table: The rows.
+
+        Returns:
+            A handle that completes when every row is acknowledged.
+
+        Raises:
+            FlussError: A missing key or NOT NULL column, an extra column, or a type mismatch.
+
+        Example:
+            ```python
+            writer.upsert_arrow(pa.table({"id": pa.array([1, 2], pa.int32()), "name": ["a", "b"], "age": [3, 4]}))
+            ```
+        """
         self._check_open()
         return self._bulk_writer().write(table, delete=False)
 
@@ -354,7 +411,17 @@ class UpsertWriter(BufferedWriter):
         return self._bulk_writer().write_pandas(df, delete=False)
 
     def delete_arrow_batch(self, batch: pa.RecordBatch) -> WriteResultHandle:
-        """Delete the rows whose primary keys are in a RecordBatch (key columns by name)."""
+        """Delete the rows whose primary keys are in a ``pyarrow.RecordBatch`` (fluss_fast extra).
+
+        Args:
+            batch: The primary-key columns only, by name.
+
+        Returns:
+            A handle that completes when every delete is acknowledged.
+
+        Raises:
+            FlussError: A key column is missing or an extra column is given.
+        """
         self._check_open()
         return self._bulk_writer().write(batch, delete=True)
 

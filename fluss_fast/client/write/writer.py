@@ -191,7 +191,30 @@ class AppendWriter(BufferedWriter):
 
     # -- rows -----------------------------------------------------------------------------------
     def append(self, row) -> WriteResultHandle:
-        """Append one row (dict by column name, or list/tuple in schema order)."""
+        """Append one row.
+
+        Checks and encodes the row on the calling thread and returns once it is queued; blocks only
+        while the write buffer (``writer.buffer.memory-size``) is full.
+
+        Args:
+            row: A dict by column name (nullable columns may be left out), or a list / tuple in schema
+                order.
+
+        Returns:
+            A handle that completes when the row's batch is acknowledged (shared by the rows of that
+            batch).
+
+        Raises:
+            FlussError: An unknown or missing column, a value of the wrong type or out of range (the
+                message names table, column and row), a missing partition, or the writer is closed.
+
+        Example:
+            ```python
+            writer.append({"id": 1, "name": "alice"})
+            writer.append([2, "bob"])
+            await writer.flush()
+            ```
+        """
         if self._plain:
             if self._closed or self._ctx._closed:
                 self._check_open()
@@ -280,7 +303,19 @@ class AppendWriter(BufferedWriter):
 
     # -- Arrow ----------------------------------------------------------------------------------
     def write_arrow_batch(self, batch: pa.RecordBatch) -> WriteResultHandle:
-        """Write a RecordBatch; rows go to their partition and bucket. Zero-copy up to encoding."""
+        """Write a ``pyarrow.RecordBatch``; its rows go to their partitions and buckets.
+
+        Zero-copy until the batch is compressed. Columns are matched by name, in any order.
+
+        Args:
+            batch: Exactly the table's columns, each of its Arrow type.
+
+        Returns:
+            A handle that completes when every row of the batch is acknowledged.
+
+        Raises:
+            FlussError: A missing, unknown or repeated column, a type mismatch, or a missing partition.
+        """
         self._check_open()
         if not isinstance(batch, pa.RecordBatch):
             if isinstance(batch, pa.Table):
@@ -298,8 +333,16 @@ class AppendWriter(BufferedWriter):
         return WriteResultHandle(futures[0] if len(futures) == 1 else tuple(futures), self._runtime)
 
     def write_arrow(self, table: pa.Table) -> None:
-        """Write a pyarrow Table (batch by batch). Returns None, as pyfluss does: ``flush()``
-        acknowledges it."""
+        """Write a ``pyarrow.Table``, batch by batch (columns matched by name).
+
+        Returns ``None``, as pyfluss does: ``flush()`` acknowledges it.
+
+        Args:
+            table: Exactly the table's columns.
+
+        Raises:
+            FlussError: As for `write_arrow_batch`.
+        """
         self._write_table(table)
 
     def _write_table(self, table: pa.Table) -> WriteResultHandle:
@@ -318,8 +361,16 @@ class AppendWriter(BufferedWriter):
         return WriteResultHandle(tuple(futures), self._runtime)
 
     def write_pandas(self, df) -> None:
-        """Write a pandas DataFrame (converted with the table's Arrow schema); returns None like
-        pyfluss."""
+        """Write a ``pandas.DataFrame``, converted with the table's Arrow schema by column name.
+
+        Returns ``None``, as pyfluss does: ``flush()`` acknowledges it.
+
+        Args:
+            df: The rows.
+
+        Raises:
+            FlussError: A column is missing or unknown, or a value does not convert.
+        """
         self._check_open()
         try:
             table = pa.Table.from_pandas(df, schema=self._arrow_schema, preserve_index=False)
@@ -421,5 +472,9 @@ class AppendWriter(BufferedWriter):
     # -- close --------------------------------------------------------------------------------
     @on_runtime
     async def close(self) -> None:
-        """Flush, then refuse further writes (also done by the connection's close)."""
+        """Flush, then refuse further writes (the connection's ``close()`` does this for every writer).
+
+        Raises:
+            FlussError: Something could not be delivered (the message says how many records).
+        """
         await self._close(report_lost=True)
