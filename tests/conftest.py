@@ -1,5 +1,6 @@
-"""Shared fixtures: real `fluss-fast server` processes on free loopback ports; and the warnings policy's
-second half: an error that asyncio only logs (a task exception nobody retrieved, a failing callback)
+"""Shared fixtures: real `fluss-fast server` processes on free loopback ports, or with
+``--fluss-server=java`` (or ``FLUSS_FAST_TEST_SERVER=java``) one real Apache Fluss cluster (the Java
+servers, `fluss-fast cluster`) shared by the session; and the warnings policy's second half: an error that asyncio only logs (a task exception nobody retrieved, a failing callback)
 fails the test it happened in, as pyproject's ``filterwarnings = ["error"]`` does for warnings."""
 from __future__ import annotations
 
@@ -113,18 +114,90 @@ class ServerProcess:
             shutil.rmtree(self.data_dir, ignore_errors=True)
 
 
+SERVER_ENV = "FLUSS_FAST_TEST_SERVER"
+JAVA_TABLET_SERVERS = 3
+
+
+def pytest_addoption(parser):
+    parser.addoption("--fluss-server", choices=("embedded", "java"), default=None,
+                     help="what the server fixtures start: embedded = fluss-fast server (default), java = one "
+                          f"Apache Fluss cluster ({JAVA_TABLET_SERVERS} tablet servers) for the whole session; "
+                          f"also ${SERVER_ENV}")
+
+
+def server_kind(config) -> str:
+    return config.getoption("--fluss-server") or os.environ.get(SERVER_ENV) or "embedded"
+
+
+def java_only_skip(reason: str):
+    """Skip in --fluss-server=java runs: the test needs something only the embedded server offers."""
+    pytest.skip(f"embedded server only: {reason}")
+
+
+class JavaClusterServer:
+    """The session's Java cluster, seen through ServerProcess's attributes; the per-process controls
+    (kill, restart, data_dir) belong to embedded servers, so a test that reaches for them is skipped
+    with that reason. Fault tests drive the JavaCluster itself."""
+
+    def __init__(self, cluster):
+        self.cluster = cluster
+        self.bootstrap_servers = cluster.bootstrap_servers
+        self.sasl_bootstrap_servers = cluster.sasl_bootstrap_servers
+        self.tablet_servers = len(cluster.tablet_servers)
+        self.kind = "java"
+
+    @property
+    def host(self):
+        return self.bootstrap_servers.rsplit(":", 1)[0]
+
+    @property
+    def port(self):
+        return int(self.bootstrap_servers.rsplit(":", 1)[1])
+
+    def __getattr__(self, name):
+        if name in ("data_dir", "proc", "kill", "stop", "restart", "start", "listen", "sasl_listen"):
+            java_only_skip(f"uses the server process's {name!r}")
+        raise AttributeError(name)
+
+    def close(self):
+        pass
+
+
+_java_cluster = None
+
+
+def java_cluster():
+    """The session's Java cluster, started on first use and stopped at the end of the session."""
+    global _java_cluster
+    if _java_cluster is None:
+        from fluss_fast.cluster import ClusterError, JavaCluster
+
+        data_dir = tempfile.mkdtemp(prefix="fluss-java-test-")
+        try:
+            _java_cluster = JavaCluster(data_dir, tablet_servers=JAVA_TABLET_SERVERS, sasl_users=SASL_USERS).start()
+        except ClusterError as e:
+            pytest.exit(f"--fluss-server=java: the Java cluster did not start: {e}", returncode=3)
+    return _java_cluster
+
+
 @pytest.fixture(scope="session")
-def fluss_server():
+def fluss_server(request):
+    if server_kind(request.config) == "java":
+        yield JavaClusterServer(java_cluster())
+        return
     srv = ServerProcess(tablet_servers=1).start()
     yield srv
     srv.close()
 
 
 @pytest.fixture
-def start_server():
+def start_server(request):
     started = []
+    java = server_kind(request.config) == "java"
 
     def factory(**kwargs):
+        if java:
+            java_only_skip("starts a server process of its own (start_server)")
         srv = ServerProcess(**kwargs).start()
         started.append(srv)
         return srv
@@ -146,7 +219,7 @@ def unique_name():
 
 
 def pytest_report_header(config):
-    return f"fluss_fast event loop: {loop_choice() or 'default (uvloop if installed)'} ({EVENT_LOOP_ENV}); " \
+    return f"server: {server_kind(config)}; fluss_fast event loop: {loop_choice() or 'default (uvloop if installed)'} ({EVENT_LOOP_ENV}); " \
            f"extensions: {'off' if os.environ.get('FLUSS_FAST_NO_EXTENSIONS') == '1' else 'on'}"
 
 
@@ -190,6 +263,11 @@ def _no_asyncio_errors():
 
 
 def pytest_sessionfinish(session, exitstatus):
+    global _java_cluster
+    if _java_cluster is not None:
+        _java_cluster.stop()
+        shutil.rmtree(_java_cluster.data_dir, ignore_errors=True)
+        _java_cluster = None
     # A task whose exception nobody retrieved is reported when it is collected, possibly after the
     # last test: collect now so that report still fails the run.
     gc.collect()
