@@ -83,6 +83,25 @@ async def test_partial_update_by_name_and_index(conn, unique_name):
     assert await lk.lookup({"id": 1}) == {"id": 1, "name": "renamed", "age": 30, "score": 420}
 
 
+async def test_auto_increment_table_refuses_whole_row_writers(conn, unique_name):
+    # pyfluss (and the Java client) refuse at create_writer(), before any write reaches a server;
+    # the official example auto_increment_table.py relies on it.
+    path = fluss.TablePath("fluss", unique_name())
+    schema = fluss.Schema(pa.schema([pa.field("uid", pa.string()), pa.field("region", pa.string()),
+                                     pa.field("uid_int", pa.int64())]),
+                          primary_keys=["uid"], auto_increment_column="uid_int")
+    await conn.get_admin().create_table(path, fluss.TableDescriptor(schema, bucket_count=1))
+    t = await conn.get_table(path)
+    with pytest.raises(fluss.FlussError, match="This table has auto increment column uid_int"):
+        t.new_upsert().create_writer()
+    with pytest.raises(fluss.FlussError, match="auto increment column uid_int is not allowed"):
+        t.new_upsert().partial_update_by_name(["uid", "uid_int"]).create_writer()
+    w = t.new_upsert().partial_update_by_name(["uid", "region"]).create_writer()
+    await w.upsert({"uid": "a", "region": "eu"}).wait()
+    row = await t.new_lookup().create_lookuper().lookup({"uid": "a"})
+    assert row["region"] == "eu" and row["uid_int"] is not None
+
+
 async def test_partitioned_table_and_prefix_lookup(conn, unique_name):
     fields = [pa.field("region", pa.string()), pa.field("user_id", pa.int32()),
               pa.field("event_id", pa.int64()), pa.field("v", pa.string())]

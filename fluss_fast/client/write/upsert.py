@@ -56,8 +56,14 @@ def check_target_columns(meta, target: List[int]) -> None:
         if schema.index_of(c) not in chosen:
             raise illegal_argument(f"The target write columns {', '.join(names[i] for i in target)} "
                                    f"must contain the primary key columns {', '.join(pk)}")
+    auto_pos = set()
+    for c in schema.auto_increment_columns:
+        if schema.index_of(c) in chosen:
+            raise illegal_argument(f"Explicitly specifying values for the auto increment column {c} is not "
+                                   f"allowed.")
+        auto_pos.add(schema.index_of(c))
     for i, col in enumerate(schema.columns):
-        if i not in pk_pos and not col.type.nullable:
+        if i not in pk_pos and i not in auto_pos and not col.type.nullable:
             raise illegal_argument(f"Partial Update requires all columns except primary key to be "
                                    f"nullable, but column {col.name} is NOT NULL.")
 
@@ -238,6 +244,13 @@ class UpsertWriter(BufferedWriter):
         self._layout = lay = KvLayout(meta)
         schema = meta.schema
         n = len(schema.columns)
+        if target_columns is None and schema.auto_increment_columns:
+            # The server fills the column itself and refuses whole rows; the official clients
+            # refuse the writer up front, so code expecting the error at create_writer() gets it.
+            raise illegal_argument(
+                f"This table has auto increment column {', '.join(schema.auto_increment_columns)}. "
+                f"Explicitly specifying values for an auto increment column is not allowed. Please Specify "
+                f"non-auto-increment columns as target columns using partialUpdate first.")
         if target_columns is not None:
             target_columns = sorted(set(target_columns))
             check_target_columns(meta, target_columns)
