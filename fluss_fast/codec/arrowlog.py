@@ -444,10 +444,11 @@ class ArrowLogCodec:
             col = batch.column(i)
             if not col.type.equals(field.type):
                 if _canonical(col.type) != _canonical(field.type):
+                    # pyfluss's sentence ("Column 'x' has Arrow type A but the table declares B"),
+                    # which its own tests match on; the types in pyarrow's spelling.
                     raise FlussError(
-                        f"{self._where()}, column '{field.name}' (position {i}): record batch "
-                        f"column '{batch.schema.field(i).name}' has Arrow type {col.type}, "
-                        f"expected {field.type}")
+                        f"{self._where()}: Column '{field.name}' (position {i}) has Arrow type "
+                        f"{col.type} but the table declares {field.type}")
                 col = col.view(field.type)
             if not field.nullable and col.null_count:
                 raise FlussError(

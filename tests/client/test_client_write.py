@@ -101,6 +101,24 @@ async def test_write_arrow_table_batch_and_pandas(fluss_server, unique_name):
     await conn.close()
 
 
+async def test_wrong_arrow_type_is_worded_as_pyfluss_words_it(fluss_server, unique_name):
+    # pyfluss: "Column 'ts' has Arrow type Timestamp(µs) but the table declares Timestamp(ms)";
+    # its suite (test_arrow_schema_matches_write_arrow_batch) matches "but the table declares".
+    conn = await connect(fluss_server.bootstrap_servers)
+    schema = pa.schema([pa.field("id", pa.int32()), pa.field("ts", pa.timestamp("ms"))])
+    path, t = await make_table(conn, unique_name(), schema=schema)
+    w = t.new_append().create_writer()
+    other = pa.record_batch([pa.array([2], pa.int32()), pa.array([1700000000001000], pa.timestamp("us"))],
+                            names=["id", "ts"])
+    with pytest.raises(fluss.FlussError, match=r"Column 'ts' .*has Arrow type timestamp\[us\] but the table "
+                                               r"declares timestamp\[ms\]"):
+        w.write_arrow_batch(other)
+    w.write_arrow_batch(other.cast(t.arrow_schema))
+    await w.flush()
+    assert (await read_all(t, 1)).column("id").to_pylist() == [2]
+    await conn.close()
+
+
 async def test_async_with_flushes(fluss_server, unique_name):
     conn = await connect(fluss_server.bootstrap_servers, {"writer.batch-timeout-ms": "60000"})
     path, t = await make_table(conn, unique_name(), bucket_count=1)
