@@ -89,12 +89,19 @@ def field_number(message_cls, name: str) -> int:
     return _field(message_cls, name).number
 
 
+def _is_packed(fd) -> bool:
+    # FieldDescriptor.is_packed came with protobuf 5.29; the older runtimes pyproject.toml allows
+    # lack it. fluss_api.proto is proto2, where a field is packed exactly when it says [packed = true].
+    packed = getattr(fd, "is_packed", None)
+    return bool(fd.GetOptions().packed) if packed is None else packed
+
+
 def _wire_type(fd) -> int:
     if fd.type in _ZIGZAG_TYPES:
         raise TypeError(f"{fd.full_name}: zigzag fields are not framed by hand")
     if fd.type in _DELIMITED_TYPES:
         return LENGTH_DELIMITED
-    if fd.is_packed:
+    if _is_packed(fd):
         return LENGTH_DELIMITED
     if fd.type in _FIXED64_TYPES:
         return FIXED64
