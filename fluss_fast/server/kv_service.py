@@ -215,14 +215,16 @@ class KvService:
         entry = self.tablet._table(req.table_id)
         pid = req.partition_id if req.HasField("partition_id") else None
         try:
-            if req.limit <= 0:
-                raise FlussError(f"Limit {req.limit} of a limit scan must be positive", Errors.UNKNOWN_SERVER_ERROR)
             bkv = await self._bucket(ctx, entry, req.table_id, pid, req.bucket_id)
         except FlussError as e:
             resp.error_code = e.error_code
             resp.error_message = e.message
             return resp
         resp.is_log_table = False
+        # Java (RocksDBKv.limitScan, 0.9.1 and later) iterates while count < limit: a limit of 0 or
+        # below is an empty answer, not an error, and no upper cap applies.
+        if req.limit <= 0:
+            return resp
         values = bkv.values(req.limit)
         if values:
             resp.records = build_value_batch([decode_value(v) for v in values])

@@ -379,6 +379,11 @@ def test_limit_scan_and_scan_kv(kv, db):
     resp = kv.tablet.call(Api.LIMIT_SCAN, pb.LimitScanRequest(table_id=tid, bucket_id=0, limit=5))
     assert not resp.error_code and not resp.is_log_table
     assert len(list(iter_value_records(resp.records))) == 5
+    for limit in (0, -1):  # as Java 0.9.1 answers: empty, no error
+        resp = kv.tablet.call(Api.LIMIT_SCAN, pb.LimitScanRequest(table_id=tid, bucket_id=0, limit=limit))
+        assert not resp.error_code and not resp.is_log_table and not resp.records
+    resp = kv.tablet.call(Api.LIMIT_SCAN, pb.LimitScanRequest(table_id=tid, bucket_id=0, limit=2**31 - 1))
+    assert len(list(iter_value_records(resp.records))) == 19
     opened = kv.tablet.call(Api.SCAN_KV, pb.ScanKvRequest(
         bucket_scan_req=pb.PbScanReqForBucket(table_id=tid, bucket_id=0), call_seq_id=0, batch_size_bytes=300))
     assert not opened.error_code and opened.has_more_results and opened.log_offset == 21
