@@ -27,13 +27,12 @@ PARTITION_NOT_EXISTS = codes.Errors.PARTITION_NOT_EXISTS
 _RETRY_CODES = codes.REFRESH_METADATA_CODES  # the leader moved or is unknown: ask again
 _MAX_KEYS_PER_REQUEST = 128
 _MAX_INFLIGHT = 128
-_MAX_ATTEMPTS = 5
 
 
 class _Pending:
-    __slots__ = ("table_id", "partition_id", "bucket", "key", "future", "prefix", "attempts")
+    __slots__ = ("table_id", "partition_id", "bucket", "key", "future", "prefix", "attempts", "deadline")
 
-    def __init__(self, table_id, partition_id, bucket, key, future, prefix):
+    def __init__(self, table_id, partition_id, bucket, key, future, prefix, deadline):
         self.table_id = table_id
         self.partition_id = partition_id
         self.bucket = bucket
@@ -41,6 +40,9 @@ class _Pending:
         self.future = future
         self.prefix = prefix
         self.attempts = 0
+        # A lookup is retried while its leader moves (a tablet server died, ZooKeeper has yet to
+        # notice, a new leader is being elected) but never past the connection's request timeout.
+        self.deadline = deadline
 
 
 class LookupClient:
@@ -64,7 +66,9 @@ class LookupClient:
     def submit(self, table_id, partition_id, bucket, key: bytes, prefix: bool) -> asyncio.Future:
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
-        self._queue.append(_Pending(table_id, partition_id, bucket, key, fut, prefix))
+        timeout_ms = self._ctx.request_timeout_ms
+        deadline = loop.time() + timeout_ms / 1000 if timeout_ms else float("inf")
+        self._queue.append(_Pending(table_id, partition_id, bucket, key, fut, prefix, deadline))
         if not self._scheduled:
             self._scheduled = True
             loop.call_soon(self._drain)
@@ -100,8 +104,7 @@ class LookupClient:
         try:
             await self._ctx.metadata.leader_for(p.table_id, p.partition_id, p.bucket)
         except FlussError as e:
-            if not p.future.done():
-                p.future.set_exception(e)
+            self._failed(p, e.error_code, e.message)
             return
         except Exception as e:  # noqa: BLE001 - reach the caller, never the loop
             if not p.future.done():
@@ -179,7 +182,7 @@ class LookupClient:
         if p.future.done():
             return
         p.attempts += 1
-        if code in _RETRY_CODES and p.attempts < _MAX_ATTEMPTS:
+        if code in _RETRY_CODES and asyncio.get_running_loop().time() < p.deadline:
             self._ctx.metadata.invalidate(p.table_id, p.partition_id)
             self._spawn(self._retry_later(p))
             return

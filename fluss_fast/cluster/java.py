@@ -14,6 +14,7 @@ import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 from typing import Dict, Iterable, List, Mapping, Optional
 
@@ -53,6 +54,8 @@ _PR_SET_PDEATHSIG = 1
 
 def _die_with_parent() -> None:
     # A launcher killed with -9 must not leave JVMs behind holding ports and data dirs.
+    # (The kernel sends the signal when the forking *thread* ends, so Node.start only asks for it
+    # from the main thread: a node restarted from a fault test's thread must outlive that thread.)
     try:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):
@@ -101,7 +104,10 @@ class Node:
             with open(path, "w", encoding="utf-8") as f:
                 f.write(f"dataDir={os.path.join(self.home, 'data')}\nclientPort={self.port}\n"
                         f"clientPortAddress={self.cluster.host}\nmaxClientCnxns=0\n"
-                        "admin.enableServer=false\n")
+                        # ZooKeeper caps a client's session timeout at 20 ticks: a 500 ms tick lets
+                        # zookeeper.client.session-timeout go down to 1 s, for fault tests that wait
+                        # for a killed tablet server's session to expire.
+                        "tickTime=500\nadmin.enableServer=false\n")
             return [_ZOOKEEPER_MAIN, path]
         settings = self.cluster.node_settings(self)
         with open(os.path.join(self.home, "server.yaml"), "w", encoding="utf-8") as f:
@@ -125,7 +131,8 @@ class Node:
         out = open(os.path.join(self.cluster.logs_dir, f"{self.name}.out"), "ab")
         try:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                         cwd=self.home, preexec_fn=_die_with_parent)
+                                         cwd=self.home, preexec_fn=_die_with_parent
+                                         if threading.current_thread() is threading.main_thread() else None)
         finally:
             out.close()
 
