@@ -105,6 +105,9 @@ def murmur3_32(data, long long seed=0):
 
 
 def iceberg_bucket(key_bytes, int num_buckets):
-    """Bucket of an ICEBERG lake table: ``(murmur3_32(key, 0) & 0x7fffffff) % n``."""
+    """Bucket of an ICEBERG lake table: ``(murmur3_32(key, 0) & 0x7fffffff) % n``; an empty key
+    (an empty string or bytes) is refused, as Java refuses it."""
     _check_buckets(num_buckets)
+    if len(key_bytes) == 0:
+        raise ValueError("bucketKey must not be null or empty")
     return (_hash_object(key_bytes, 0, False) & 0x7FFFFFFF) % num_buckets

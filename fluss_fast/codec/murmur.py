@@ -127,8 +127,11 @@ def murmur3_32(data, seed: int = 0) -> int:
 
 
 def iceberg_bucket(key_bytes, num_buckets: int) -> int:
-    """Bucket of an ICEBERG lake table: ``(murmur3_32(key, 0) & 0x7fffffff) % n``."""
+    """Bucket of an ICEBERG lake table: ``(murmur3_32(key, 0) & 0x7fffffff) % n``; an empty key
+    (an empty string or bytes) is refused, as Java refuses it."""
     _check_buckets(num_buckets)
+    if len(key_bytes) == 0:
+        raise ValueError("bucketKey must not be null or empty")
     return (_standard_hash(key_bytes, 0) & 0x7FFFFFFF) % num_buckets
 
 

@@ -130,6 +130,13 @@ def test_bad_bucket_counts(impl):
             fn([b"k"] if fn is impl.buckets_for_keys else b"k", -3)
 
 
+def test_iceberg_refuses_an_empty_key(impl):
+    """Java's IcebergBucketingFunction: "bucketKey must not be null or empty" (an empty string key)."""
+    for key in (b"", bytearray(), memoryview(b"")):
+        with pytest.raises(ValueError, match="must not be null or empty"):
+            impl.iceberg_bucket(key, 4)
+
+
 def test_buckets_for_keys_accepts_iterables(impl):
     keys = [b"a", bytearray(b"bb"), memoryview(b"ccc"), b""]
     expected = [impl.bucket_for_key(k, 10) for k in keys]
@@ -180,4 +187,4 @@ def test_twins_agree_on_buckets(keys, n):
         assert EXT.buckets_for_keys(keys, n) == expected
         assert [EXT.bucket_for_key(k, n) for k in keys] == expected
         assert [EXT.paimon_bucket(k, n) for k in keys] == [PY.paimon_bucket(k, n) for k in keys]
-        assert [EXT.iceberg_bucket(k, n) for k in keys] == [PY.iceberg_bucket(k, n) for k in keys]
+        assert [EXT.iceberg_bucket(k, n) for k in keys if k] == [PY.iceberg_bucket(k, n) for k in keys if k]

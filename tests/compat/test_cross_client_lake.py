@@ -257,3 +257,18 @@ async def test_embedded_server_accepts_lake_options(clients, unique_name):
             ff.Schema(SIMPLE, primary_keys=["id"]), bucket_count=2, properties={"table.datalake.format": fmt}))
         t = await f.get_table(ff.TablePath(db, f"opt_{fmt}"))
         assert K.lake_format(t._meta.descriptor) == fmt.upper()
+
+
+async def test_iceberg_empty_key_refused_by_both(clients, unique_name):
+    """An empty STRING key of an Iceberg table has empty key bytes, which Java's and pyfluss's Iceberg
+    bucket functions refuse: so does fluss_fast, before anything is sent."""
+    f, p, db = clients
+    schema = pa.schema([("k", pa.string()), ("v", pa.int32())])
+    tf, tp = await tables(f, p, db, "ice_empty", schema, ["k"], **lake("iceberg"))
+    with pytest.raises(ff.FlussError, match="must not be null or empty"):
+        tf.new_upsert().create_writer().upsert({"k": "", "v": 1})
+    with pytest.raises(Exception, match="(?i)empty"):
+        wp = tp.new_upsert().create_writer()
+        await call(wp.upsert({"k": "", "v": 1}).wait())
+    with pytest.raises(ff.FlussError, match="must not be null or empty"):
+        await tf.new_lookup().create_lookuper().lookup({"k": ""})

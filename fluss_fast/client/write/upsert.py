@@ -340,7 +340,10 @@ class UpsertWriter(BufferedWriter):
         if lay.part_pos or not lay.bucket_same:
             pid, bucket = self._place(values, key)
         else:
-            pid, bucket = None, lay.bucketing(key, lay.num_buckets)
+            try:
+                pid, bucket = None, lay.bucketing(key, lay.num_buckets)
+            except ValueError as e:  # an empty Iceberg key
+                raise self._row_shaper.encode_error(e, None, lay.schema) from None
         return self._acc.append_slotted(kv_record(key, value), pid, bucket, lay.num_buckets)
 
     def delete(self, pk) -> WriteResultHandle:

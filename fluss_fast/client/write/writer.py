@@ -434,7 +434,11 @@ class AppendWriter(BufferedWriter):
                              f"({', '.join(enc.names)}): {e}") from None
         if self._lake_buckets:
             fn, n = self._bucket_for_key, self._num_buckets
-            buckets = np.asarray([fn(k, n) for k in keys], dtype=np.int64)
+            try:
+                buckets = np.asarray([fn(k, n) for k in keys], dtype=np.int64)
+            except ValueError as e:  # an empty Iceberg key
+                raise FlussError(f"table '{self._table_name}': cannot bucket by "
+                                 f"({', '.join(enc.names)}): {e}") from None
         else:
             buckets = np.asarray(buckets_of_keys(keys, self._num_buckets), dtype=np.int64)
         first = buckets[0]
