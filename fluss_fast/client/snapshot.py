@@ -6,6 +6,11 @@ partition, ``await scanner.to_arrow(bucket=b, partition_id=None)`` for one bucke
 ``await scanner.to_pandas()``. Each bucket is read through a server-side cursor over a
 consistent snapshot of that bucket (one cursor per bucket, buckets read concurrently); across
 buckets the snapshots are taken one after the other, not at one instant.
+
+Servers older than SCAN_KV (Fluss 0.9.1 and before; their ApiVersions does not list it) are read with
+one LIMIT_SCAN per bucket instead: on a primary-key bucket it walks the bucket's RocksDB from the
+first key and stops only at the limit, with no cap of its own (``RocksDBKv.limitScan``), so a limit of
+2**31-1 is the whole current state of the bucket, in one answer the server builds in its heap.
 """
 from __future__ import annotations
 
@@ -15,7 +20,7 @@ from typing import List, Optional
 import pyarrow as pa
 
 from ..errors import FlussError
-from ..rpc.errors import CLIENT_ERROR, REFRESH_METADATA_CODES
+from ..rpc.errors import CLIENT_ERROR, REFRESH_METADATA_CODES, Errors
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
 from .kvread import ValueRows
@@ -24,6 +29,7 @@ from .runtime import on_runtime
 _BATCH_BYTES = 4 * 1024 * 1024
 _RETRY_CODES = REFRESH_METADATA_CODES
 _MAX_ATTEMPTS = 5
+_WHOLE_BUCKET = (1 << 31) - 1  # LIMIT_SCAN's limit is an int32
 
 
 class SnapshotScanner:
@@ -63,6 +69,13 @@ class SnapshotScanner:
         md = self._ctx.metadata
         table_id = self._meta.table_id
         node = await md.leader_for(table_id, partition_id, bucket)
+        conn = await self._ctx.connection(node)
+        if not conn.supports(Api.SCAN_KV):
+            if conn.supports(Api.LIMIT_SCAN):
+                return await self._limit_scan(node, partition_id, bucket)
+            raise FlussError(f"The server at {conn.address} supports neither SCAN_KV nor LIMIT_SCAN, so it cannot "
+                             f"read the current rows of table '{self._meta.path}': look rows up by key, or "
+                             f"read the changelog with create_log_scanner()", Errors.UNSUPPORTED_VERSION)
         req = pb.ScanKvRequest()
         open_req = req.bucket_scan_req
         open_req.table_id = table_id
@@ -108,6 +121,21 @@ class SnapshotScanner:
                     await self._ctx.tablet(node, Api.SCAN_KV, close)
                 except Exception:  # noqa: BLE001 - the cursor expires on its own
                     pass
+
+    async def _limit_scan(self, node, partition_id, bucket) -> List[pa.RecordBatch]:
+        req = pb.LimitScanRequest(table_id=self._meta.table_id, bucket_id=bucket, limit=_WHOLE_BUCKET)
+        if partition_id is not None:
+            req.partition_id = partition_id
+        resp = await self._ctx.tablet(node, Api.LIMIT_SCAN, req)
+        if resp.HasField("error_code") and resp.error_code:
+            where = f"table '{self._meta.path}' bucket {bucket}" + (
+                f" partition {partition_id}" if partition_id is not None else "")
+            raise FlussError(f"Snapshot scan (LIMIT_SCAN) of {where} failed: "
+                             f"{resp.error_message or resp.error_code}", resp.error_code)
+        if not (resp.HasField("records") and resp.records):
+            return []
+        rb = await self._values.batch_of(resp.records)
+        return [self._project(rb)] if rb.num_rows else []
 
     async def _targets(self, bucket, partition_id):
         meta = self._meta
