@@ -33,7 +33,7 @@ missing keys. The compiled twin ``_lakekeys`` has the same encoders.
 from __future__ import annotations
 
 import struct
-from typing import Callable, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence
 
 from ._select import pick
 from .rowbase import _field_label, _infos, _with_field
@@ -67,6 +67,7 @@ def _refuse_paimon(t: TypeInfo):
 
 def _paimon_writer(t: TypeInfo) -> Callable:
     c = t.code
+    conv: Callable[..., Any]
     if c == T_BOOLEAN:
         def w(row, s, v):
             row[s] = 1 if conv_bool(v, t) else 0
@@ -319,7 +320,7 @@ class PaimonKeyDecoder:
         if len(b) < self._nb + 8 * self._n:
             raise ValueError(f"a Paimon key of {self._n} fields needs at least {self._nb + 8 * self._n} "
                              f"bytes, got {len(b)}")
-        out = []
+        out: List[Any] = []
         for i, r in enumerate(self._readers):
             bit = i + 8
             if b[bit >> 3] & (1 << (bit & 7)):
