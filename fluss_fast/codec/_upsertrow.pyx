@@ -160,15 +160,19 @@ cdef class UpsertRow:
     cdef object _ctx
     cdef object _fallback
     cdef object _append
+    cdef object _bucketing  # a data-lake table's bucket function, or None (Fluss's, in C)
 
-    def __init__(self, names, key_positions, key_encoder, row_encoder, int num_buckets, dict slots):
+    def __init__(self, names, key_positions, key_encoder, row_encoder, int num_buckets, dict slots,
+                 bucketing=None):
         if num_buckets <= 0:
             raise ValueError(f"num_buckets must be positive, got {num_buckets}")
         self._names = list(names)
         self._key_positions = [int(i) for i in key_positions]
         self._key_encode = key_encoder.encode
         self._row_encode = row_encoder.encode
-        if isinstance(key_encoder, _RowEncoder) and isinstance(row_encoder, _RowEncoder):
+        self._bucketing = bucketing
+        if (bucketing is None and isinstance(key_encoder, _RowEncoder)
+                and isinstance(row_encoder, _RowEncoder)):
             self._key_enc = key_encoder
             self._row_enc = row_encoder
         self._nb = num_buckets
@@ -223,6 +227,7 @@ cdef class UpsertRow:
         cdef PyObject *k
         cdef PyObject *pv
         cdef object v, key, value
+        cdef int32_t bucket
         cdef WBuf kb, vb
         if type(row) is dict:
             if len(<dict>row) != self._width:
@@ -256,16 +261,18 @@ cdef class UpsertRow:
             v = values[<Py_ssize_t>self._key_positions[i]]
             Py_INCREF(v)
             PyList_SET_ITEM(kvals, i, v)
-        if self._key_enc is None:  # pure encoders (tests mixing the twins)
+        if self._key_enc is None:  # pure encoders (tests mixing the twins), or a data-lake table's keys
             try:
                 key = self._key_encode(kvals)
                 value = self._row_encode(values)
+                key = bytes(key)
+                value = bytes(value)
+                bucket = -1 if self._bucketing is None else self._bucketing(key, self._nb)
             except (TypeError, ValueError, OverflowError):
                 return None
-            key = bytes(key)
-            value = bytes(value)
             return self._place(<const unsigned char *>PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key),
-                               <const unsigned char *>PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value))
+                               <const unsigned char *>PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value),
+                               bucket)
         # the compiled encoders write into buffers on the stack: no call through Python, no bytes
         # objects unless the record has to travel the general way
         wb_init(&kb)
@@ -281,13 +288,16 @@ cdef class UpsertRow:
             wb_free(&kb)
             wb_free(&vb)
 
-    cdef object _place(self, const unsigned char *kp, Py_ssize_t kn, const unsigned char *vp, Py_ssize_t vn):
-        """The encoded record into its bucket's slot: the handle, or (record, bucket)."""
+    cdef object _place(self, const unsigned char *kp, Py_ssize_t kn, const unsigned char *vp, Py_ssize_t vn,
+                       int32_t bucket=-1):
+        """The encoded record into its bucket's slot (``bucket`` -1: Fluss's bucket of the key): the
+        handle, or (record, bucket)."""
         cdef PyObject *got
         cdef object slot, builder, h
         cdef KvSlot ks
         cdef bytes record
-        cdef int32_t bucket = ffm_bucket(kp, kn, self._nb)
+        if bucket < 0:
+            bucket = ffm_bucket(kp, kn, self._nb)
         slot = self._found[bucket]
         if slot is None:
             got = PyDict_GetItem(self._slots, (None, bucket))

@@ -14,7 +14,9 @@ record object first.
 
 ``UpsertRow(names, key_positions, key_encoder, row_encoder, num_buckets, slots)``: ``slots`` is
 the accumulator's ``{(partition id, bucket): slot}`` (looked up under ``(None, bucket)``: the
-fast path serves unpartitioned tables whose bucket key is the primary key). ``put(row)`` returns
+fast path serves unpartitioned tables whose bucket key is the primary key). ``bucketing``
+(optional): ``fn(key bytes, num_buckets) -> bucket`` of a data-lake table (``codec.keys.KeyScheme``;
+its ``key_encoder`` is the lake's), else Fluss's bucket of the key. ``put(row)`` returns
 the batch handle; or ``(record, bucket)`` when the slot had no room (the accumulator's general
 path takes the encoded record); or None when the row is not of the common shape or does not
 encode: the caller's general path (with its exact error messages) takes it from the top.
@@ -97,9 +99,10 @@ class KvSlot(HotSlot_py):
 
 class UpsertRow:
     __slots__ = ("names", "key_positions", "key_encode", "row_encode", "num_buckets", "slots",
-                 "_writer", "_ctx", "_fallback", "_append")
+                 "bucketing", "_writer", "_ctx", "_fallback", "_append")
 
-    def __init__(self, names, key_positions, key_encoder, row_encoder, num_buckets: int, slots: dict) -> None:
+    def __init__(self, names, key_positions, key_encoder, row_encoder, num_buckets: int, slots: dict,
+                 bucketing=None) -> None:
         if num_buckets <= 0:
             raise ValueError(f"num_buckets must be positive, got {num_buckets}")
         self.names = list(names)
@@ -108,6 +111,7 @@ class UpsertRow:
         self.row_encode = row_encoder.encode
         self.num_buckets = num_buckets
         self.slots = slots
+        self.bucketing = bucket_for_key if bucketing is None else bucketing
         self._writer = self._ctx = self._fallback = self._append = None
 
     def bind(self, writer, ctx, fallback, append) -> None:
@@ -146,10 +150,10 @@ class UpsertRow:
         try:
             key = self.key_encode([values[i] for i in self.key_positions])
             value = self.row_encode(values)
+            bucket = self.bucketing(key, self.num_buckets)
         except _CODEC_ERRORS:
             return None
         record = kv_record(key, value)
-        bucket = bucket_for_key(key, self.num_buckets)
         slot = self.slots.get((None, bucket))
         h = None if slot is None else slot.append(record)
         return (record, bucket) if h is None else h

@@ -271,9 +271,10 @@ class UpsertWriter(BufferedWriter):
         self._bulk = None
         # whole rows of unpartitioned tables bucketed by their key: one compiled call per row
         self._fast_row = None
-        if target_columns is None and not lay.part_pos and lay.bucket_same and not lay.lake:
+        if target_columns is None and not lay.part_pos and lay.bucket_same:
             self._fast_row = fast = UpsertRow(schema.names, lay.phys_pos, lay.key_encoder, lay.row_encoder,
-                                              lay.num_buckets, self._acc._slots)
+                                              lay.num_buckets, self._acc._slots,
+                                              lay.bucketing if lay.lake else None)
             fast.bind(self, ctx, self._upsert_checked, self._acc.append_slotted)
             # the whole call compiled: the instance attribute is found before the method
             self.upsert = fast.upsert
