@@ -122,7 +122,14 @@ class Coordinator:
         # already-serialized pieces (a protobuf message is the concatenation of its fields).
         parts = [self._nodes_prefix(ctx.listener)]
         for tp in req.table_path:
-            parts.append(self._table_metadata_field(self._table(tp)))
+            entry = self.catalog.table(tp.database_name, tp.table_name)
+            if entry is None:
+                # Java's MetadataManager.getTables wraps the TableNotExistException of any one of
+                # the tables in a FlussRuntimeException naming all of them: code -1, not 7
+                wanted = ", ".join(_path(t) for t in req.table_path)
+                raise FlussError(f"Failed to get tables '[{wanted}]'. Caused by: Table '{_path(tp)}' does not exist.",
+                                 Errors.UNKNOWN_SERVER_ERROR)
+            parts.append(self._table_metadata_field(entry))
         for pp in req.partitions_path:
             entry = self.catalog.table(pp.database_name, pp.table_name)
             if entry is None:
@@ -196,8 +203,8 @@ class Coordinator:
                 return pb.DropDatabaseResponse()
             raise FlussError(f"Database {name} does not exist.", Errors.DATABASE_NOT_EXIST)
         if name == BUILTIN_DATABASE:
-            raise FlussError(f"Dropping the built-in database '{BUILTIN_DATABASE}' is not allowed.",
-                             Errors.UNKNOWN_SERVER_ERROR)
+            raise FlussError(f"Cannot drop the default database '{BUILTIN_DATABASE}'. The default database is "
+                             "required for cluster operation.", Errors.UNKNOWN_SERVER_ERROR)
         if db.tables and not req.cascade:
             raise FlussError(f"Database {name} is not empty.", Errors.DATABASE_NOT_EMPTY)
         dropped = self.catalog.remove_database(name)
@@ -226,7 +233,9 @@ class Coordinator:
         return db
 
     async def get_database_info(self, ctx, version, req):
-        db = self._database(req.database_name)
+        db = self.catalog.databases.get(req.database_name)
+        if db is None:
+            raise FlussError(f"Database '{req.database_name}' does not exist.", Errors.DATABASE_NOT_EXIST)
         return pb.GetDatabaseInfoResponse(database_json=db.descriptor_json(), created_time=db.created_time,
                                           modified_time=db.modified_time)
 
@@ -317,7 +326,7 @@ class Coordinator:
     def _partitioned_table(self, tp) -> TableEntry:
         entry = self._table(tp)
         if not entry.is_partitioned:
-            raise FlussError(f"Table {entry.path} is not a partitioned table.", Errors.TABLE_NOT_PARTITIONED_EXCEPTION)
+            raise FlussError(f"Table '{entry.path}' is not a partitioned table.", Errors.TABLE_NOT_PARTITIONED_EXCEPTION)
         return entry
 
     def _resolve_spec(self, entry: TableEntry, spec_pb, creating: bool) -> tuple:
@@ -387,7 +396,7 @@ class Coordinator:
         if entry.partition_by_name(name) is not None:
             if req.ignore_if_not_exists:  # the field's name lies: it means "ignore if it already exists"
                 return pb.CreatePartitionResponse()
-            raise FlussError(f"Partition '{name}' already exists for table {entry.path}.",
+            raise FlussError(f"Partition '{_qualified(spec)}' already exists for table {entry.path}",
                              Errors.PARTITION_ALREADY_EXISTS)
         self._check_partition_limit(entry)
         self.catalog.add_partition(entry, name, spec)
@@ -406,7 +415,8 @@ class Coordinator:
         if part is None:
             if req.ignore_if_not_exists:
                 return pb.DropPartitionResponse()
-            raise FlussError(f"Partition '{name}' does not exist for table {entry.path}.", Errors.PARTITION_NOT_EXISTS)
+            raise FlussError(f"Partition '{_qualified(spec)}' does not exist for table {entry.path}",
+                             Errors.PARTITION_NOT_EXISTS)
         self.catalog.remove_partition(entry, part)
         await self.catalog.commit()
         self._drop_data(entry.table_id, part.partition_id)
@@ -517,6 +527,11 @@ class Coordinator:
         if changed and commit:
             await self.catalog.commit()
         return changed
+
+
+def _qualified(spec: dict) -> str:
+    """A partition as Java's messages name it: ``key=value`` pairs in key order, joined by '/'."""
+    return "/".join(f"{k}={v}" for k, v in spec.items())
 
 
 def _rf_of(entry: TableEntry) -> int:

@@ -89,25 +89,34 @@ class KvService:
         }
 
     # -- resolution ------------------------------------------------------------------------------
-    async def _bucket(self, ctx, entry, table_id, pid, bucket):
-        """``(entry, BucketKv)``; raises FlussError with the per-bucket code."""
+    async def _bucket(self, ctx, entry, table_id, pid, bucket, api: int = Api.LOOKUP):
+        """``(entry, BucketKv)``; raises FlussError with the per-bucket code. ``api``: the request's
+        key, which decides the answer for a log table (the Java replica checks it per API)."""
         blog, err = self.tablet._resolve(ctx, entry, table_id, pid, bucket)
         if err is not None:
             raise FlussError(err[1], err[0])
         if not entry.has_primary_key:
+            if api == Api.PUT_KV:
+                # Java's Replica.putRecordsToLeader has no check of its own: a failed null check
+                # (NullPointerException), which Errors maps to -1
+                raise FlussError(f"KvTablet for the replica to put kv records shouldn't be null: table "
+                                 f"{entry.path} is not a primary key table.", Errors.UNKNOWN_SERVER_ERROR)
+            if api == Api.PREFIX_LOOKUP:
+                raise FlussError(f"Try to do prefix lookup on a non primary key table: {entry.path}",
+                                 Errors.NON_PRIMARY_KEY_TABLE_EXCEPTION)
             raise FlussError(f"the primary key table not exists for {_bucket_name(table_id, pid, bucket)}",
                              Errors.NON_PRIMARY_KEY_TABLE_EXCEPTION)
         bkv = self.kv.cached(blog)
         return bkv if bkv is not None else await self.kv.bucket(entry, blog)
 
-    async def _each_bucket(self, ctx, req, resp):
+    async def _each_bucket(self, ctx, req, resp, api: int = Api.LOOKUP):
         """(table entry, partition id, bucket request, its reply entry, BucketKv) of every bucket
         request of a read that resolves; the others get their error in their reply entry."""
         entry = self.tablet._table(req.table_id)
         for breq in req.buckets_req:
             pid, out = bucket_reply(resp, breq)
             try:
-                bkv = await self._bucket(ctx, entry, req.table_id, pid, breq.bucket_id)
+                bkv = await self._bucket(ctx, entry, req.table_id, pid, breq.bucket_id, api)
             except FlussError as e:
                 set_error(out, e)
                 continue
@@ -129,7 +138,7 @@ class KvService:
 
         async def put_one(breq, pid, out):
             try:
-                bkv = await self._bucket(ctx, entry, req.table_id, pid, breq.bucket_id)
+                bkv = await self._bucket(ctx, entry, req.table_id, pid, breq.bucket_id, Api.PUT_KV)
                 if merger_error is not None:
                     raise merger_error
                 out.log_end_offset = await put_batch(self.kv.table(entry), merger, bkv, breq.records)
@@ -204,7 +213,7 @@ class KvService:
 
     async def prefix_lookup(self, ctx, version, req):
         resp = pb.PrefixLookupResponse()
-        async for _, _, breq, out, bkv in self._each_bucket(ctx, req, resp):
+        async for _, _, breq, out, bkv in self._each_bucket(ctx, req, resp, Api.PREFIX_LOOKUP):
             for prefix in breq.keys:
                 out.value_lists.add().values.extend(bkv.prefix(bytes(prefix)))
         return resp

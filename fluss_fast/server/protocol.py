@@ -281,7 +281,8 @@ class ServerConnection(asyncio.BufferedProtocol):
         if not self._authenticated and api_key != Api.API_VERSIONS and api_key != Api.AUTHENTICATE:
             self._write_error(request_id, Errors.AUTHENTICATE_EXCEPTION,
                               "The connection has not completed authentication yet. This may be caused by "
-                              "a missed or failed SASL handshake.")
+                              "a missing or incorrect configuration of 'client.security.protocol' on the "
+                              "client side.")
             return
         if entry is None:
             if api_key == Api.API_VERSIONS:
@@ -407,15 +408,15 @@ class ServerConnection(asyncio.BufferedProtocol):
         if not self._listener.sasl:
             if mechanism.upper() != PLAINTEXT:
                 self._write_error(request_id, Errors.AUTHENTICATE_EXCEPTION,
-                                  f"Authenticate protocol not match: protocol of server is '{PLAINTEXT}', "
-                                  f"but client is '{mechanism}'")
+                                  f"Authenticate protocol not match: protocol of server is '{PLAINTEXT}' "
+                                  f"while protocol of client is '{mechanism}'")
                 return
             self._write_ok(request_id, b"")
             return
         if authenticator is None or not authenticator.accepts(mechanism):
             self._write_error(request_id, Errors.AUTHENTICATE_EXCEPTION,
-                              f"Authenticate protocol not match: protocol of server is 'PLAIN', "
-                              f"but client is '{mechanism}'")
+                              "Authenticate protocol not match: protocol of server is 'PLAIN' "
+                              f"while protocol of client is '{mechanism}'")
             return
         if self._authenticated:
             self._write_ok(request_id, b"")  # already complete: nothing to evaluate

@@ -129,6 +129,11 @@ def prepare_descriptor(path: str, table_json: bytes, num_tablet_servers: int) ->
     # -- validation in the Java order --
     opts = TableOptions(props)
     if bucket_count < 1:
+        if not partition_keys:
+            # Java finds this when it assigns the buckets (TableAssignmentUtils), with an exception
+            # Errors has no code for
+            raise FlussError(f"Number of buckets must be larger than 0 (table {path} has {bucket_count}).",
+                             Errors.UNKNOWN_SERVER_ERROR)
         raise invalid_table(f"Bucket number of table {path} must be positive, got {bucket_count}.")
     if bucket_count > MAX_BUCKET_NUM:
         raise FlussError(f"Bucket count {bucket_count} exceeds the maximum limit {MAX_BUCKET_NUM} for a "

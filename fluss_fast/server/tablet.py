@@ -7,7 +7,8 @@ whose chunks are the segment bytes themselves, with the protobuf framing around 
 Projection (ARROW tables) rewrites only the Arrow metadata (``ArrowLogCodec.project_batch``).
 
 Error codes chosen where Java gives no rule:
-* a batch whose schema id is not a schema of the table -> per-bucket 9 SCHEMA_NOT_EXIST;
+* a batch whose schema id is not a schema of the table -> per-bucket 9 SCHEMA_NOT_EXIST (Java stores it:
+  a deliberate difference, tests/conformance/test_differential.py);
 * a duplicate idempotent batch -> success carrying the offsets it got the first time (what the Java
   leader does; pyfluss would also accept 32, the Java client would not);
 * LIMIT_SCAN on a primary-key table is answered from the KV store (``kv_service``).
@@ -64,6 +65,17 @@ def _keep_within(res: _Bucket, left: int, first: bool) -> None:
     del res.chunks[chunks:]
     del res.batch_sizes[keep:]
     res.size = size
+
+
+def _bad_crc(records) -> Optional[int]:
+    """The stored CRC of the first batch whose checksum is wrong, if every batch is otherwise whole."""
+    try:
+        for h in logbatch.iter_batches(records):
+            if not logbatch.verify_crc(records, h.position):
+                return h.crc
+    except (CorruptBatchError, ValueError):
+        return None
+    return None
 
 
 class TabletService:
@@ -138,8 +150,14 @@ class TabletService:
             try:
                 info = logbatch.validate_records(records)
             except CorruptBatchError as e:
-                out.error_code = Errors.CORRUPT_MESSAGE
-                out.error_message = f"Corrupt records for {blog.name}: {e}"
+                bad_crc = _bad_crc(records)
+                if bad_crc is not None:
+                    # a well-formed batch whose checksum does not match: Java's LogTablet says 14
+                    out.error_code = Errors.CORRUPT_RECORD_EXCEPTION
+                    out.error_message = f"Record is corrupt (stored crc = {bad_crc}) in table bucket {blog.name}: {e}"
+                else:
+                    out.error_code = Errors.CORRUPT_MESSAGE
+                    out.error_message = f"Corrupt records for {blog.name}: {e}"
                 continue
             bad = self._unknown_schema(entry, info, records)
             if bad is not None:

@@ -281,6 +281,13 @@ async def _(t):
                                                              ignore_if_exists=False))
 
 
+@step("create_table/replication_factor_zero")
+async def _(t):
+    js = descriptor(LOG_COLS, properties={"table.replication.factor": "0"})
+    return await t.c(Api.CREATE_TABLE, pb.CreateTableRequest(table_path=tp(DB, "cf_rf"), table_json=js,
+                                                             ignore_if_exists=False))
+
+
 @step("create_table/invalid_name")
 async def _(t):
     return await t.c(Api.CREATE_TABLE, pb.CreateTableRequest(table_path=tp(DB, "bad.name"), table_json=LOG_JSON,
@@ -377,6 +384,11 @@ async def _wait_leaders(t: Target, timeout: float = 30.0) -> None:
 @step("metadata/unknown_table")
 async def _(t):
     return await t.c(Api.GET_METADATA, pb.MetadataRequest(table_path=[tp(DB, MISSING_TABLE)]))
+
+
+@step("metadata/unknown_table_on_tablet_server")
+async def _(t):
+    return await t.t(Api.GET_METADATA, pb.MetadataRequest(table_path=[tp(DB, LOG), tp(DB, MISSING_TABLE)]))
 
 
 # partitions
@@ -546,6 +558,13 @@ async def _(t):
     rows = {"id": [7], "region": ["US"]}
     return await t.t(Api.PRODUCE_LOG, produce(_id(t, "part_id"), 0, arrow_batch(PART_SCHEMA, rows),
                                               partition_id=_id(t, "pid_US")))
+
+
+@step("produce_log/corrupt_batch")
+async def _(t):
+    batch = bytearray(arrow_batch(LOG_SCHEMA, ROWS_2))
+    batch[-1] ^= 0xFF  # the CRC covers the payload
+    return await t.t(Api.PRODUCE_LOG, produce(_id(t, "log_id"), 1, bytes(batch)))
 
 
 @step("produce_log/invalid_bucket")
@@ -900,6 +919,12 @@ async def _(t):
                                                                cascade=True))
 
 
+@step("drop_database/builtin")
+async def _(t):
+    return await t.c(Api.DROP_DATABASE, pb.DropDatabaseRequest(database_name="fluss", ignore_if_not_exists=False,
+                                                               cascade=False))
+
+
 @step("drop_database/unknown_database")
 async def _(t):
     return await t.c(Api.DROP_DATABASE, pb.DropDatabaseRequest(database_name=DB, ignore_if_not_exists=False,
@@ -913,7 +938,58 @@ async def _(t):
 
 # -- deliberate differences ------------------------------------------------------------------------
 #: Where the embedded server answers otherwise than the Java one on purpose: what each answers, why.
+#: ``java`` / ``embedded``: each side's answer in short (``Answer.short``); ``fields``: where the
+#: answers may differ (the paths of the comparison), absent when the kind of answer differs.
+_NEWER_PROTOCOL = ("the embedded server speaks the Fluss 1.0 protocol that pyfluss 1.0 is built for; "
+                   "0.9.1 predates these APIs")
+_SILENCE = ("the Java server logs and drops a request it does not serve, and the client waits for its whole "
+            "request timeout (the Rust client, under pyfluss, has none: it waits forever); the embedded server "
+            "answers at once with ERROR_RESPONSE 2 UNSUPPORTED_VERSION naming the API and the role that serves it")
 DELIBERATE_DIFFERENCES: Dict[str, dict] = {
+    "api_versions/coordinator": {
+        "java": "ok", "embedded": "ok",
+        "fields": ["api_versions.1060", "api_versions.1062", "api_versions.1063", "api_versions.1064"],
+        "reason": "the coordinator also serves ALTER_DATABASE, GET_CLUSTER_HEALTH, LIST_REMOTE_LOG_MANIFESTS and "
+                  "LIST_KV_SNAPSHOTS: " + _NEWER_PROTOCOL},
+    "api_versions/tablet_server": {
+        "java": "ok", "embedded": "ok",
+        "fields": ["api_versions.1016", "api_versions.1061", "api_versions.1062"],
+        "reason": "the tablet servers also serve PUT_KV v2 (STORAGE_BACKPRESSURE and the pressure field), SCAN_KV "
+                  "and GET_CLUSTER_HEALTH: " + _NEWER_PROTOCOL},
+    "get_table_info/primary_key": {
+        "java": "ok", "embedded": "ok",
+        "fields": ["table_json.properties.table.kv.standby-replica.enabled"],
+        "reason": "the 1.0 coordinator stores table.kv.standby-replica.enabled=true in every new primary-key "
+                  "table's properties; 0.9.1 has no such option"},
+    "metadata/tables": {
+        "java": "ok", "embedded": "ok",
+        "fields": ["table_metadata[1].table_json.properties.table.kv.standby-replica.enabled"],
+        "reason": "the primary-key table's stored properties, as get_table_info/primary_key"},
+    "produce_log/bad_schema_id": {
+        "java": "ok", "embedded": "ok (bucket errors [9])",
+        "fields": ["buckets_resp[0].base_offset", "buckets_resp[0].error_code", "buckets_resp[0].error_message"],
+        "reason": "the Java produce path does not look at a log batch's schema id and stores a batch that no "
+                  "reader can decode (its schema does not exist); the embedded server refuses it with 9 "
+                  "SCHEMA_NOT_EXIST, as the Java PUT_KV path does for a KV batch"},
+    "create_table/replication_factor_zero": {
+        "java": "error 17", "embedded": "error 39",
+        "reason": "0.9.1 assigns the buckets before it validates the descriptor, and the assignment refuses the "
+                  "factor (17 INVALID_REPLICATION_FACTOR); from 1.0 on the coordinator validates first and "
+                  "answers 39 INVALID_CONFIG_EXCEPTION \"'table.replication.factor' must be greater than 0.\", "
+                  "which the embedded server follows"},
+    "drop_database/builtin": {
+        "java": "ok", "embedded": "error -1",
+        "reason": "0.9.1 drops the default database 'fluss'; from 1.0 on the coordinator refuses (-1, \"Cannot drop "
+                  "the default database 'fluss'. The default database is required for cluster operation.\"), "
+                  "which the embedded server follows"},
+    "wrong_role/produce_log_to_coordinator": {"java": "silence", "embedded": "error 2", "reason": _SILENCE},
+    "wrong_role/create_database_to_tablet_server": {"java": "silence", "embedded": "error 2", "reason": _SILENCE},
+    "unknown_api_key/coordinator": {"java": "silence", "embedded": "error 2", "reason": _SILENCE},
+    "unknown_api_key/tablet_server": {"java": "silence", "embedded": "error 2", "reason": _SILENCE},
+    "config/max.bucket.num": {
+        "java": "-", "embedded": "-",
+        "reason": "not a step: the Java referee runs with max.bucket.num=4096, the default from 1.0 on (0.9.1's "
+                  "is 128000), which the embedded server keeps"},
 }
 
 
@@ -1035,6 +1111,11 @@ def test_same_answer(answers, name):
             f"{deliberate['embedded']}) but java answered {a.short()} and embedded {b.short()}")
         for line in verdict.hard:
             print(f"[deliberate] {name}: {line}")
+        allowed = deliberate.get("fields")
+        if allowed is not None:
+            other = [line for line in verdict.hard if not any(line.startswith(f + ":") for f in allowed)]
+            assert not other, (f"{name}: beyond its deliberate difference in {allowed}, the embedded server "
+                               f"answers otherwise than Java:\n  " + "\n  ".join(other))
         return
     assert not verdict.hard, f"{name}: the embedded server answers otherwise than Java:\n  " + "\n  ".join(verdict.hard)
 
@@ -1048,4 +1129,5 @@ def test_print_deliberate_differences():
     for name, why in NORMALISED_FIELDS.items():
         print(f"- {name}: {why}")
     for name in DELIBERATE_DIFFERENCES:
-        assert name in step_names(), f"deliberate difference {name!r} names no step of the script"
+        assert name in step_names() or name.startswith("config/"), (
+            f"deliberate difference {name!r} names no step of the script")

@@ -294,8 +294,9 @@ def test_drop_table_and_ids_never_reused(coord, db):
 
 
 def test_metadata_errors(coord, db):
+    # as Java's MetadataManager.getTables: the TableNotExistException wrapped in a FlussRuntimeException
     assert error_code(coord.call, Api.GET_METADATA, pb.MetadataRequest(
-        table_path=[table_path(db, "missing")])) == Errors.TABLE_NOT_EXIST
+        table_path=[table_path(db, "missing")])) == Errors.UNKNOWN_SERVER_ERROR
     create_table(coord, db, "p", descriptor(SIMPLE, partition_keys=["name"]))
     req = pb.MetadataRequest()
     req.partitions_path.add(database_name=db, table_name="p", partition_name="nope")

@@ -69,12 +69,12 @@ def test_bad_crc_is_refused_nothing_appended_others_served(fluss_server, cluster
     assert (len(good) > 64 * 1024) == (rows > 100)
     before = segment_bytes(fluss_server, db, "t", tid, 0)
     r = produce(c, tid, [(0, good + bad), (1, good)])
-    assert r[(None, 0)].error_code == Errors.CORRUPT_MESSAGE
+    assert r[(None, 0)].error_code == Errors.CORRUPT_RECORD_EXCEPTION  # a CRC mismatch, as Java's LogTablet
     assert "CRC" in r[(None, 0)].error_message and "batch 1" in r[(None, 0)].error_message
     assert not r[(None, 0)].HasField("base_offset")
     assert r[(None, 1)].error_code == 0 and r[(None, 1)].base_offset == 0
     only_bad = produce(c, tid, [(0, bad)])[(None, 0)]
-    assert only_bad.error_code == Errors.CORRUPT_MESSAGE
+    assert only_bad.error_code == Errors.CORRUPT_RECORD_EXCEPTION  # a CRC mismatch, as Java's LogTablet
     # nothing of either rejected blob reached the log, neither the good batch in front of the bad one
     assert segment_bytes(fluss_server, db, "t", tid, 0) == before
     assert healthy(fluss_server, cluster.tablets[0], tid, 0) == 0
@@ -112,7 +112,7 @@ def test_bad_crc_in_a_pipeline_of_big_frames(fluss_server, cluster, db):
                 offset += 5000
                 expect_rows += expected_rows(i * 5000, 5000)
             else:
-                assert resp.error_code == Errors.CORRUPT_MESSAGE
+                assert resp.error_code == Errors.CORRUPT_RECORD_EXCEPTION  # a CRC mismatch, as Java's LogTablet
         records = b""
         while True:
             f = fetch(c, tid, [(0, len(rows_of(records, PLAIN)), 64 * MB)])[(None, 0)]
