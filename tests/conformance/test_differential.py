@@ -366,15 +366,19 @@ async def _(t):
     return await t.c(Api.GET_METADATA, pb.MetadataRequest(table_path=[tp(DB, LOG), tp(DB, PK), tp(DB, PART)]))
 
 
-async def _wait_leaders(t: Target, timeout: float = 30.0) -> None:
-    """Until the tablet server leads every bucket of the two non-partitioned tables: the Java
-    coordinator elects leaders after CREATE_TABLE returns (not compared: the client retries)."""
+async def _wait_leaders(t: Target, partition: bool = False, timeout: float = 30.0) -> None:
+    """Until the tablet server leads every bucket of the two non-partitioned tables (or of the
+    partition US): the Java coordinator elects leaders after CREATE_TABLE / CREATE_PARTITION
+    return (not compared: clients retry until then)."""
     deadline = time.monotonic() + timeout
+    wanted = [("part_id", [0], _id(t, "pid_US"))] if partition else [("log_id", [0, 1], None), ("pk_id", [0], None)]
     while time.monotonic() < deadline:
         ok = True
-        for key, buckets in (("log_id", [0, 1]), ("pk_id", [0])):
-            a = await t.t(Api.LIST_OFFSETS, pb.ListOffsetsRequest(follower_server_id=-1, offset_type=1,
-                                                                  table_id=_id(t, key), bucket_id=buckets))
+        for key, buckets, pid in wanted:
+            req = pb.ListOffsetsRequest(follower_server_id=-1, offset_type=1, table_id=_id(t, key), bucket_id=buckets)
+            if pid is not None:
+                req.partition_id = pid
+            a = await t.t(Api.LIST_OFFSETS, req)
             ok &= a.kind == "ok" and not any(b.get("error_code") for b in a.body.get("buckets_resp", []))
         if ok:
             return
@@ -520,7 +524,13 @@ async def _(t):
 # writers and the log
 @step("init_writer")
 async def _(t):
+    await _wait_leaders(t, partition=True)
     return await t.t(Api.INIT_WRITER, pb.InitWriterRequest(table_path=[tp(DB, LOG)]))
+
+
+@step("init_writer/unknown_table")
+async def _(t):
+    return await t.t(Api.INIT_WRITER, pb.InitWriterRequest(table_path=[tp(DB, MISSING_TABLE)]))
 
 
 def produce(table_id: int, bucket: int, records: bytes, partition_id=None, acks: int = -1) -> pb.ProduceLogRequest:
@@ -815,6 +825,39 @@ async def _(t):
     req = pb.PrefixLookupRequest(table_id=_id(t, "log_id"))
     req.buckets_req.add(bucket_id=0, keys=[_PK_PREFIX.encode([1])])
     return await t.t(Api.PREFIX_LOOKUP, req)
+
+
+@step("lookup/partition_of_unpartitioned_table")
+async def _(t):
+    req = lookup(_id(t, "pk_id"), [_PK_KEY.encode([1, "x"])])
+    req.buckets_req[0].partition_id = UNKNOWN_ID
+    return await t.t(Api.LOOKUP, req)
+
+
+@step("fetch_log/primary_key_changelog")
+async def _(t):
+    a = await t.t(Api.FETCH_LOG, fetch(_id(t, "pk_id"), 0, 0))
+    # the changelog batches are built by each server: compare headers, change types and rows
+    if a.kind == "ok":
+        for tr in a.body.get("tables_resp", []):
+            for br in tr.get("buckets_resp", []):
+                if "records" in br:
+                    br["records"] = _decoded_changelog(br["records"])
+    return a
+
+
+def _decoded_changelog(records: bytes):
+    from fluss_fast.codec import logbatch
+    from differential import log_batches
+    out = []
+    codec = ArrowLogCodec(PK_SCHEMA, "ZSTD", 3)
+    for h, d in zip(logbatch.iter_batches(records), log_batches(records)):
+        d.pop("payload")
+        batch, change_types = codec.decode(records, h)
+        d["change_types"] = list(change_types) if change_types is not None else None
+        d["rows"] = batch.to_pylist()
+        out.append(d)
+    return out
 
 
 @step("list_offsets/primary_key_latest")
