@@ -124,11 +124,13 @@ class Coordinator:
         for tp in req.table_path:
             entry = self.catalog.table(tp.database_name, tp.table_name)
             if entry is None:
-                # Java's MetadataManager.getTables wraps the TableNotExistException of any one of
-                # the tables in a FlussRuntimeException naming all of them: code -1, not 7
-                wanted = ", ".join(_path(t) for t in req.table_path)
-                raise FlussError(f"Failed to get tables '[{wanted}]'. Caused by: Table '{_path(tp)}' does not exist.",
-                                 Errors.UNKNOWN_SERVER_ERROR)
+                # Java looks the tables its metadata cache lacks up in ZooKeeper, and
+                # MetadataManager.getTables wraps the TableNotExistException in a
+                # FlussRuntimeException naming those tables: code -1, not 7
+                missing = ", ".join(_path(t) for t in req.table_path
+                                    if self.catalog.table(t.database_name, t.table_name) is None)
+                raise FlussError(f"Failed to get tables '[{missing}]'. Caused by: Table '{_path(tp)}' does not "
+                                 "exist.", Errors.UNKNOWN_SERVER_ERROR)
             parts.append(self._table_metadata_field(entry))
         for pp in req.partitions_path:
             entry = self.catalog.table(pp.database_name, pp.table_name)
