@@ -8,7 +8,9 @@ database, table, partition or user that the embedded one leaves out. Fields that
 differ between two clusters are normalised (``differential.NORMALISED_FIELDS`` says why for each).
 
 Needs java and mvn (the cluster is assembled from Maven Central; ``fluss-fast cluster``). Without
-them the test skips, except under CI (``CI`` set), where it fails. To iterate on the embedded server
+them the test skips, except under CI (``CI`` set), where it fails. One Java cluster (ZooKeeper, the
+coordinator, one tablet server, a SASL listener) and one embedded server for the module: 20-45 s
+in all on a 2-core machine once the jars are cached. To iterate on the embedded server
 against clusters already running, set ``FLUSS_CONFORMANCE_JAVA`` and/or ``FLUSS_CONFORMANCE_EMBEDDED``
 to ``BOOTSTRAP,SASL_BOOTSTRAP`` (both with the SASL user admin=admin-secret).
 """
@@ -366,12 +368,13 @@ async def _(t):
     return await t.c(Api.GET_METADATA, pb.MetadataRequest(table_path=[tp(DB, LOG), tp(DB, PK), tp(DB, PART)]))
 
 
-async def _wait_leaders(t: Target, partition: bool = False, timeout: float = 30.0) -> None:
+async def _wait_leaders(t: Target, partitions=(), timeout: float = 30.0) -> None:
     """Until the tablet server leads every bucket of the two non-partitioned tables (or of the
-    partition US): the Java coordinator elects leaders after CREATE_TABLE / CREATE_PARTITION
+    named partitions): the Java coordinator elects leaders after CREATE_TABLE / CREATE_PARTITION
     return (not compared: clients retry until then)."""
     deadline = time.monotonic() + timeout
-    wanted = [("part_id", [0], _id(t, "pid_US"))] if partition else [("log_id", [0, 1], None), ("pk_id", [0], None)]
+    wanted = ([("part_id", [0], _id(t, f"pid_{p}")) for p in partitions] if partitions
+              else [("log_id", [0, 1], None), ("pk_id", [0], None)])
     while time.monotonic() < deadline:
         ok = True
         for key, buckets, pid in wanted:
@@ -477,6 +480,7 @@ async def _(t):
 
 @step("metadata/partition_by_name")
 async def _(t):
+    await _wait_leaders(t, partitions=("US", "EU"))
     return await t.c(Api.GET_METADATA, pb.MetadataRequest(
         table_path=[tp(DB, PART)],
         partitions_path=[pb.PbPhysicalTablePath(database_name=DB, table_name=PART, partition_name="US")]))
@@ -524,7 +528,7 @@ async def _(t):
 # writers and the log
 @step("init_writer")
 async def _(t):
-    await _wait_leaders(t, partition=True)
+    await _wait_leaders(t, partitions=("US",))
     return await t.t(Api.INIT_WRITER, pb.InitWriterRequest(table_path=[tp(DB, LOG)]))
 
 
