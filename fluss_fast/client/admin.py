@@ -17,6 +17,7 @@ from .runtime import on_runtime
 
 PARTITION_NOT_EXISTS = Errors.PARTITION_NOT_EXISTS
 TABLE_NOT_PARTITIONED = Errors.TABLE_NOT_PARTITIONED_EXCEPTION
+LEADER_NOT_AVAILABLE = Errors.LEADER_NOT_AVAILABLE_EXCEPTION
 
 
 def _check_bool(arg: str, value) -> bool:
@@ -510,11 +511,19 @@ class FlussAdmin:
             by_leader: Dict[int, List[int]] = {}
             for b in buckets:
                 leader = md.leader(meta.table_id, partition_id, b)
+                if leader is None and 0 <= b < meta.num_buckets:
+                    # a new table's leaders are elected after CREATE_TABLE answered
+                    try:
+                        leader = await md.leader_for(meta.table_id, partition_id, b)
+                    except FlussError as exc:
+                        if exc.error_code != LEADER_NOT_AVAILABLE:
+                            raise
                 if leader is None:
                     where = f"TableBucket(table_id={meta.table_id}, " + (
                         f"partition_id={partition_id}, " if partition_id is not None else "") + f"bucket={b})"
                     # pyfluss reports a bucket the table does not have as a client error (-2)
-                    hint = (f": the table has {meta.num_buckets} buckets" if b >= meta.num_buckets else "")
+                    hint = (f": the table has {meta.num_buckets} buckets" if b >= meta.num_buckets
+                            else " within the request timeout")
                     raise FlussError(f"No leader found for table bucket: {where} of table '{path}'{hint}.",
                                      CLIENT_ERROR)
                 by_leader.setdefault(leader, []).append(b)

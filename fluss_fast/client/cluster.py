@@ -19,6 +19,8 @@ from ..rpc.errors import Errors
 
 PARTITION_NOT_EXISTS = Errors.PARTITION_NOT_EXISTS
 _METADATA_BACKOFF_S = (0.05, 0.1, 0.2, 0.4)
+_LEADER_BACKOFF_FIRST_S = 0.05
+_LEADER_BACKOFF_MAX_S = 1.0
 TABLE_NOT_EXIST = Errors.TABLE_NOT_EXIST
 
 
@@ -324,24 +326,48 @@ class Cluster:
         part = self._partition_by_id.get((table_id, partition_id))
         return None if part is None else part.leaders.get(bucket)
 
-    async def leader_for(self, table_id: int, partition_id: Optional[int], bucket: int) -> int:
-        """The leader node id, refreshing the metadata once when it is unknown."""
+    async def leader_for(self, table_id: int, partition_id: Optional[int], bucket: int,
+                         deadline: Optional[float] = None) -> int:
+        """The leader node id. When none is known the metadata is asked again, with a growing pause,
+        until a leader appears or the request timeout has passed: a Fluss cluster elects a new
+        table's (or partition's) leaders after CREATE_TABLE has answered, and a dead leader's
+        buckets are without one until the coordinator notices, and both are LEADER_NOT_AVAILABLE,
+        which is retriable. ``deadline`` (the loop's clock) replaces the request timeout for a caller
+        that has already used some of it."""
         node = self.leader(table_id, partition_id, bucket)
         if node is not None:
             return node
         meta = self._by_id.get(table_id)
         if meta is None:
             raise FlussError(f"Unknown table id {table_id}", 21)
-        if partition_id is None:
-            await self.refresh_table(meta.path)
-        else:
-            await self.partition_by_id(table_id, partition_id, refresh=True)
-        node = self.leader(table_id, partition_id, bucket)
-        if node is None:
-            where = f"bucket {bucket} of table '{meta.path}'" + (
-                f" partition {partition_id}" if partition_id is not None else "")
-            raise FlussError(f"No leader found for {where}", 44)
-        return node
+        where = f"bucket {bucket} of table '{meta.path}'" + (
+            f" partition {partition_id}" if partition_id is not None else "")
+        loop = asyncio.get_running_loop()
+        timeout_ms = self._ctx.request_timeout_ms
+        if deadline is None:
+            deadline = loop.time() + timeout_ms / 1000 if timeout_ms else float("inf")
+        pause = _LEADER_BACKOFF_FIRST_S
+        while True:
+            if partition_id is None:
+                meta = await self.refresh_table(meta.path)
+                if meta.table_id != table_id:
+                    raise FlussError(f"Table '{meta.path}' was dropped (and created again) while a leader "
+                                     f"of its bucket {bucket} was awaited", TABLE_NOT_EXIST)
+            else:
+                await self.partition_by_id(table_id, partition_id, refresh=True)
+            node = self.leader(table_id, partition_id, bucket)
+            if node is not None:
+                return node
+            if not 0 <= bucket < meta.num_buckets:
+                # no election will ever give it one
+                raise FlussError(f"No leader found for {where}: the table has {meta.num_buckets} buckets",
+                                 Errors.LEADER_NOT_AVAILABLE_EXCEPTION)
+            left = deadline - loop.time()
+            if left <= 0 or self._ctx.closed:
+                raise FlussError(f"No leader found for {where} within the request timeout "
+                                 f"({timeout_ms} ms)", Errors.LEADER_NOT_AVAILABLE_EXCEPTION)
+            await asyncio.sleep(min(pause, left))
+            pause = min(pause * 2, _LEADER_BACKOFF_MAX_S)
 
     def invalidate(self, table_id: int, partition_id: Optional[int] = None) -> None:
         """Drop cached leaders so the next lookup asks the server again."""

@@ -102,7 +102,7 @@ class LookupClient:
 
     async def _find_leader(self, p: _Pending) -> None:
         try:
-            await self._ctx.metadata.leader_for(p.table_id, p.partition_id, p.bucket)
+            await self._ctx.metadata.leader_for(p.table_id, p.partition_id, p.bucket, deadline=p.deadline)
         except FlussError as e:
             self._failed(p, e.error_code, e.message)
             return
