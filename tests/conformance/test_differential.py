@@ -53,7 +53,7 @@ UNKNOWN_API_KEY = 1999
 #: 1.0 on; the embedded server follows the 1.0 line (what pyfluss 1.0 is built against).
 JAVA_SETTINGS = {"max.bucket.num": "4096"}
 #: Names a message may carry; the embedded message must carry those the Java one does.
-NAMES = [DB, MISSING_DB, LOG, PK, PART, MISSING_TABLE, "cf_dup", "cf_badprop", "cf_buckets", "cf_rf", "cf_nobuckets",
+NAMES = [DB, MISSING_DB, LOG, PK, PART, MISSING_TABLE, "cf_props", "cf_dup", "cf_badprop", "cf_buckets", "cf_rf", "cf_nobuckets",
          "US", "EU", "ZZ", "region", SASL_USER[0], "nobody", str(UNKNOWN_ID)]
 
 # -- the tables ------------------------------------------------------------------------------------
@@ -228,6 +228,43 @@ async def _(t):
 async def _(t):
     return await t.c(Api.CREATE_TABLE, pb.CreateTableRequest(table_path=tp(DB, PART), table_json=PART_JSON,
                                                              ignore_if_exists=False))
+
+
+PROPS_JSON = json.dumps({
+    "version": 1,
+    "schema": {"version": 1, "columns": PK_COLS, "highest_field_id": 2, "primary_key": ["a", "b"]},
+    "comment": "a table with properties", "partition_key": [], "bucket_key": [], "bucket_count": 3,
+    "properties": {"table.merge-engine": "first_row", "table.log.ttl": "2d", "table.log.arrow.compression.type": "LZ4_FRAME"},
+    "custom_properties": {"owner": "conformance"}}).encode()
+
+
+@step("create_table/with_properties")
+async def _(t):
+    return await t.c(Api.CREATE_TABLE, pb.CreateTableRequest(table_path=tp(DB, "cf_props"), table_json=PROPS_JSON,
+                                                             ignore_if_exists=False))
+
+
+@step("get_table_info/with_properties")
+async def _(t):
+    return await _table_info(t, "cf_props", "props_id")
+
+
+@step("create_database/with_descriptor")
+async def _(t):
+    js = json.dumps({"version": 1, "comment": "described", "custom_properties": {"team": "x"}}).encode()
+    return await t.c(Api.CREATE_DATABASE, pb.CreateDatabaseRequest(database_name=f"{DB}_d", ignore_if_exists=False,
+                                                                   database_json=js))
+
+
+@step("get_database_info/with_descriptor")
+async def _(t):
+    return await t.c(Api.GET_DATABASE_INFO, pb.GetDatabaseInfoRequest(database_name=f"{DB}_d"))
+
+
+@step("drop_database/with_descriptor")
+async def _(t):
+    return await t.c(Api.DROP_DATABASE, pb.DropDatabaseRequest(database_name=f"{DB}_d", ignore_if_not_exists=False,
+                                                               cascade=False))
 
 
 @step("create_table/already_exists")
@@ -1016,6 +1053,10 @@ DELIBERATE_DIFFERENCES: Dict[str, dict] = {
         "fields": ["table_json.properties.table.kv.standby-replica.enabled"],
         "reason": "the 1.0 coordinator stores table.kv.standby-replica.enabled=true in every new primary-key "
                   "table's properties; 0.9.1 has no such option"},
+    "get_table_info/with_properties": {
+        "java": "ok", "embedded": "ok",
+        "fields": ["table_json.properties.table.kv.standby-replica.enabled"],
+        "reason": "a primary-key table's stored properties, as get_table_info/primary_key"},
     "metadata/tables": {
         "java": "ok", "embedded": "ok",
         "fields": ["table_metadata[1].table_json.properties.table.kv.standby-replica.enabled"],
