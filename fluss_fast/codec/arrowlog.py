@@ -325,7 +325,8 @@ _MAPPED_BODY_BYTES = 2 << 20
 
 def _mapped_body(size: int):
     """``(arrow buffer, writable view)`` of ``size`` bytes in a private anonymous mapping that
-    starts on a 2 MiB boundary, its whole 2 MiB blocks marked for transparent huge pages.
+    starts on a 2 MiB boundary, its whole 2 MiB blocks marked for transparent huge pages once the
+    process has earned them (``rpc.frame_pool._HugePages``: not in its first read).
 
     pyarrow's default pool (mimalloc) gets huge pages too, which is why it beat the system
     allocator by ~40 % of a full scan's CPU (fresh 4 KiB pages fault one by one), but it rounds

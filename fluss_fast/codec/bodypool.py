@@ -4,9 +4,10 @@ A scan's result is mostly fresh memory: every page of it is zeroed by the kernel
 in, and then overwritten by the decompression. For a 1 M-row clicks scan that zeroing was about a
 tenth of the client's CPU, and each of the ~1 MB bodies faulted in 4 KiB pages. Here bodies are
 laid out one after another in *chunks*: private mappings starting on a 2 MiB boundary, marked for
-transparent huge pages (a few faults per chunk). Once nothing refers to any body of a chunk (the
-caller dropped the result), the next read writes its bodies into the same, already resident, pages:
-nothing is zeroed or faulted again. This is the "allocator that keeps freed memory" of the
+transparent huge pages (a few faults per chunk) once the process has earned them (its first bounded
+read ended: see ``rpc.frame_pool._HugePages`` for why the first read of a process does without).
+Once nothing refers to any body of a chunk (the caller dropped the result), the next read writes
+its bodies into the same, already resident, pages: nothing is zeroed or faulted again. This is the "allocator that keeps freed memory" of the
 performance issue, with two bounds:
 
 * idle chunks are given back ``IDLE_S`` seconds after the last bounded read ended (``end``),
@@ -34,7 +35,7 @@ from typing import List, Optional, Tuple
 
 import pyarrow as pa
 
-from ..rpc.frame_pool import HUGE_PAGE, PRIVATE_MAP_FLAGS, advise_huge_pages, aligned_mapping
+from ..rpc.frame_pool import HUGE_PAGE, PRIVATE_MAP_FLAGS, advise_huge_pages, aligned_mapping, earn_huge_pages
 
 __all__ = ["BodyPool", "BODY_POOL", "CHUNK_BYTES"]
 
@@ -94,6 +95,7 @@ class BodyPool:
             self._reads = max(0, self._reads - 1)
             if self._reads:
                 return
+            earn_huge_pages()
             if self._current is not None:
                 self._retire(self._current)
                 self._current = None

@@ -134,11 +134,16 @@ def _thp_madvise_works() -> bool:
     return "[never]" not in mode and os.path.exists("/proc/self/smaps")
 
 
-def test_big_receive_buffers_fill_whole_blocks_with_huge_pages():
-    """A frame's whole 2 MiB blocks, and a last block it fills at least half of, fault in as huge
-    pages (one fault each instead of 512); a shorter tail stays in small pages, so the buffer's
-    8 MiB size class adds no memory."""
+def test_big_receive_buffers_fill_whole_blocks_with_huge_pages(monkeypatch):
+    """Once the process has earned huge pages (a read ended, a pool gave buffers back), a frame's
+    whole 2 MiB blocks, and a last block it fills at least half of, fault in as huge pages (one
+    fault each instead of 512); a shorter tail stays in small pages, so the buffer's 8 MiB size
+    class adds no memory."""
     import pytest
+
+    from fluss_fast.rpc import frame_pool
+
+    monkeypatch.setattr(frame_pool.HUGE_PAGES, "earned", True)
 
     if not _thp_madvise_works():
         pytest.skip("transparent huge pages are off here")
@@ -160,3 +165,27 @@ def test_big_receive_buffers_fill_whole_blocks_with_huge_pages():
         del view
         assert huge == want_huge_kb, n
         assert rss <= max(want_huge_kb, (n + 4095) // 4096 * 4), n
+
+
+def test_a_fresh_process_asks_for_no_huge_pages_until_a_pool_gives_buffers_back(monkeypatch):
+    """The first big frames of a process land in small pages (a huge page of memory the host took
+    back costs more than the 512 small faults it saves); once a pool trims its spares, the process
+    reuses memory and fresh buffers are advised again."""
+    from fluss_fast.rpc import frame_pool
+
+    monkeypatch.setattr(frame_pool.HUGE_PAGES, "earned", False)
+    asked = []
+    real = frame_pool.advise_huge_pages
+    monkeypatch.setattr(frame_pool, "advise_huge_pages", lambda *a: asked.append(real(*a)) or asked[-1])
+    pool = FramePool()
+    bufs = [pool.take(5 << 20), pool.take(3 << 20)]
+    assert asked == [False, False]
+    for b in bufs:
+        pool.handed_out(b)
+    del b
+    bufs.clear()
+    assert pool.take(5 << 20) is not None and pool.stats()["reused"] == 1  # still reuses
+    pool.trim()
+    assert frame_pool.HUGE_PAGES.earned
+    pool.take(5 << 20)
+    assert len(asked) == 3 and asked[-1] == (frame_pool._MADV_HUGEPAGE is not None)

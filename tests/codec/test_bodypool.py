@@ -3,6 +3,7 @@ once nothing refers to any of its bodies, the unused tail given back when the re
 from __future__ import annotations
 
 import gc
+import os
 
 import pyarrow as pa
 import pytest
@@ -165,3 +166,130 @@ def test_after_the_reads_the_pool_holds_on_to_no_more_than_its_idle_limit():
     bodies.clear()
     gc.collect()
     assert sum(1 for m in mappings if m() is not None) == 2
+
+
+def _spy_advice(monkeypatch, earned):
+    from fluss_fast.rpc import frame_pool
+
+    monkeypatch.setattr(frame_pool.HUGE_PAGES, "earned", earned)
+    asked = []
+    real = bodypool.advise_huge_pages
+    monkeypatch.setattr(bodypool, "advise_huge_pages", lambda *a: asked.append(real(*a)) or asked[-1])
+    return asked
+
+
+def test_the_first_read_of_a_process_asks_for_no_huge_pages_and_the_pool_still_reuses(monkeypatch):
+    """Chunks of a process's first bounded read stay in small pages; its end earns huge pages for
+    the fresh chunks of later reads, while idle chunks are reused as before."""
+    from fluss_fast.rpc import frame_pool
+
+    asked = _spy_advice(monkeypatch, False)
+    pool = BodyPool(chunk_bytes=4 * MB)
+    pool.begin()
+    bodies = []
+    for _ in range(3):  # two chunks
+        b, v = pool.take(3 * MB)
+        _fill(v, 1)
+        bodies.append(b)
+    del b, v
+    assert pool.created == 3 and asked == [False] * 3
+    pool.end(_Loop())
+    assert frame_pool.HUGE_PAGES.earned
+    kept = bodies.pop()   # one result still held: its chunk is not reused
+    bodies.clear()
+    gc.collect()
+    pool.begin()
+    for _ in range(3):
+        b, v = pool.take(3 * MB)
+        _fill(v, 2)
+        bodies.append(b)
+    del b, v
+    assert pool.reused == 2 and pool.created == 4
+    # only the one fresh chunk of the second read was advised
+    assert asked == [False] * 3 + [frame_pool._MADV_HUGEPAGE is not None]
+    assert kept.to_pybytes()[:3] == b"\x01" * 3
+    pool.end(_Loop())
+
+
+def test_an_earned_process_advises_every_fresh_chunk(monkeypatch):
+    from fluss_fast.rpc import frame_pool
+
+    asked = _spy_advice(monkeypatch, True)
+    pool = BodyPool(chunk_bytes=4 * MB)
+    pool.begin()
+    held = [pool.take(3 * MB)[0] for _ in range(2)]
+    assert pool.created == 2 and asked == [frame_pool._MADV_HUGEPAGE is not None] * 2
+    del held
+    pool.end(_Loop())
+
+
+_FIRST_READ = """
+import asyncio, sys
+import pyarrow as pa
+import fluss_fast as ff
+from fluss_fast.codec.bodypool import BODY_POOL
+from fluss_fast.rpc.frame_pool import HUGE_PAGES
+
+def mapping_kb(address, field):
+    # the field of the mapping holding address (pyarrow's own allocator may use huge pages too)
+    with open("/proc/self/smaps") as f:
+        inside = False
+        for line in f:
+            head = line.split(None, 1)[0]
+            if "-" in head and not head.endswith(":"):
+                lo, hi = (int(x, 16) for x in head.split("-"))
+                inside = lo <= address < hi
+            elif inside and head == field + ":":
+                return int(line.split()[1])
+    raise AssertionError(hex(address))
+
+async def main(boot, db):
+    conn = await ff.FlussConnection.create(ff.Config({"bootstrap.servers": boot}))
+    admin = conn.get_admin()
+    await admin.create_database(db, ignore_if_exists=True)
+    path = ff.TablePath(db, "t")
+    n = 400_000
+    data = pa.table({"id": pa.array(range(n), pa.int64()), "x": pa.array(range(n), pa.float64())})
+    await admin.create_table(path, ff.TableDescriptor(ff.Schema(data.schema), bucket_count=2))
+    table = await conn.get_table(path)
+    w = table.new_append().create_writer()
+    w.write_arrow(data)
+    await w.flush()
+    assert not HUGE_PAGES.earned
+    sc = await table.new_scan().create_record_batch_log_scanner()
+    sc.subscribe_buckets({0: ff.EARLIEST_OFFSET, 1: ff.EARLIEST_OFFSET})
+    got = await sc.to_arrow()
+    assert got.num_rows == n, got.num_rows
+    chunks = BODY_POOL._chunks
+    assert chunks and BODY_POOL.created == len(chunks)
+    addresses = [pa.py_buffer(c.m).address + c.start for c in chunks]
+    first = sum(mapping_kb(a, "AnonHugePages") for a in addresses)
+    assert sum(mapping_kb(a, "Rss") for a in addresses) > 0
+    earned = HUGE_PAGES.earned
+    await admin.drop_database(db, ignore_if_not_exists=True, cascade=True)
+    await conn.close()
+    print("RESULT", first, earned)
+
+asyncio.run(main(sys.argv[1], sys.argv[2]))
+"""
+
+
+def test_the_first_scan_of_a_process_faults_in_no_huge_pages(fluss_server, tmp_path):
+    """End to end, in a fresh process: the body-pool chunks of the first to_arrow (~6 MB decoded)
+    hold no huge page when THP is in madvise mode (with "always" the kernel picks them itself), and
+    the read's end earns huge pages for the reads after it."""
+    import subprocess
+    import sys
+
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            madvise_mode = "[madvise]" in f.read()
+    except OSError:
+        madvise_mode = False
+    proc = subprocess.run([sys.executable, "-c", _FIRST_READ, fluss_server.bootstrap_servers,
+                           f"first_read_{os.getpid()}"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    _, huge, earned = proc.stdout.split()[-3:]
+    assert earned == "True"
+    if madvise_mode:
+        assert int(huge) == 0
