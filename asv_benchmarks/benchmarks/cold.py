@@ -8,8 +8,10 @@ CPU time (page faults and huge-page advice show there first), and the import.
 """
 import asyncio
 import os
+import shutil
 import statistics
 import subprocess
+import tempfile
 
 from fluss_fast.bench import datasets as ds
 
@@ -43,6 +45,10 @@ def _fill(bootstrap):
     asyncio.run(fill())
 
 
+def _tmpdir():
+    return tempfile.mkdtemp(prefix="fluss-fast-asv-cold-")
+
+
 def _job(bootstrap):
     spec = ds.DATASETS[DATASET]
     return {"module": "fluss_fast", "bootstrap": bootstrap, "scenario": "scan", "table": TABLE,
@@ -63,13 +69,16 @@ class ColdScan:
             return None
         from fluss_fast.bench.util import EmbeddedServer
 
+        tmp = _tmpdir()
+        env = cold.child_env(os.path.join(tmp, "pycache"))
+        cold.warm_bytecode(env)
         srv = EmbeddedServer(watch_pid=os.getppid()).start()
         try:
             _fill(srv.bootstrap_servers)
             reports = []
             for _ in range(CHILDREN):
                 proc = subprocess.run(cold.job_command(_job(srv.bootstrap_servers)), capture_output=True,
-                                      text=True, timeout=120)
+                                      text=True, timeout=120, env=env)
                 report = cold.parse_output(proc.stdout)
                 if "error" in report:
                     raise RuntimeError(report["error"])
@@ -78,6 +87,7 @@ class ColdScan:
                 reports.append(report)
         finally:
             srv.close()
+            shutil.rmtree(tmp, ignore_errors=True)
         return {key: statistics.median(r[key] for r in reports)
                 for key in ("seconds", "first_row_s", "sys_s", "import_s")}
 

@@ -887,11 +887,19 @@ PK_SCENARIOS = ["upsert", "upsert_arrow", "lookup", "lookup64", "prefix_lookup"]
 COLD_TIMEOUT_S = 600.0
 
 
+_COLD_ENV: Optional[Dict[str, str]] = None
+
+
 async def _cold_child(job: Dict[str, Any], timeout: float) -> Dict[str, Any]:
     from . import cold
 
+    global _COLD_ENV
+    if _COLD_ENV is None:
+        env = cold.child_env()
+        await asyncio.get_running_loop().run_in_executor(None, cold.warm_bytecode, env)
+        _COLD_ENV = env
     proc = await asyncio.create_subprocess_exec(*cold.job_command(job), stdout=asyncio.subprocess.PIPE,
-                                                stderr=asyncio.subprocess.PIPE)
+                                                stderr=asyncio.subprocess.PIPE, env=_COLD_ENV)
     try:
         out, err = await asyncio.wait_for(proc.communicate(), timeout)
     except (asyncio.TimeoutError, asyncio.CancelledError):

@@ -128,3 +128,11 @@ def test_the_table_shows_cold_columns_beside_the_warm_ones():
 def test_cold_repeat_options(monkeypatch):
     assert cli.parse_args(["--cold-repeat", "5"]).cold_repeat == 5
     assert cli.main(["--repeat", "0", "--cold-repeat", "0", "--scenarios", "scan"]) == 2
+
+
+def test_cold_children_keep_bytecode_like_an_installed_package(monkeypatch, tmp_path):
+    """With PYTHONDONTWRITEBYTECODE set, a fresh process of an editable checkout would compile every
+    module it imports; the children keep bytecode in a cache instead."""
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    env = cold.child_env(str(tmp_path / "pyc"))
+    assert "PYTHONDONTWRITEBYTECODE" not in env and env["PYTHONPYCACHEPREFIX"] == str(tmp_path / "pyc")
