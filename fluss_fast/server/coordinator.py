@@ -325,10 +325,11 @@ class Coordinator:
                                          schema_json=json.dumps(schema.to_json(), separators=(",", ":")).encode())
 
     # -- partitions ----------------------------------------------------------------------------
-    def _partitioned_table(self, tp) -> TableEntry:
+    def _partitioned_table(self, tp, refusal: Optional[str] = None) -> TableEntry:
         entry = self._table(tp)
         if not entry.is_partitioned:
-            raise FlussError(f"Table '{entry.path}' is not a partitioned table.", Errors.TABLE_NOT_PARTITIONED_EXCEPTION)
+            raise FlussError(refusal or f"Table '{entry.path}' is not a partitioned table.",
+                             Errors.TABLE_NOT_PARTITIONED_EXCEPTION)
         return entry
 
     def _resolve_spec(self, entry: TableEntry, spec_pb, creating: bool) -> tuple:
@@ -392,7 +393,8 @@ class Coordinator:
         return resp
 
     async def create_partition(self, ctx, version, req):
-        entry = self._partitioned_table(req.table_path)
+        # Java's CoordinatorService words (LIST_PARTITION_INFOS names the table instead)
+        entry = self._partitioned_table(req.table_path, "Only partitioned table support create partition.")
         spec, name = self._resolve_spec(entry, req.partition_spec, creating=True)
         self._check_partition_time(entry, spec)
         if entry.partition_by_name(name) is not None:
@@ -411,7 +413,8 @@ class Coordinator:
                              f"{MAX_PARTITION_NUM} partitions.", Errors.PARTITION_MAX_NUM_EXCEPTION)
 
     async def drop_partition(self, ctx, version, req):
-        entry = self._partitioned_table(req.table_path)
+        # Java's CoordinatorService words (LIST_PARTITION_INFOS names the table instead)
+        entry = self._partitioned_table(req.table_path, "Only partitioned table support drop partition.")
         spec, name = self._resolve_spec(entry, req.partition_spec, creating=False)
         part = entry.partition_by_name(name)
         if part is None:
