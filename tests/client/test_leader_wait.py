@@ -40,8 +40,16 @@ class HiddenLeaders:
                 coord._meta_cache.pop(entry.table_id, None)
             return field(entry)
 
+        pfield = coord._partition_metadata_field
+
+        def uncached_partition_field(entry, part):
+            if entry.table_name == self.table_name:
+                coord._pmeta_cache.pop(part.partition_id, None)
+            return pfield(entry, part)
+
         coord._fill_buckets = hiding_fill
         coord._table_metadata_field = uncached_field
+        coord._partition_metadata_field = uncached_partition_field
 
     def hiding(self, entry) -> bool:
         return entry.table_name == self.table_name and (self.until is None or time.monotonic() < self.until)
@@ -108,5 +116,44 @@ async def test_no_leader_within_the_request_timeout_is_an_error(server, unique_n
         with pytest.raises(FlussError, match="the table has 1 buckets") as info:
             await admin.list_offsets(path, [3], fluss_fast.OffsetSpec.latest())
         assert time.monotonic() - started < 0.5
+    finally:
+        await conn.close()
+
+
+async def test_writers_wait_for_the_election(server, unique_name):
+    conn = await _connect(server)
+    try:
+        admin = conn.get_admin()
+        log_path = fluss_fast.TablePath("fluss", unique_name("lw_wlog"))
+        pk_path = fluss_fast.TablePath("fluss", unique_name("lw_wpk"))
+        fields = [pa.field("region", pa.string()), pa.field("id", pa.int32()), pa.field("v", pa.string())]
+        await admin.create_table(log_path, fluss_fast.TableDescriptor(fluss_fast.Schema(SCHEMA), bucket_count=2))
+        await admin.create_table(pk_path, fluss_fast.TableDescriptor(
+            fluss_fast.Schema(pa.schema(fields), primary_keys=["region", "id"]), partition_keys=["region"],
+            bucket_count=2))
+
+        hidden = HiddenLeaders(server, log_path.table_name, until=time.monotonic() + 0.6)
+        table = await conn.get_table(log_path)
+        w = table.new_append().create_writer()
+        started = time.monotonic()
+        handle = w.write_arrow_batch(pa.record_batch([pa.array([1, 2], pa.int32()), pa.array(["a", "b"])],
+                                                     schema=SCHEMA))
+        await w.flush()
+        await handle.wait()
+        assert time.monotonic() - started >= 0.5 and hidden.answers >= 2
+        assert sum((await admin.list_offsets(log_path, [0, 1], fluss_fast.OffsetSpec.latest())).values()) == 2
+
+        for region in ("US", "EU"):
+            await admin.create_partition(pk_path, {"region": region})
+        hidden = HiddenLeaders(server, pk_path.table_name, until=time.monotonic() + 0.6)
+        table = await conn.get_table(pk_path)
+        w = table.new_upsert().create_writer()
+        started = time.monotonic()
+        handle = w.upsert_arrow(pa.table({"region": ["US", "EU", "US"], "id": pa.array([1, 1, 2], pa.int32()),
+                                          "v": ["x", "y", "z"]}))
+        await w.flush()
+        await handle.wait()
+        assert time.monotonic() - started >= 0.5 and hidden.answers >= 2
+        assert await table.new_lookup().create_lookuper().lookup(["EU", 1]) == {"region": "EU", "id": 1, "v": "y"}
     finally:
         await conn.close()
