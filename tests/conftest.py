@@ -28,6 +28,8 @@ READY_TIMEOUT_S = 30
 class ServerProcess:
     """One embedded server in a child process, restartable on the same data dir."""
 
+    kind = "embedded"
+
     def __init__(self, data_dir=None, tablet_servers=1, sasl=True, extra_args=()):
         self._own_dir = data_dir is None
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="fluss-fast-test-")
@@ -163,6 +165,9 @@ class JavaClusterServer:
         pass
 
 
+#: 0.9.1's max.bucket.num is 128000; from 1.0 on it is 4096, which the embedded server keeps (as the
+#: differential test's Java referee is set, tests/conformance).
+JAVA_SETTINGS = {"max.bucket.num": "4096"}
 _java_cluster = None
 
 
@@ -174,10 +179,34 @@ def java_cluster():
 
         data_dir = tempfile.mkdtemp(prefix="fluss-java-test-")
         try:
-            _java_cluster = JavaCluster(data_dir, tablet_servers=JAVA_TABLET_SERVERS, sasl_users=SASL_USERS).start()
+            _java_cluster = JavaCluster(data_dir, tablet_servers=JAVA_TABLET_SERVERS, sasl_users=SASL_USERS,
+                                        settings=JAVA_SETTINGS).start()
+            _wait_default_database(_java_cluster.bootstrap_servers)
         except ClusterError as e:
             pytest.exit(f"--fluss-server=java: the Java cluster did not start: {e}", returncode=3)
     return _java_cluster
+
+
+def _wait_default_database(bootstrap: str, timeout: float = 60.0) -> None:
+    """The Java coordinator creates the database 'fluss' once it leads, which may come after every
+    tablet server has registered (what JavaCluster.start waits for); tests create tables in it."""
+    import asyncio
+
+    from fluss_fast import Config, FlussConnection
+    from fluss_fast.cluster import ClusterError
+
+    async def wait() -> None:
+        conn = await FlussConnection.create(Config({"bootstrap.servers": bootstrap}))
+        try:
+            deadline = time.monotonic() + timeout
+            while not await conn.get_admin().database_exists("fluss"):
+                if time.monotonic() > deadline:
+                    raise ClusterError(f"the coordinator has not created the database 'fluss' after {timeout:.0f} s")
+                await asyncio.sleep(0.1)
+        finally:
+            await conn.close()
+
+    asyncio.run(wait())
 
 
 @pytest.fixture(scope="session")
@@ -266,7 +295,10 @@ def pytest_sessionfinish(session, exitstatus):
     global _java_cluster
     if _java_cluster is not None:
         _java_cluster.stop()
-        shutil.rmtree(_java_cluster.data_dir, ignore_errors=True)
+        if os.environ.get("FLUSS_FAST_KEEP_JAVA_DIR") == "1":  # the nodes' logs, to find out what a failure was
+            print(f"\nthe Java cluster's data and logs are kept in {_java_cluster.data_dir}", file=sys.stderr)
+        else:
+            shutil.rmtree(_java_cluster.data_dir, ignore_errors=True)
         _java_cluster = None
     # A task whose exception nobody retrieved is reported when it is collected, possibly after the
     # last test: collect now so that report still fails the run.

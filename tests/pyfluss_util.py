@@ -26,7 +26,7 @@ def pyfluss_fixtures(db_prefix: str):
     async def conn(fluss_server):
         c = await connect(fluss, fluss_server.bootstrap_servers)
         yield c
-        await c.close()
+        await call(c.close())
 
     @pytest.fixture
     async def admin(conn):

@@ -81,7 +81,7 @@ async def clients(fluss_server, unique_name):
     yield f, p, db
     await f.get_admin().drop_database(db, ignore_if_not_exists=True, cascade=True)
     await f.close()
-    await p.close()
+    await call(p.close())  # bounded: a pyfluss writer stuck on a batch would hold its close up
 
 
 async def tables(f, p, db, name, schema, pk, **kw):

@@ -31,7 +31,9 @@ async def clients(fluss_server, unique_name):
     yield f, p, db
     await f.get_admin().drop_database(db, ignore_if_not_exists=True, cascade=True)
     await f.close()
-    await p.close()
+    # bounded: pyfluss's close drains its writers, and one stuck on a batch (a failed test's) would
+    # otherwise hold up the session, pytest-timeout not reaching teardown
+    await call(p.close())
 
 
 async def tables(f, p, db, name, schema, pk=None, **kw):

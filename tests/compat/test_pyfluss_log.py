@@ -335,19 +335,19 @@ async def test_limit_scan(conn, admin, db):
 
 # -- a lost produce response: pyfluss resends, the server must not store the batch twice ------------------
 class _LossyProxy:
-    """A TCP proxy in front of the coordinator and the tablet server that advertises itself in
+    """A TCP proxy in front of the coordinator and each tablet server that advertises itself in
     metadata and drops the connection instead of delivering the first PRODUCE_LOG response (the
     batch was stored; the client cannot know)."""
 
-    def __init__(self, coordinator: str, tablet: str):
-        self.targets = {"coord": coordinator, "tablet": tablet}
+    def __init__(self, coordinator: str, tablets: dict):
+        self.targets = {"coord": coordinator, **tablets}
         self.ports = {}
         self.servers = []
         self.dropped = 0
         self.produce_requests = 0
 
     async def start(self):
-        for role in ("coord", "tablet"):
+        for role in self.targets:
             srv = await asyncio.start_server(lambda r, w, role=role: self._serve(role, r, w), "127.0.0.1", 0)
             self.servers.append(srv)
             self.ports[role] = srv.sockets[0].getsockname()[1]
@@ -363,6 +363,14 @@ class _LossyProxy:
         return head + await reader.readexactly(int.from_bytes(head, "big"))
 
     async def _serve(self, role, creader, cwriter):
+        try:
+            await self._relay(role, creader, cwriter)
+        except asyncio.CancelledError:
+            # the test's loop is going away; a cancelled handler task trips Python 3.11's
+            # StreamReaderProtocol callback, which asks it for its exception
+            pass
+
+    async def _relay(self, role, creader, cwriter):
         from fluss_fast.rpc import fluss_api_pb2 as pb
         from fluss_fast.rpc.api import Api
 
@@ -393,7 +401,7 @@ class _LossyProxy:
                     if m.HasField("coordinator_server"):
                         m.coordinator_server.port = self.ports["coord"]
                     for node in m.tablet_servers:
-                        node.port = self.ports["tablet"]
+                        node.port = self.ports[node.node_id]
                     body = m.SerializeToString()
                     f = (len(body) + 5).to_bytes(4, "big") + f[4:9] + body
                 cwriter.write(f)
@@ -408,12 +416,32 @@ class _LossyProxy:
                 w.close()
 
 
+def _log_segments(fluss_server, db: str, table_dir: str) -> list:
+    """The local log segments of bucket 0 of a table: the embedded server keeps them under
+    <data dir>/log, a Java tablet server under its data.dir (the one that holds the replica)."""
+    if getattr(fluss_server, "kind", "embedded") == "java":
+        roots = [os.path.join(node.home, "data") for node in fluss_server.cluster.tablet_servers.values()]
+    else:
+        roots = [os.path.join(fluss_server.data_dir, "log")]
+    return sorted(f for root in roots for f in glob.glob(os.path.join(root, db, table_dir, "log-0", "*.log")))
+
+
 async def test_resent_batch_after_lost_response_is_stored_once(fluss_server, admin, conn, db):
     nodes = await call(admin.get_server_nodes())
-    tablet = next(n for n in nodes if n.server_type != "CoordinatorServer")
-    proxy = await _LossyProxy(fluss_server.bootstrap_servers, f"{tablet.host}:{tablet.port}").start()
+    tablets = {n.id: f"{n.host}:{n.port}" for n in nodes if n.server_type != "CoordinatorServer"}
+    proxy = await _LossyProxy(fluss_server.bootstrap_servers, tablets).start()
     try:
         tp, _ = await make_table(conn, admin, db, "lossy", SIMPLE, bucket_count=1)
+        # a Java cluster elects the leader after CREATE_TABLE has answered
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            try:
+                await call(admin.list_offsets(tp, [0], fluss.OffsetSpec.latest()))
+                break
+            except fluss.FlussError:
+                if time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.1)
         cfg = fluss.Config({"bootstrap.servers": f"127.0.0.1:{proxy.ports['coord']}"})
         pconn = await call(fluss.FlussConnection.create(cfg))
         try:
@@ -434,9 +462,8 @@ async def test_resent_batch_after_lost_response_is_stored_once(fluss_server, adm
         # with the next sequence (an error answer makes pyfluss start over with a new writer id)
         from fluss_fast.codec import logbatch
 
-        seg = glob.glob(os.path.join(fluss_server.data_dir, "log", db,
-                                     f"lossy-{table.get_table_info().table_id}", "log-0", "*.log"))
-        with open(sorted(seg)[0], "rb") as f:
+        seg = _log_segments(fluss_server, db, f"lossy-{table.get_table_info().table_id}")
+        with open(seg[0], "rb") as f:
             stored = f.read()
         heads = [(h.writer_id, h.batch_sequence, h.base_offset) for h in logbatch.iter_batches(stored)]
         assert len(heads) == 2 and heads[0][0] == heads[1][0] >= 0
