@@ -141,7 +141,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="fluss-fast bench", description=DESCRIPTION, epilog=EPILOG)
     p.add_argument("--quick", action="store_true",
-                   help=f"small run for CI (< 1 min): {QUICK_ROWS} rows, {QUICK_REPEAT} repetitions")
+                   help=f"small run for CI (about a minute): {QUICK_ROWS} rows, {QUICK_REPEAT} warm repetitions, "
+                        f"{QUICK_COLD_REPEAT} cold run per client and scenario")
     p.add_argument("--scenarios", metavar="A,B", help="comma-separated subset of: " + ", ".join(sc.SCENARIOS))
     p.add_argument("--rows", metavar="N", help=f"rows in the data set (default {FULL_ROWS}; accepts 10k, 1m)")
     p.add_argument("--repeat", type=int, metavar="N",
