@@ -291,7 +291,7 @@ def test_encode_relabels_names_nullability_and_zone(batch):
 def test_encode_rejects_mismatches(batch):
     codec = _codec("ZSTD")
     wrong_type = batch.set_column(4, "i32", pa.array(range(50), pa.int64()))
-    with pytest.raises(FlussError, match=r"db.all_types.*column 'i32'.*int64.*int32") as e:
+    with pytest.raises(FlussError, match=r"db.all_types.*Column 'i32'.*int64.*int32") as e:
         codec.encode(wrong_type)
     assert e.value.error_code == -2
     with pytest.raises(FlussError, match="23 "):
