@@ -43,6 +43,8 @@ def caption(meta: dict) -> str:
             f"{meta['repeat']} alternating repetitions; {meta['machine']}, Python {meta['python']}, pyarrow "
             f"{meta['pyarrow']}, fluss_fast {meta['fluss_fast']}, pyfluss {meta['pyfluss']}. "
             f"Command: `{meta['command']}`.")
+    if meta.get("server"):
+        text += f" Server: {meta['server']}."
     if meta.get("note"):
         text += f" {meta['note']}"
     return text
@@ -81,8 +83,9 @@ def summary(report: dict) -> str:
                      f"{rate(other['rows_per_s']) if other else '-'} | {ratio(results, r) or '-'} |")
     m = report["meta"]
     when = m["date"].split("T")[0]
+    server = f", {m['server']}" if m.get("server") else ", the embedded server"
     return "\n".join(lines) + (f"\n\n{m['dataset']}, {m['rows'] / 1e6:g} M rows, medians of {m['repeat']}, "
-                               f"{when}, a shared 2-core VM.\n")
+                               f"{when}, a shared 2-core VM{server}.\n")
 
 
 def sweep(report: dict) -> str:
