@@ -19,6 +19,7 @@ _U64 = (0, (1 << 64) - 1)
 _RANGES = {"i32": _I32, "i64": _I64, "usize": _U64, "u64": _U64}
 
 NO_KEY_ASSIGNERS = ("sticky", "round_robin")
+READ_PREFERENCES = ("local-first", "remote-first")
 
 # (key, property name, setter argument name, kind, default)
 _OPTIONS = [
@@ -54,12 +55,20 @@ _OPTIONS = [
     # fluss_fast extension: threads compressing and decoding Arrow batches, shared by every
     # writer and scanner of the process; 0 = one per core.
     ("client.compression-threads", "client_compression_threads", "num", "usize", 0),
+    # Java client options pyfluss 1.0.0 does not have yet (Java default kept): a writer creates the
+    # partition a row belongs to if it is missing; false restores the PARTITION_NOT_EXISTS error.
+    ("writer.dynamic-create-partition.enabled", "writer_dynamic_create_partition_enabled", "enabled", "bool", True),
+    # Java #3606: remote-first asks the tablet server to answer from remote log segments when it has them.
+    ("scanner.log.read-preference", "scanner_log_read_preference", "value", "read_preference", "local-first"),
 ]
 
 # Spellings from the older Python guide; they map onto the current keys.
 ALIASES = {
     "request.max.size": "writer.request-max-size",
     "writer.batch.size": "writer.batch-size",
+    # the Java client's spellings
+    "client.writer.dynamic-create-partition.enabled": "writer.dynamic-create-partition.enabled",
+    "client.scanner.log.read-preference": "scanner.log.read-preference",
 }
 
 _BY_KEY = {o[0]: o for o in _OPTIONS}
@@ -110,6 +119,14 @@ def _parse_assigner(key: str, value: str) -> str:
     return low
 
 
+def _parse_read_preference(key: str, value: str) -> str:
+    # Java parses enum options ignoring case
+    low = value.lower() if value.isascii() else value
+    if low not in READ_PREFERENCES:
+        raise FlussError(f"Invalid value '{value}' for '{key}': expected 'local-first' or 'remote-first'")
+    return low
+
+
 def _parse(key: str, kind: str, value: str):
     if kind == "str":
         return value
@@ -121,16 +138,22 @@ def _parse(key: str, kind: str, value: str):
         raise FlussError(f"Invalid value '{value}' for '{key}', expected 'true' or 'false'")
     if kind == "assigner":
         return _parse_assigner(key, value)
+    if kind == "read_preference":
+        return _parse_read_preference(key, value)
     return _parse_int(key, value, kind)
 
 
 def _check_setter(option, value):
     key, attr, arg, kind, _ = option
-    if kind in ("str", "assigner"):
+    if kind in ("str", "assigner", "read_preference"):
         if not isinstance(value, str):
             raise TypeError(f"argument '{arg}': '{_type_name(value)}' object is not an instance of 'str'"
                             if value is not None else f"argument '{arg}': 'None' is not an instance of 'str'")
-        return _parse_assigner(key, value) if kind == "assigner" else value
+        if kind == "assigner":
+            return _parse_assigner(key, value)
+        if kind == "read_preference":
+            return _parse_read_preference(key, value)
+        return value
     if kind == "bool":
         if not isinstance(value, bool):
             raise TypeError(f"argument '{arg}': 'None' is not an instance of 'bool'" if value is None else

@@ -30,9 +30,10 @@ _MAX_INFLIGHT = 128
 
 
 class _Pending:
-    __slots__ = ("table_id", "partition_id", "bucket", "key", "future", "prefix", "attempts", "deadline")
+    __slots__ = ("table_id", "partition_id", "bucket", "key", "future", "prefix", "attempts", "deadline",
+                 "insert")
 
-    def __init__(self, table_id, partition_id, bucket, key, future, prefix, deadline):
+    def __init__(self, table_id, partition_id, bucket, key, future, prefix, deadline, insert=False):
         self.table_id = table_id
         self.partition_id = partition_id
         self.bucket = bucket
@@ -43,6 +44,7 @@ class _Pending:
         # A lookup is retried while its leader moves (a tablet server died, ZooKeeper has yet to
         # notice, a new leader is being elected) but never past the connection's request timeout.
         self.deadline = deadline
+        self.insert = insert
 
 
 class LookupClient:
@@ -63,12 +65,13 @@ class LookupClient:
             ctx._lookup_client = client
         return client
 
-    def submit(self, table_id, partition_id, bucket, key: bytes, prefix: bool) -> asyncio.Future:
+    def submit(self, table_id, partition_id, bucket, key: bytes, prefix: bool,
+               insert: bool = False) -> asyncio.Future:
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
         timeout_ms = self._ctx.request_timeout_ms
         deadline = loop.time() + timeout_ms / 1000 if timeout_ms else float("inf")
-        self._queue.append(_Pending(table_id, partition_id, bucket, key, fut, prefix, deadline))
+        self._queue.append(_Pending(table_id, partition_id, bucket, key, fut, prefix, deadline, insert))
         if not self._scheduled:
             self._scheduled = True
             loop.call_soon(self._drain)
@@ -87,10 +90,11 @@ class LookupClient:
             if node is None:
                 unknown.append(p)
                 continue
-            groups.setdefault((node, p.table_id, p.prefix), []).append(p)
-        for (node, table_id, prefix), items in groups.items():
+            # the insert flag is per request, so inserting and plain lookups travel apart (as in Java)
+            groups.setdefault((node, p.table_id, p.prefix, p.insert), []).append(p)
+        for (node, table_id, prefix, insert), items in groups.items():
             for i in range(0, len(items), _MAX_KEYS_PER_REQUEST):
-                self._spawn(self._send(node, table_id, prefix, items[i:i + _MAX_KEYS_PER_REQUEST]))
+                self._spawn(self._send(node, table_id, prefix, items[i:i + _MAX_KEYS_PER_REQUEST], insert))
         for p in unknown:
             self._spawn(self._find_leader(p))
 
@@ -118,7 +122,7 @@ class LookupClient:
             self._scheduled = True
             asyncio.get_running_loop().call_soon(self._drain)
 
-    async def _send(self, node, table_id, prefix, items: List[_Pending]) -> None:
+    async def _send(self, node, table_id, prefix, items: List[_Pending], insert: bool = False) -> None:
         if self._slots is None:
             self._slots = asyncio.Semaphore(_MAX_INFLIGHT)
         by_bucket: Dict[tuple, List[_Pending]] = {}
@@ -126,6 +130,11 @@ class LookupClient:
             by_bucket.setdefault((p.partition_id, p.bucket), []).append(p)
         req = pb.PrefixLookupRequest() if prefix else pb.LookupRequest()
         req.table_id = table_id
+        if insert:
+            # the server writes the missing rows, so it needs the writer's acks and a deadline
+            req.insert_if_not_exists = True
+            req.acks = self._insert_acks()
+            req.timeout_ms = min(int(self._ctx.request_timeout_ms or 30000), (1 << 31) - 1)
         order = []
         for (pid, bucket), ps in by_bucket.items():
             b = req.buckets_req.add()
@@ -177,6 +186,13 @@ class LookupClient:
                     if not p.future.done():
                         v = values[i] if i < len(values) else None
                         p.future.set_result(v.values if v is not None and v.HasField("values") else None)
+
+    def _insert_acks(self) -> int:
+        from .write.pipeline import parse_acks
+        try:
+            return parse_acks(self._ctx.config.writer_acks)
+        except (FlussError, AttributeError):
+            return -1
 
     def _failed(self, p: _Pending, code: int, message: Optional[str]) -> None:
         if p.future.done():
@@ -246,11 +262,19 @@ class _LookupBase:
 
 
 class Lookuper(_LookupBase):
-    """Point lookups by primary key: ``await lookuper.lookup({"id": 1})``."""
+    """Point lookups by primary key: ``await lookuper.lookup({"id": 1})``.
 
-    def __init__(self, table):
+    Made by ``new_lookup().enable_insert_if_not_exists().create_lookuper()``, a lookup of a missing
+    key makes the server insert a row with that key (auto-increment columns filled, the others null)
+    and returns it.
+    """
+
+    def __init__(self, table, insert_if_not_exists: bool = False):
         super().__init__(table)
+        if insert_if_not_exists:
+            check_insert_if_not_exists(self._meta)
         self._shaper = RowShaper(self._meta.schema, self._layout.pk_pos, sparse=True)
+        self._insert = bool(insert_if_not_exists)
 
     @on_runtime
     async def lookup(self, pk) -> Optional[Dict[str, object]]:
@@ -264,6 +288,8 @@ class Lookuper(_LookupBase):
 
         Returns:
             The row as a dict, or ``None`` if there is no such key (or its partition does not exist).
+            With insert-if-not-exists, a missing key's newly inserted row (``None`` only when the
+            partition does not exist, as in Java).
 
         Raises:
             FlussError: A key column is missing or has a value of the wrong type, or the server failed.
@@ -286,11 +312,26 @@ class Lookuper(_LookupBase):
             pid = await self._partition_id(values)
             if pid is None:
                 return None
-        value = await LookupClient.of(self._ctx).submit(self._meta.table_id, pid, bucket, key, False)
+        value = await LookupClient.of(self._ctx).submit(self._meta.table_id, pid, bucket, key, False,
+                                                        self._insert)
         return await self._row(value)
 
     def __repr__(self) -> str:
         return "Lookuper()"
+
+
+def check_insert_if_not_exists(meta) -> None:
+    """Java's rule: an inserted row has only its key and auto-increment values, so every other
+    column must take null."""
+    schema = meta.schema
+    auto = set(schema.auto_increment_columns)
+    pk = set(schema.primary_key)
+    not_null = [c.name for c in schema.columns
+                if not c.type.nullable and c.name not in pk and c.name not in auto]
+    if not_null:
+        raise illegal_argument(f"Lookup with insertIfNotExists enabled cannot be created for table "
+                               f"'{meta.path}', because it contains non-nullable columns that are not "
+                               f"primary key columns or auto increment columns: {not_null}")
 
 
 def check_prefix_columns(meta, columns: List[str]) -> List[int]:

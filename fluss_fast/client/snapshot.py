@@ -49,6 +49,11 @@ class SnapshotScanner:
         self._values = ValueRows(meta, self._ctx)
         full = self._values.arrow_schema
         self.schema = full if projection is None else pa.schema([full.field(i) for i in projection])
+        self._fixed = None  # (partition_id, bucket) of a create_bucket_kv_scanner scanner
+
+    def _for_bucket(self, partition_id: Optional[int], bucket: int) -> "SnapshotScanner":
+        self._fixed = (partition_id, bucket)
+        return self
 
     def _project(self, rb: pa.RecordBatch) -> pa.RecordBatch:
         return rb if self._projection is None else rb.select(self._projection)
@@ -160,6 +165,8 @@ class SnapshotScanner:
     @on_runtime
     async def to_arrow(self, bucket: Optional[int] = None, partition_id: Optional[int] = None) -> pa.Table:
         """The current rows of the whole table, or of one bucket, as a pyarrow Table."""
+        if bucket is None and self._fixed is not None:
+            partition_id, bucket = self._fixed
         targets = await self._targets(bucket, partition_id)
         parts = await asyncio.gather(*[self._read_bucket(pid, b) for pid, b in targets])
         batches = [rb for part in parts for rb in part]

@@ -2,7 +2,7 @@
 ``TableLookup``, ``TablePrefixLookup``), plus the spellings of the older client guide.
 
 The primary-key builders hand out ``write/upsert.py``'s UpsertWriter and ``lookup.py``'s
-Lookuper / PrefixLookuper; ``new_scan()`` adds the fluss_fast extra ``create_snapshot_scanner``.
+Lookuper / PrefixLookuper; ``new_scan()`` adds ``create_kv_scanner`` / ``create_bucket_kv_scanner`` (alias ``create_snapshot_scanner``).
 
 The older guide (and pyfluss 1.0.0's own log-table page) call scanner reads without ``await``
 (``for r in scanner.poll(timeout_ms=5000)``, ``print(scanner.to_pandas())``). ``new_scan()``
@@ -18,9 +18,10 @@ import pyarrow as pa
 
 from ..errors import FlussError
 from ..rpc.errors import CLIENT_ERROR
-from ..metadata import TableInfo
+from ..metadata import TableBucket, TableInfo
 from .deferred import deferred
 from .kv import Lookuper, PrefixLookuper, UpsertWriter
+from .write.upsert import illegal_argument
 from .runtime import on_caller, on_runtime
 from .scan import LogScanner, TableScan
 
@@ -285,14 +286,43 @@ class TableLookup:
     def __init__(self, table: FlussTable):
         self._table = table
         self._lookuper: Optional[Lookuper] = None
+        self._insert_if_not_exists = False
+
+    def enable_insert_if_not_exists(self) -> "TableLookup":
+        """Make lookups of a missing key insert it (the Java client's ``enableInsertIfNotExists``, FIP-16).
+
+        The server writes a row with the looked-up key, fills the table's auto-increment column with a
+        fresh value, leaves the other columns null, and returns that row: a dictionary table that
+        hands out one id per key, exactly once even under concurrent lookers. Only for lookups by
+        the whole primary key; the writer's ``writer.acks`` applies to the insert.
+
+        Returns:
+            This builder.
+
+        Raises:
+            FlussError: From ``create_lookuper()`` if a column outside the primary key and the
+                auto-increment column is NOT NULL, or from ``lookup_by(...).create_lookuper()``.
+
+        Example:
+            ```python
+            lookuper = table.new_lookup().enable_insert_if_not_exists().create_lookuper()
+            row = await lookuper.lookup({"name": "alice"})  # {"name": "alice", "id": 1, ...}
+            ```
+        """
+        self._insert_if_not_exists = True
+        return self
 
     def create_lookuper(self) -> Lookuper:
         """A lookuper by the whole primary key.
 
         Returns:
             A `Lookuper`.
+
+        Raises:
+            FlussError: With insert-if-not-exists, the table has a NOT NULL column the insert
+                could not fill.
         """
-        return Lookuper(self._table)
+        return Lookuper(self._table, self._insert_if_not_exists)
 
     def lookup_by(self, column_names: List[str]) -> "TablePrefixLookup":
         """Choose the columns of a prefix lookup.
@@ -306,7 +336,7 @@ class TableLookup:
         """
         if isinstance(column_names, (str, bytes)):
             raise TypeError("Can't extract `str` to `Vec`")
-        return TablePrefixLookup(self._table, list(column_names))
+        return TablePrefixLookup(self._table, list(column_names), self._insert_if_not_exists)
 
     async def lookup(self, pk):
         """The older guide's spelling: look a key up through a lookuper created on first use.
@@ -328,9 +358,10 @@ class TableLookup:
 class TablePrefixLookup:
     """Builder of a PrefixLookuper: ``table.new_lookup().lookup_by(columns).create_lookuper()``."""
 
-    def __init__(self, table: FlussTable, columns: List[str]):
+    def __init__(self, table: FlussTable, columns: List[str], insert_if_not_exists: bool = False):
         self._table = table
         self._columns = columns
+        self._insert_if_not_exists = insert_if_not_exists
 
     def create_lookuper(self) -> PrefixLookuper:
         """A prefix lookuper for the chosen columns.
@@ -340,8 +371,12 @@ class TablePrefixLookup:
 
         Raises:
             FlussError: The columns are not the partition keys followed by a bucket key that is a
-                proper prefix of the primary key.
+                proper prefix of the primary key, or insert-if-not-exists is enabled (Java allows it
+                for primary-key lookups only).
         """
+        if self._insert_if_not_exists:
+            raise illegal_argument("insertIfNotExists cannot be enabled for prefix key lookup, as currently "
+                                   "we only support insertIfNotExists for primary key lookup.")
         return PrefixLookuper(self._table, self._columns)
 
     def __repr__(self) -> str:
@@ -398,11 +433,52 @@ class _TableScan(TableScan):
     create_batch_scanner = create_record_batch_log_scanner
 
     @on_runtime
-    async def create_snapshot_scanner(self):
-        """fluss_fast extra: the current rows of a primary-key table (``client/snapshot.py``)."""
+    async def create_kv_scanner(self):
+        """The current rows of a primary-key table (``client/snapshot.py``), under the name pyfluss
+        takes next (Rust PR #4201); ``create_snapshot_scanner`` is the same method.
+
+        Returns:
+            A scanner whose ``to_arrow()`` and ``to_pandas()`` read every bucket
+            (or one, given ``bucket=``/``partition_id=``).
+
+        Raises:
+            FlussError: The table is a log table.
+        """
         from .snapshot import SnapshotScanner
 
         return SnapshotScanner(self._table, self._resolve_projection())
+
+    # fluss_fast's name from before pyfluss chose one
+    create_snapshot_scanner = create_kv_scanner
+
+    @on_runtime
+    async def create_bucket_kv_scanner(self, bucket: TableBucket):
+        """The current rows of one bucket of a primary-key table (pyfluss's coming name).
+
+        Args:
+            bucket: The bucket, e.g. ``TableBucket(table_id, 0)`` or, partitioned,
+                ``TableBucket.with_partition(table_id, partition_id, 0)``.
+
+        Returns:
+            A scanner as `create_kv_scanner` returns, whose reads cover that bucket only.
+
+        Raises:
+            FlussError: The table is a log table, or the bucket is not one of this table's.
+        """
+        from .snapshot import SnapshotScanner
+
+        if not isinstance(bucket, TableBucket):
+            raise TypeError(f"argument 'bucket': '{type(bucket).__name__}' object is not an "
+                            f"instance of 'TableBucket'")
+        meta = self._table._meta
+        if bucket.table_id != meta.table_id:
+            raise FlussError(f"Bucket table_id {bucket.table_id} does not match scan table_id "
+                             f"{meta.table_id}")
+        n = meta.num_buckets
+        if not 0 <= bucket.bucket_id < n:
+            raise FlussError(f"Bucket id {bucket.bucket_id} out of range for table with {n} buckets")
+        scanner = SnapshotScanner(self._table, self._resolve_projection())
+        return scanner._for_bucket(bucket.partition_id, bucket.bucket_id)
 
 
 _TableScan.__name__ = _TableScan.__qualname__ = "TableScan"

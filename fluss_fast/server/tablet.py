@@ -218,6 +218,9 @@ class TabletService:
         """One pass over the requested buckets: plans every read first (the byte budgets and the
         min-one rule depend only on sizes), then reads them, concurrently when several are large."""
         budget = req.max_bytes
+        # Java's FetchParams.isRemoteFirst: clients (never followers) may ask for the remote copy of
+        # offsets still held locally; offsets the remote log lacks are read locally all the same
+        remote_first = req.read_preference == 1 and req.follower_server_id < 0
         total = 0
         touched = []
         errors = False
@@ -244,7 +247,7 @@ class TabletService:
                     res.fail(Errors.INVALID_COLUMN_PROJECTION, proj_error)
                     errors = True
                     continue
-                if breq.fetch_offset == -2 or breq.fetch_offset < blog.log_start_offset:
+                if breq.fetch_offset == -2 or breq.fetch_offset < blog.log_start_offset or remote_first:
                     try:
                         want = self.remote.log_start_offset(blog) if breq.fetch_offset == -2 else breq.fetch_offset
                         info = await self.remote.fetch_info(blog, want)

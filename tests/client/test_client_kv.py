@@ -424,9 +424,12 @@ def test_sync_facade(fluss_server, unique_name):
         conn.close()
 
 
-async def test_missing_partition_and_bad_delete(conn, unique_name):
+async def test_missing_partition_and_bad_delete(fluss_server, conn, unique_name):
     fields = [pa.field("region", pa.string()), pa.field("id", pa.int32()), pa.field("v", pa.string())]
-    path, t = await make_pk(conn, unique_name(), fields, ["region", "id"], partition_keys=["region"])
+    path, _ = await make_pk(conn, unique_name(), fields, ["region", "id"], partition_keys=["region"])
+    # dynamic partition creation off (on by default, as in Java)
+    strict = await connect(fluss_server.bootstrap_servers, {"writer.dynamic-create-partition.enabled": "false"})
+    t = await strict.get_table(path)
     w = t.new_upsert().create_writer()
     with pytest.raises(fluss.FlussError, match="partition 'XX' does not exist") as e:
         w.upsert({"region": "XX", "id": 1, "v": "a"})
@@ -437,3 +440,4 @@ async def test_missing_partition_and_bad_delete(conn, unique_name):
         w.delete({"region": "XX"})
     with pytest.raises(fluss.FlussError, match="partition 'XX' does not exist"):
         w.upsert_arrow(pa.table({"region": ["XX"], "id": pa.array([1], pa.int32())}))
+    await strict.close()

@@ -377,7 +377,8 @@ async def test_partitioned_rows_and_mixed_arrow_batch(fluss_server, unique_name)
 
 
 async def test_missing_partition_fails_clearly(fluss_server, unique_name):
-    conn = await connect(fluss_server.bootstrap_servers)
+    # with dynamic partition creation off (on by default, as in Java)
+    conn = await connect(fluss_server.bootstrap_servers, {"writer.dynamic-create-partition.enabled": "false"})
     path, t = await make_partitioned(conn, unique_name(), ["eu"])
     w = t.new_append().create_writer()
     with pytest.raises(fluss.FlussError) as e:

@@ -11,7 +11,8 @@ from fluss_fast.config import ALIASES, _OPTIONS
 fluss = pytest.importorskip("fluss")
 
 # fluss_fast extensions pyfluss does not have
-EXTENSION_KEYS = ("request-timeout", "client.compression-threads")
+EXTENSION_KEYS = ("request-timeout", "client.compression-threads",
+                  "writer.dynamic-create-partition.enabled", "scanner.log.read-preference")
 PYFLUSS_KEYS = [o for o in _OPTIONS if o[0] not in EXTENSION_KEYS]
 PROPS = [o[1] for o in PYFLUSS_KEYS]
 
@@ -111,7 +112,9 @@ def test_older_guide_aliases():
     assert c.writer_request_max_size == 1024
     assert c.writer_batch_size == 2048
     assert c.get("request.max.size") == 1024
-    assert set(ALIASES) == {"request.max.size", "writer.batch.size"}
+    assert set(ALIASES) == {"request.max.size", "writer.batch.size",
+                            # the Java client's spellings of the Java-only options
+                            "client.writer.dynamic-create-partition.enabled", "client.scanner.log.read-preference"}
     with pytest.raises(fluss_fast.FlussError, match="Invalid value 'x' for 'writer.batch.size'"):
         fluss_fast.Config({"writer.batch.size": "x"})
 

@@ -55,7 +55,9 @@ async def test_bucket_key_rows_land_in_their_hashed_bucket_in_order(fluss_server
 
 
 async def test_partitioned_rows_through_the_cache(fluss_server, unique_name):
-    conn = await connect(fluss_server.bootstrap_servers, {"writer.batch-size": "4096"})
+    # dynamic partition creation off, so that a row for a missing partition still fails
+    conn = await connect(fluss_server.bootstrap_servers, {"writer.batch-size": "4096",
+                                                          "writer.dynamic-create-partition.enabled": "false"})
     admin = conn.get_admin()
     path = fluss.TablePath("fluss", unique_name())
     await admin.create_table(path, fluss.TableDescriptor(

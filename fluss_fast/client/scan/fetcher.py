@@ -134,6 +134,9 @@ class LogFetcher:
         self.max_bytes_for_bucket = int(cfg.get("scanner.log.fetch.max-bytes-for-bucket"))
         self.min_bytes = int(cfg.get("scanner.log.fetch.min-bytes"))
         self.max_wait_ms = int(cfg.get("scanner.log.fetch.wait-max-time-ms"))
+        # Java #3606: the tablet server, not the client, picks remote segments over local ones, so
+        # the preference only travels in the request (servers before it ignore the field)
+        self._remote_first = cfg.get("scanner.log.read-preference") == "remote-first"
         # decoding shares the process's codec threads with the writers' compression
         self._workers = codec_workers(int(cfg.get("client.compression-threads") or 0))
         self._lock = threading.Lock()
@@ -319,6 +322,8 @@ class LogFetcher:
         req.max_bytes = req_bytes
         req.max_wait_ms = self.max_wait_ms
         req.min_bytes = self.min_bytes
+        if self._remote_first:
+            req.read_preference = 1  # REMOTE_FIRST; left unset for local-first, as Java leaves it 0
         t = req.tables_req.add()
         t.table_id = spec.table_id
         t.projection_pushdown_enabled = spec.pushdown

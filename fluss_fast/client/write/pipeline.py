@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from typing import Optional
 
 from ...errors import FlussError
+from ...metadata import PARTITION_SEPARATOR
+from ...rpc import fluss_api_pb2 as pb
+from ...rpc.api import Api
 from ...rpc.errors import Errors
 from ..runtime import on_runtime
 from .accumulator import RecordAccumulator
@@ -63,6 +67,7 @@ class BufferedWriter:
         self._lost_batches = self._lost_records = 0  # failed since the last flush reported
         self._lost = (0, 0)
         self._pids = {}    # partition name -> id
+        self._dynamic_partitions = bool(getattr(cfg, "writer_dynamic_create_partition_enabled", True))
         self._pnames = {}  # partition id -> name
         self._idem = IdempotenceManager(idem)
         self._acc = RecordAccumulator(
@@ -123,13 +128,56 @@ class BufferedWriter:
         try:
             pid, _ = self._runtime.call(md.partition_by_name(self._meta.path, name))
         except FlussError as e:
-            if e.error_code == PARTITION_NOT_EXISTS:
+            if e.error_code != PARTITION_NOT_EXISTS:
+                raise
+            if not self._dynamic_partitions:
                 raise FlussError(f"table '{self._table_name}': partition '{name}' does not exist; "
-                                 f"create it first (admin.create_partition)", PARTITION_NOT_EXISTS) from None
-            raise
+                                 f"create it first (admin.create_partition), or enable "
+                                 f"writer.dynamic-create-partition.enabled", PARTITION_NOT_EXISTS) from None
+            pid = self._runtime.call(self._create_partition(name))
         self._pids[name] = pid
         self._pnames[pid] = name
         return pid
+
+    async def _create_partition(self, name: str) -> int:
+        """Create the partition ``name`` (as the Java writer does by default) and wait until the
+        metadata knows it; another writer creating it first is fine."""
+        keys = self._meta.partition_keys
+        values = name.split(PARTITION_SEPARATOR)
+        if len(values) != len(keys):
+            # a value holding the separator cannot be named in a spec; the server would refuse it anyway
+            raise FlussError(f"table '{self._table_name}': partition '{name}' does not exist and its name "
+                             f"does not split into the {len(keys)} partition key value(s)", PARTITION_NOT_EXISTS)
+        req = pb.CreatePartitionRequest(ignore_if_not_exists=True)
+        self._meta.path._to_pb(req.table_path)
+        for k, v in zip(keys, values):
+            kv = req.partition_spec.partition_key_values.add()
+            kv.key = k
+            kv.value = v
+        try:
+            await self._ctx.coordinator(Api.CREATE_PARTITION, req)
+        except FlussError as e:
+            # older servers may not honour the flag; losing the race is still success
+            if e.error_code != Errors.PARTITION_ALREADY_EXISTS:
+                raise FlussError(f"table '{self._table_name}': could not create partition '{name}': "
+                                 f"{e.message}", e.error_code) from None
+        # The coordinator answers before every server's metadata has the partition (Java pushes it
+        # asynchronously), so poll until the metadata names it.
+        md = self._ctx.metadata
+        timeout_s = getattr(self._ctx, "request_timeout_ms", 30000) / 1000.0
+        deadline = time.monotonic() + timeout_s
+        delay = 0.01
+        while True:
+            try:
+                pid, _ = await md.partition_by_name(self._meta.path, name, refresh=True)
+                return pid
+            except FlussError as e:
+                if e.error_code != PARTITION_NOT_EXISTS or time.monotonic() >= deadline:
+                    raise FlussError(f"table '{self._table_name}': partition '{name}' was created but the "
+                                     f"metadata did not show it within {timeout_s:g} s: {e.message}",
+                                     e.error_code) from None
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.5)
 
     # -- flush / close --------------------------------------------------------------------------
     async def _flush(self) -> None:
