@@ -274,6 +274,7 @@ class _AsyncioErrors(logging.Handler):
 
 _asyncio_errors = _AsyncioErrors()
 _leftovers: list = []
+_java_notes: list = []
 
 
 def pytest_configure(config):
@@ -291,10 +292,32 @@ def _no_asyncio_errors():
                     "silence it:\n" + _asyncio_errors.describe(records), pytrace=False)
 
 
+def _unprocessed_tables(cluster) -> list:
+    """Tables the Java coordinator registered in ZooKeeper but never took up (no "New table:" line in
+    its log). Fluss 0.9.1 loses such a CREATE_TABLE now and then (1 of 373 in one session): the
+    table never gets leaders, writers stall, and a partition added to it makes the coordinator fail
+    every later table's buckets (a NullPointerException half-way through a NotifyLeaderAndIsr batch,
+    then "The NotifyLeaderAndIsr batch request ... is not empty")."""
+    import re
+
+    try:
+        with open(os.path.join(cluster.logs_dir, "coordinator.log"), encoding="utf-8", errors="replace") as f:
+            log = f.read()
+    except OSError:
+        return []
+    registered = re.findall(r"Registered table (\S+) for database (\S+)", log)
+    taken = set(re.findall(r"New table: (\S+) with id", log))
+    return [f"{db}.{table}" for table, db in registered if f"{db}.{table}" not in taken]
+
+
 def pytest_sessionfinish(session, exitstatus):
     global _java_cluster
     if _java_cluster is not None:
         _java_cluster.stop()
+        lost = _unprocessed_tables(_java_cluster)
+        if lost:
+            _java_notes.append("the Java coordinator never took up the creation of " + ", ".join(lost)
+                               + " (a Fluss 0.9.1 fault: tests using these tables fail for want of a leader)")
         if os.environ.get("FLUSS_FAST_KEEP_JAVA_DIR") == "1":  # the nodes' logs, to find out what a failure was
             print(f"\nthe Java cluster's data and logs are kept in {_java_cluster.data_dir}", file=sys.stderr)
         else:
@@ -313,3 +336,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if _leftovers:
         terminalreporter.section("asyncio errors reported after the last test", red=True)
         terminalreporter.write_line(_leftovers[0])
+    if _java_notes:
+        terminalreporter.section("Java cluster", yellow=True)
+        for note in _java_notes:
+            terminalreporter.write_line(note)

@@ -3,6 +3,7 @@ is bounded, because pyfluss has no request timeout and a server bug would otherw
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -11,6 +12,20 @@ CALL_TIMEOUT = 30
 
 async def call(aw, timeout: float = CALL_TIMEOUT):
     return await asyncio.wait_for(aw, timeout)
+
+
+async def wait_for_leaders(fluss, admin, path, buckets, timeout: float = CALL_TIMEOUT):
+    """Until pyfluss finds a leader for each bucket: a Java cluster elects them after CREATE_TABLE
+    has answered, and pyfluss's list_offsets (lookups, bounded reads) give up on a bucket without one
+    ("No leader found for table bucket")."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return await call(admin.list_offsets(path, buckets, fluss.OffsetSpec.latest()))
+        except fluss.FlussError:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.1)
 
 
 async def connect(fluss, bootstrap: str, **extra):

@@ -6,7 +6,7 @@ import time
 
 import pyarrow as pa
 import pytest
-from pyfluss_util import call, pyfluss_fixtures
+from pyfluss_util import call, pyfluss_fixtures, wait_for_leaders
 
 fluss = pytest.importorskip("fluss")
 
@@ -193,6 +193,7 @@ async def test_lake_snapshot_and_offsets(admin, db):
     await call(admin.create_table(path, fluss.TableDescriptor(fluss.Schema(pa.schema([("a", pa.int32())])),
                                                               bucket_count=3)))
     assert await fails_with(admin.get_latest_lake_snapshot(path)) == fluss.ErrorCode.LAKE_SNAPSHOT_NOT_EXIST
+    await wait_for_leaders(fluss, admin, path, [0, 1, 2])
     for spec in (fluss.OffsetSpec.earliest(), fluss.OffsetSpec.latest()):
         assert await call(admin.list_offsets(path, [0, 1, 2], spec)) == {0: 0, 1: 0, 2: 0}
 

@@ -15,7 +15,7 @@ import pytest
 from fluss_fast.codec.murmur import bucket_for_key
 from fluss_fast.codec.rows import encode_key
 from fluss_fast.datatypes import SchemaInfo
-from pyfluss_util import call, pyfluss_fixtures
+from pyfluss_util import call, pyfluss_fixtures, wait_for_leaders
 
 fluss = pytest.importorskip("fluss")
 
@@ -432,16 +432,7 @@ async def test_resent_batch_after_lost_response_is_stored_once(fluss_server, adm
     proxy = await _LossyProxy(fluss_server.bootstrap_servers, tablets).start()
     try:
         tp, _ = await make_table(conn, admin, db, "lossy", SIMPLE, bucket_count=1)
-        # a Java cluster elects the leader after CREATE_TABLE has answered
-        deadline = time.monotonic() + TIMEOUT
-        while True:
-            try:
-                await call(admin.list_offsets(tp, [0], fluss.OffsetSpec.latest()))
-                break
-            except fluss.FlussError:
-                if time.monotonic() > deadline:
-                    raise
-                await asyncio.sleep(0.1)
+        await wait_for_leaders(fluss, admin, tp, [0])
         cfg = fluss.Config({"bootstrap.servers": f"127.0.0.1:{proxy.ports['coord']}"})
         pconn = await call(fluss.FlussConnection.create(cfg))
         try:
