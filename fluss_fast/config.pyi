@@ -7,6 +7,7 @@ that it names every property the module really has, with the type of its kind, s
 from typing import Any, Dict, List, Optional, Tuple
 
 NO_KEY_ASSIGNERS: Tuple[str, ...]
+READ_PREFERENCES: Tuple[str, ...]
 ALIASES: Dict[str, str]
 ATTR_ALIASES: Dict[str, str]
 _OPTIONS: List[Tuple[str, str, str, str, Any]]

@@ -295,3 +295,59 @@ async def test_remote_first_reads_everything(bootstrap, unique_name):
         assert seen == list(range(100))
     finally:
         await conn.close()
+
+
+async def test_remote_first_is_answered_from_the_remote_log(start_server, unique_name, tmp_path):
+    # Every segment is kept locally as well as tiered, so offset 0 is in both logs and only the
+    # read preference decides which one answers.
+    from fluss_fast.rpc import fluss_api_pb2 as pb
+    from fluss_fast.rpc.api import Api
+    from remote_util import pointer, tiering_args
+
+    srv = start_server(sasl=False, extra_args=tiering_args(str(tmp_path / "remote"), local_segments=100))
+    name = unique_name()
+    rows = 3000
+    conn = await connect(srv.bootstrap_servers)
+    far = await connect(srv.bootstrap_servers, {"scanner.log.read-preference": "remote-first"})
+    try:
+        path = fluss.TablePath("fluss", name)
+        await conn.get_admin().create_table(path, fluss.TableDescriptor(
+            fluss.Schema(pa.schema([("id", pa.int64()), ("pad", pa.string())])), bucket_count=1))
+        t = await conn.get_table(path)
+        w = t.new_append().create_writer()
+        for lo in range(0, rows, 100):
+            w.write_arrow_batch(pa.record_batch({"id": pa.array(range(lo, lo + 100), pa.int64()),
+                                                 "pad": [f"{i:016d}" for i in range(lo, lo + 100)]}))
+            await w.flush()
+        for _ in range(300):
+            segs = pointer(srv.data_dir, "fluss", name).get("manifest", {}).get("remote_log_segments", [])
+            if len(segs) >= 2:
+                break
+            await asyncio.sleep(0.1)
+        assert len(segs) >= 2, "nothing was tiered"
+
+        async def fetch(preference):
+            ctx, meta = t._ctx, t._meta
+
+            async def go():
+                node = await ctx.metadata.leader_for(meta.table_id, None, 0)
+                req = pb.FetchLogRequest(follower_server_id=-1, max_bytes=1 << 20, read_preference=preference)
+                tr = req.tables_req.add(table_id=meta.table_id, projection_pushdown_enabled=False)
+                tr.buckets_req.add(bucket_id=0, fetch_offset=0, max_fetch_bytes=1 << 20)
+                return (await ctx.tablet(node, Api.FETCH_LOG, req)).tables_resp[0].buckets_resp[0]
+
+            return await ctx.runtime.run(go())
+
+        local = await fetch(0)
+        assert not local.HasField("remote_log_fetch_info") and len(local.records) > 0
+        remote = await fetch(1)
+        assert remote.HasField("remote_log_fetch_info")
+        assert remote.remote_log_fetch_info.remote_log_segments[0].remote_log_start_offset == 0
+        # and the client reads everything through it: remote segments first, then the local tail
+        sc = await (await far.get_table(path)).new_scan().create_record_batch_log_scanner()
+        sc.subscribe(0, 0)
+        got = await sc.to_arrow()
+        assert got.column("id").to_pylist() == list(range(rows))
+    finally:
+        await far.close()
+        await conn.close()

@@ -189,7 +189,7 @@ def test_config_stub_names_every_runtime_property():
     runtime = {name for name, attr in vars(fluss_fast.Config).items() if isinstance(attr, property)}
     ours = _class_properties(_stub_tree(OUR_CONFIG_STUB), "Config")
     assert set(ours) == runtime
-    kinds = {"str": "str", "assigner": "str", "bool": "bool"}
+    kinds = {"str": "str", "assigner": "str", "read_preference": "str", "bool": "bool"}
     for key, attr, _, kind, _ in ff_config._OPTIONS:
         assert ours[attr] == kinds.get(kind, "int"), attr
 
