@@ -34,14 +34,16 @@ async def _filled_table(fluss_server, unique_name):
     return conn, info.table_id
 
 
-async def _tablet_connection(fluss_server) -> Connection:
+async def _tablet_connection(fluss_server, client, table_id: int) -> Connection:
+    """A plain connection to the tablet server that leads bucket 0 (one of several on a Java cluster)."""
     host, port = fluss_server.bootstrap_servers.split(",")[0].rsplit(":", 1)
     coord = await Connection.open(host, int(port))
     try:
         meta = await coord.request(Api.GET_METADATA, pb.MetadataRequest())
     finally:
         coord.close()
-    node = meta.tablet_servers[0]
+    leader = client.get_admin()._ctx.metadata.leader(table_id, None, 0)  # known: the writer just used it
+    node = next(n for n in meta.tablet_servers if n.node_id == leader)
     return await Connection.open(node.host, node.port)
 
 
@@ -63,7 +65,7 @@ def _records(body) -> bytes:
 
 async def test_fetch_buffers_are_reused(fluss_server, unique_name):
     client, table_id = await _filled_table(fluss_server, unique_name)
-    conn = await _tablet_connection(fluss_server)
+    conn = await _tablet_connection(fluss_server, client, table_id)
     try:
         pool: FramePool = conn._transport.get_protocol().pool
         # a long poll at the end of the log keeps one request pending throughout
@@ -88,7 +90,7 @@ async def test_fetch_buffers_are_reused(fluss_server, unique_name):
 
 async def test_idle_connection_trims_its_pool(fluss_server, unique_name):
     client, table_id = await _filled_table(fluss_server, unique_name)
-    conn = await _tablet_connection(fluss_server)
+    conn = await _tablet_connection(fluss_server, client, table_id)
     try:
         pool: FramePool = conn._transport.get_protocol().pool
         poll = asyncio.ensure_future(conn.request_raw(Api.FETCH_LOG, _fetch(table_id, ROWS, wait_ms=5000)))
