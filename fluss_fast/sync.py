@@ -72,7 +72,7 @@ def wrap(obj):
     if isinstance(obj, list) and obj and _needs_wrap(obj[0]):
         return [wrap(o) for o in obj]
     if _needs_wrap(obj):
-        return SyncProxy(obj)
+        return (SyncStreamProxy if hasattr(type(obj), "__arrow_c_stream__") else SyncProxy)(obj)
     return obj
 
 
@@ -169,6 +169,20 @@ class SyncProxy:
 
     def __bool__(self):
         return True
+
+
+class SyncStreamProxy(SyncProxy):
+    """A `SyncProxy` of a scanner, which Arrow consumers (Polars, DuckDB) read as a stream.
+
+    DuckDB's replacement scan and pandas look the protocol method up on the type, which
+    ``__getattr__`` does not answer, so it is spelled out here, and only for objects that have it.
+    """
+
+    __slots__ = ()
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        """The wrapped scanner's Arrow PyCapsule stream (see `LogScanner.__arrow_c_stream__`)."""
+        return self._obj.__arrow_c_stream__(requested_schema)
 
 
 def connect(config: Union[Config, Dict[str, str], None] = None, timeout: Optional[float] = None) -> SyncProxy:

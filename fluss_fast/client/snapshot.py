@@ -187,5 +187,41 @@ class SnapshotScanner:
         """
         return (await SnapshotScanner.to_arrow.__runtime_impl__(self, bucket, partition_id)).to_pandas()
 
+    @on_runtime
+    async def to_polars(self, bucket: Optional[int] = None, partition_id: Optional[int] = None):
+        """As `to_arrow`, as a ``polars.DataFrame`` (needs polars).
+
+        Args:
+            bucket: One bucket only; ``None`` for every bucket.
+            partition_id: With ``bucket``, the bucket's partition (partitioned tables).
+
+        Returns:
+            The current rows.
+
+        Raises:
+            ImportError: polars is not installed.
+        """
+        from .scan.frames import import_polars
+
+        pl = import_polars()
+        return pl.from_arrow(await SnapshotScanner.to_arrow.__runtime_impl__(self, bucket, partition_id))
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        """The Arrow PyCapsule stream of the table's current rows (Polars, DuckDB, pandas >= 2.2).
+
+        The snapshot is read whole (blocking) at the stream's first pull, as `to_arrow` reads it.
+
+        Args:
+            requested_schema: A schema capsule the consumer asks for, or None.
+
+        Returns:
+            A PyCapsule named ``arrow_array_stream``.
+        """
+        from .scan.frames import lazy_stream
+
+        return lazy_stream(self.schema,
+                           lambda: self._runtime.call(SnapshotScanner.to_arrow.__runtime_impl__(self)).to_batches(),
+                           requested_schema)
+
     def __repr__(self) -> str:
         return f"SnapshotScanner(table={self._meta.path})"

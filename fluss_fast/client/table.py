@@ -404,6 +404,7 @@ class _LogScanner(LogScanner):
     poll_record_batch = _dual("poll_record_batch")
     to_arrow = _dual("to_arrow")
     to_pandas = _dual("to_pandas")
+    to_polars = _dual("to_polars")
     # older guide name of poll_record_batch
     poll_batches = poll_record_batch
 

@@ -334,6 +334,15 @@ class VirtualScanner(LogScanner):
     async def to_arrow(self) -> pa.Table:
         return await self._read_virtual()
 
+    # to_polars, to_arrow_batch_reader and the Arrow stream go through these
+    _bounded_arrow = _read_virtual
+
+    def _reader_schema(self) -> pa.Schema:
+        return self._schema_v
+
+    def _reader_convert(self):
+        return self._convert
+
     @on_runtime
     async def to_pandas(self):
         return (await self._read_virtual()).to_pandas()

@@ -19,6 +19,7 @@ from ...rpc import fluss_api_pb2 as pb
 from ...rpc.api import Api
 from ..runtime import on_runtime
 from .fetcher import CORRUPT_MESSAGE, ScanSpec, _is_transient as _transient
+from .frames import import_polars, lazy_stream
 from .records import RecordBatch
 
 __all__ = ["BatchScanner"]
@@ -160,6 +161,34 @@ class BatchScanner:
             Up to ``limit`` rows.
         """
         return (await self._drain_table()).to_pandas()
+
+    @on_runtime
+    async def to_polars(self):
+        """The scanned rows as a ``polars.DataFrame`` (needs polars; fluss_fast extra).
+
+        Returns:
+            Up to ``limit`` rows.
+
+        Raises:
+            ImportError: polars is not installed.
+        """
+        pl = import_polars()
+        return pl.from_arrow(await self._drain_table())
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        """The Arrow PyCapsule stream of the scanned rows (for Polars, DuckDB, pandas >= 2.2).
+
+        A limit scan is one batch of at most ``limit`` rows, read (blocking) at the stream's first pull.
+
+        Args:
+            requested_schema: A schema capsule the consumer asks for, or None.
+
+        Returns:
+            A PyCapsule named ``arrow_array_stream``.
+        """
+        return lazy_stream(self._spec.out_schema,
+                           lambda: self._runtime.call(self._drain_table()).to_batches(),
+                           requested_schema)
 
     def __repr__(self) -> str:
         return f"BatchScanner(bucket={self._bucket})"

@@ -14,6 +14,7 @@ from ...errors import FlussError
 from ...metadata import TableBucket
 from ..runtime import on_runtime
 from .fetcher import LogFetcher, ScanSpec
+from .frames import import_polars, lazy_stream
 from .poll_ahead import PollAhead
 from .records import RecordBatch, ScanRecords
 
@@ -423,6 +424,48 @@ class LogScanner:
         table = await self._read_bounded()
         return table.to_pandas()
 
+    async def _bounded_arrow(self) -> pa.Table:
+        self._need(BATCH)
+        return await self._read_bounded()
+
+    @on_runtime
+    async def to_polars(self):
+        """As `to_arrow`, as a ``polars.DataFrame`` (needs polars; fluss_fast extra).
+
+        Polars takes the Arrow columns over without copying them.
+
+        Returns:
+            The rows as a ``polars.DataFrame``.
+
+        Raises:
+            ImportError: polars is not installed.
+            FlussError: As for `to_arrow`.
+        """
+        pl = import_polars()
+        return pl.from_arrow(await self._bounded_arrow())
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        """The Arrow PyCapsule stream of a bounded read (fluss_fast extra; batch scanners).
+
+        What ``polars.DataFrame(scanner)``, ``duckdb.sql("SELECT ... FROM scanner")`` and
+        ``pyarrow.table(scanner)`` call: the stream of `to_arrow_batch_reader`, so the engine pulls
+        the batches one by one as they are fetched and decoded, and memory stays bounded however
+        big the table is. As with the reader, the buckets read are unsubscribed afterwards. The
+        read starts at the stream's first pull: a stream opened only for its schema (as DuckDB does
+        before scanning) leaves the subscriptions as they were.
+
+        Args:
+            requested_schema: A schema capsule the consumer asks for, or None (the scan's schema).
+
+        Returns:
+            A PyCapsule named ``arrow_array_stream``.
+
+        Raises:
+            FlussError: As for `to_arrow_batch_reader`.
+        """
+        self._need(BATCH)
+        return lazy_stream(self._reader_schema(), self.to_arrow_batch_reader, requested_schema)
+
     def to_arrow_batch_reader(self) -> pa.RecordBatchReader:
         """A blocking ``pa.RecordBatchReader`` over everything up to the latest offsets now.
 
@@ -439,7 +482,15 @@ class LogScanner:
         except BaseException:
             self._reader_active = False
             raise
-        return pa.RecordBatchReader.from_batches(self._spec.out_schema, _BoundedBatches(self, stops, read))
+        return pa.RecordBatchReader.from_batches(self._reader_schema(),
+                                                 _BoundedBatches(self, stops, read))
+
+    def _reader_schema(self) -> pa.Schema:
+        return self._spec.out_schema
+
+    def _reader_convert(self):
+        # the virtual tables build their columns from the polled chunks (VirtualScanner)
+        return None
 
     def to_arrow_batch_reader_until(self, stops: Dict[TableBucket, int],
                                     timeout_ms: Optional[int] = None) -> pa.RecordBatchReader:
@@ -457,7 +508,7 @@ class LogScanner:
         self._reader_active = True
         batches = _BoundedBatches(self, todo, list(subs))
         batches._timeout = None if timeout_ms is None else timeout_ms / 1000.0
-        return pa.RecordBatchReader.from_batches(self._spec.out_schema, batches)
+        return pa.RecordBatchReader.from_batches(self._reader_schema(), batches)
 
     @property
     def records_fetched(self) -> int:
@@ -506,7 +557,8 @@ class _BoundedBatches:
             if self._done:
                 raise StopIteration
             try:
-                got = self._scanner._runtime.call(self._scanner._next_bounded(self._stops), self._timeout)
+                sc = self._scanner
+                got = sc._runtime.call(sc._next_bounded(self._stops, sc._reader_convert()), self._timeout)
             except BaseException:
                 self.close()
                 raise
