@@ -207,7 +207,7 @@ class SnapshotScanner:
         return pl.from_arrow(await SnapshotScanner.to_arrow.__runtime_impl__(self, bucket, partition_id))
 
     def __arrow_c_stream__(self, requested_schema=None):
-        """The Arrow PyCapsule stream of the table's current rows (Polars, DuckDB, pandas >= 2.2).
+        """The Arrow PyCapsule stream of the table's current rows (Polars, DuckDB, pandas >= 3.0).
 
         The snapshot is read whole (blocking) at the stream's first pull, as `to_arrow` reads it.
 

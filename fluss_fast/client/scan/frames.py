@@ -1,4 +1,4 @@
-"""Handing bounded reads to dataframe engines: Polars, DuckDB, pandas >= 2.2.
+"""Handing bounded reads to dataframe engines: Polars, DuckDB, pyarrow, pandas >= 3.0.
 
 They all take the Arrow PyCapsule stream (``__arrow_c_stream__``), pulling one batch at a time, so a
 scan handed to them directly is decoded as the engine consumes it rather than gathered first.

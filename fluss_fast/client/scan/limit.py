@@ -176,7 +176,7 @@ class BatchScanner:
         return pl.from_arrow(await self._drain_table())
 
     def __arrow_c_stream__(self, requested_schema=None):
-        """The Arrow PyCapsule stream of the scanned rows (for Polars, DuckDB, pandas >= 2.2).
+        """The Arrow PyCapsule stream of the scanned rows (Polars, DuckDB, pandas >= 3.0).
 
         A limit scan is one batch of at most ``limit`` rows, read (blocking) at the stream's first pull.
 
