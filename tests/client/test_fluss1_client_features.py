@@ -5,7 +5,6 @@ cluster (Fluss 0.9.1) started for this module."""
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 import tempfile
 import threading
@@ -14,6 +13,7 @@ import pyarrow as pa
 import pytest
 
 import fluss_fast as fluss
+from java_util import require_java
 from client_util import connect
 
 pytestmark = pytest.mark.timeout(600)
@@ -23,17 +23,10 @@ PK_FIELDS = [pa.field("region", pa.string()), pa.field("id", pa.int32()), pa.fie
 DICT_SCHEMA = pa.schema([("name", pa.string()), ("uid", pa.int64()), ("note", pa.string())])
 
 
-def _require_java():
-    if shutil.which("java") and shutil.which("mvn"):
-        return
-    if os.environ.get("CI"):
-        pytest.fail("needs java and mvn; .ci/run installs them")
-    pytest.skip("java or mvn not installed: the Java cluster cannot start")
-
 
 @pytest.fixture(scope="module")
 def java_bootstrap():
-    _require_java()
+    require_java()
     from fluss_fast.cluster import JavaCluster
 
     data_dir = tempfile.mkdtemp(prefix="fluss-java-issue28-")

@@ -16,15 +16,8 @@ import pyarrow as pa
 import pytest
 
 import fluss_fast
+from java_util import require_java
 
-JAVA = shutil.which("java") and shutil.which("mvn")
-
-
-def _require_java():
-    if not JAVA:
-        if os.environ.get("CI"):
-            pytest.fail("java and mvn are needed; .ci/run installs them")
-        pytest.skip("java or mvn not installed")
 
 
 def _jvms_under(data_dir: str) -> list:
@@ -56,7 +49,7 @@ def _read_ready(proc, timeout: float) -> str:
 
 @pytest.mark.timeout(300)
 def test_cluster_command_serves_both_listeners_and_stops_clean(tmp_path):
-    _require_java()
+    require_java()
     data_dir = str(tmp_path / "cluster")
     proc = subprocess.Popen([sys.executable, "-m", "fluss_fast", "cluster", "--data-dir", data_dir,
                              "--tablet-servers", "2", "--sasl-user", "alice=alice-pw",
@@ -121,7 +114,7 @@ def test_missing_java_is_one_line(tmp_path):
 
 
 def test_missing_mvn_is_one_line(tmp_path):
-    _require_java()
+    require_java()
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     os.symlink(shutil.which("java"), bin_dir / "java")
@@ -132,7 +125,7 @@ def test_missing_mvn_is_one_line(tmp_path):
 
 
 def test_failed_download_is_one_line(tmp_path):
-    _require_java()
+    require_java()
     res = _run_cli(["--fluss-version", "0.0.0-no-such-release"], os.environ["PATH"], tmp_path)
     assert res.returncode == 1
     errors = [ln for ln in res.stderr.splitlines() if "starting Fluss" not in ln]

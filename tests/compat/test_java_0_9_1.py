@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 
 import fluss_fast as fluss
+from java_util import require_java
 from fluss_fast.rpc import fluss_api_pb2 as pb
 from fluss_fast.rpc.api import API_KEYS, Api
 from fluss_fast.rpc.connection import Connection
@@ -23,9 +24,7 @@ KEYS = 3000
 
 @pytest.fixture(scope="module")
 def cluster():
-    missing = [tool for tool in ("java", "mvn") if shutil.which(tool) is None]
-    if missing:
-        pytest.skip(f"a Java Fluss cluster needs {' and '.join(missing)} on PATH (JDK 17 and Maven)")
+    require_java()
     from fluss_fast.cluster import JavaCluster
 
     data_dir = tempfile.mkdtemp(prefix="fluss-java-091-")

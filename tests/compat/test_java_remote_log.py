@@ -15,6 +15,7 @@ import pyarrow as pa
 import pytest
 
 import fluss_fast as ff
+from java_util import require_java
 from pyfluss_util import call, connect
 
 fluss = pytest.importorskip("fluss")
@@ -26,17 +27,10 @@ ROWS = 20_000
 PER_BATCH = 500
 
 
-def _require_java():
-    if shutil.which("java") and shutil.which("mvn"):
-        return
-    if os.environ.get("CI"):
-        pytest.fail("needs java and mvn; .ci/run installs them")
-    pytest.skip("java or mvn not installed")
-
 
 @pytest.fixture(scope="module")
 def tiering_cluster():
-    _require_java()
+    require_java()
     from fluss_fast.cluster import JavaCluster
 
     data_dir = tempfile.mkdtemp(prefix="fluss-java-remote-")

@@ -10,7 +10,6 @@ the docs' reliability page.
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 import tempfile
 import threading
@@ -20,6 +19,7 @@ import pyarrow as pa
 import pytest
 
 import fluss_fast as fluss
+from java_util import require_java
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.fault]
 
@@ -39,17 +39,10 @@ LOG = pa.schema([("id", pa.int64()), ("v", pa.string())])
 PK = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
 
 
-def _require_java():
-    if shutil.which("java") and shutil.which("mvn"):
-        return
-    if os.environ.get("CI"):
-        pytest.fail("the Java fault suite needs java and mvn; .ci/run installs them")
-    pytest.skip("java or mvn not installed")
-
 
 @pytest.fixture(scope="module")
 def cluster():
-    _require_java()
+    require_java()
     from fluss_fast.cluster import JavaCluster
 
     data_dir = tempfile.mkdtemp(prefix="fluss-java-fault-")
