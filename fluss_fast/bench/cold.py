@@ -84,7 +84,8 @@ def _rusage():
     return r.ru_utime, r.ru_stime
 
 
-def _status_kb(*keys: str):
+def status_bytes(*keys: str):
+    """Fields of /proc/self/status in bytes (0 when unreadable)."""
     vals = dict.fromkeys(keys, 0)
     try:
         with open("/proc/self/status") as f:
@@ -108,7 +109,7 @@ def _proc_cpu(pid: Optional[int]) -> float:
         return -1.0
 
 
-def _reset_peak() -> int:
+def reset_peak_rss() -> int:
     """RSS now, the kernel's peak mark reset to it (0 when it cannot be). Memory freed by loading the
     data set goes back first: left cached in an allocator, it would sit in the baseline and be
     reused by the operation, hiding what the operation added."""
@@ -131,7 +132,7 @@ def _reset_peak() -> int:
             f.write("5")
     except OSError:
         return 0
-    return _status_kb("VmRSS")[0]
+    return status_bytes("VmRSS")[0]
 
 
 class _Clock:
@@ -170,7 +171,7 @@ async def _run(job: Dict[str, Any]) -> Dict[str, Any]:
         if scenario in ("append", "upsert") or (scenario == "upsert_arrow" and job["module"] != "fluss_fast"):
             dicts = ds.to_rows(data)
     server_pid = job.get("server_pid")
-    rss_start = _reset_peak()
+    rss_start = reset_peak_rss()
     clock = _Clock()
     clock.connect_at = time.perf_counter()
     conn = await mod.FlussConnection.create(mod.Config({"bootstrap.servers": job["bootstrap"]}))
@@ -192,7 +193,7 @@ async def _run(job: Dict[str, Any]) -> Dict[str, Any]:
         u1, k1 = _rusage()
         s1 = _proc_cpu(server_pid)
         # the result is still alive here: the peak counts it, as a user's would
-        rss_peak = _status_kb("VmHWM")[0] if rss_start else 0
+        rss_peak = status_bytes("VmHWM")[0] if rss_start else 0
     finally:
         await conn.close()
     out.update(_check(scenario, job, result, data))

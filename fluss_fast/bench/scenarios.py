@@ -22,6 +22,8 @@ from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple
 
 import pyarrow as pa
 
+from .cold import reset_peak_rss, status_bytes
+
 from ..rpc.api import API_KEYS, Api
 from . import datasets as ds
 from .raw import tablet_apis
@@ -66,48 +68,6 @@ def _proc_cpu(pid: Optional[int]) -> float:
         return -1.0
 
 
-def _status_kb(*keys: str) -> Tuple[int, ...]:
-    """Fields of /proc/self/status in bytes (0 when unreadable)."""
-    vals = dict.fromkeys(keys, 0)
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                k, _, v = line.partition(":")
-                if k in vals:
-                    vals[k] = int(v.split()[0]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return tuple(vals[k] for k in keys)
-
-
-def _settle_memory() -> int:
-    """Hand memory freed by earlier runs back to the OS, restart the kernel's peak-RSS mark
-    (Linux: ``5`` into clear_refs), and return the RSS now; 0 when the peak cannot be reset.
-
-    Both clients run in this process one after the other, so without this one client's run would
-    start on memory the other left cached in an allocator, and the peak would be the process's
-    whole history.
-    """
-    import ctypes
-    import gc
-
-    gc.collect()
-    try:
-        pa.default_memory_pool().release_unused()
-    except Exception:  # noqa: BLE001 - older pyarrow
-        pass
-    try:
-        ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-    except OSError:
-        return 0
-    return _status_kb("VmRSS")[0]
-
-
 class Stopwatch:
     """Wall time of the timed section, plus the CPU this process and the server spent in it: a
     client at 100 % of a core is client-bound, a server at 100 % server-bound, both low = waiting.
@@ -117,7 +77,7 @@ class Stopwatch:
         self.server_pid = server_pid
         self.cpu = (0.0, -1.0)
         self.rss = (0, 0)
-        self._rss0 = _settle_memory()
+        self._rss0 = reset_peak_rss()
         self._profile_to = profile_to
         self._prof = None
         if profile_to:
@@ -138,7 +98,7 @@ class Stopwatch:
             self._prof = None
         client = time.process_time() - self._c0
         if self._rss0:
-            self.rss = (self._rss0, _status_kb("VmHWM")[0])
+            self.rss = (self._rss0, status_bytes("VmHWM")[0])
         s1 = _proc_cpu(self.server_pid)
         self.cpu = (client, s1 - self._s0 if s1 >= 0 and self._s0 >= 0 else -1.0)
         return seconds
