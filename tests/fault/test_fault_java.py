@@ -28,7 +28,7 @@ BUCKETS = 6
 CHUNK = 200
 #: client timeouts of the suite; a stall longer than the request timeout times its retries would
 #: mean a wait outlived what the caller configured
-REQUEST_TIMEOUT_MS = 10_000
+REQUEST_TIMEOUT_MS = 20_000
 CLIENT = {"request-timeout": str(REQUEST_TIMEOUT_MS), "connect-timeout": "3000", "writer.batch-timeout-ms": "5"}
 #: how long after the kill a call may stall: ZooKeeper noticing the dead session (the cluster's
 #: session timeout below), the coordinator electing new leaders, and one request timeout
@@ -40,8 +40,11 @@ PK = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
 
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def cluster():
+    """A fresh cluster per fault: after a kill and restart, Java takes a while to bring the restarted
+    replica back into every in-sync set, and a second kill meanwhile can leave a bucket without an
+    eligible leader until it returns, which would test the previous fault's recovery, not this one's."""
     require_java()
     from fluss_fast.cluster import JavaCluster
 
@@ -53,16 +56,6 @@ def cluster():
     yield c
     c.stop()
     shutil.rmtree(data_dir, ignore_errors=True)
-
-
-@pytest.fixture
-def healed(cluster):
-    """Every tablet server is up again after the test, and registered, before the next one starts."""
-    yield cluster
-    for node_id, node in cluster.tablet_servers.items():
-        if not node.alive:
-            node.start()
-    cluster.wait_ready(120)
 
 
 class Stalls:
@@ -82,18 +75,37 @@ class Stalls:
 async def _open(cluster, name, schema, pk=False):
     conn = await fluss.FlussConnection.create(fluss.Config({"bootstrap.servers": cluster.bootstrap_servers,
                                                             **CLIENT}))
+    admin = conn.get_admin()
     path = fluss.TablePath("fluss", name)
     s = fluss.Schema(schema, primary_keys=["id"] if pk else None)
-    await conn.get_admin().create_table(path, fluss.TableDescriptor(s, bucket_count=BUCKETS))
+    for attempt in range(2):
+        await admin.create_table(path, fluss.TableDescriptor(s, bucket_count=BUCKETS), ignore_if_exists=True)
+        try:
+            # waits (up to request-timeout) until every bucket has a leader: Java elects them after
+            # CREATE_TABLE has answered
+            await admin.list_offsets(path, list(range(BUCKETS)), fluss.OffsetSpec.latest())
+            break
+        except fluss.FlussError:
+            if attempt:
+                raise
+            # Fluss 0.9.1's coordinator now and then never takes up a new table (no leader ever comes):
+            # create it once more, as tests/conftest.py does for the java-mode suites
+            await admin.drop_table(path, ignore_if_not_exists=True)
     table = await conn.get_table(path)
     return conn, table
 
 
-async def _leader(table, bucket=0) -> int:
-    """The tablet server leading ``bucket``, as the client's metadata (fetched by get_table) says."""
-    node = table._ctx.metadata.leader(table.get_table_info().table_id, None, bucket)
-    assert node is not None, "get_table fetched no leader for bucket 0"
-    return node
+async def _leader(conn, table, bucket=0) -> int:
+    """The tablet server leading ``bucket``, as the client's metadata says (fetched again until it
+    names one)."""
+    deadline = time.monotonic() + REQUEST_TIMEOUT_MS / 1000
+    while True:
+        node = table._ctx.metadata.leader(table.get_table_info().table_id, None, bucket)
+        if node is not None:
+            return node
+        assert time.monotonic() < deadline, f"no leader for bucket {bucket} of {table.get_table_path()}"
+        await asyncio.sleep(0.2)
+        table = await conn.get_table(table.get_table_path())
 
 
 def _in_thread(fn):
@@ -159,13 +171,12 @@ def _report(what, **figures):
 
 
 @pytest.mark.parametrize("kind", ["append", "append-arrow", "upsert"])
-async def test_writer_survives_leader_kill9(healed, kind, unique_name):
-    cluster = healed
+async def test_writer_survives_leader_kill9(cluster, kind, unique_name):
     conn, table = await _open(cluster, unique_name(kind.replace("-", "_")), PK if kind == "upsert" else LOG,
                               pk=kind == "upsert")
     writer = table.new_upsert().create_writer() if kind == "upsert" else table.new_append().create_writer()
     _write(kind, writer, [])
-    victim = await _leader(table)
+    victim = await _leader(conn, table)
     stalls = Stalls()
     done = _in_thread(lambda: cluster.kill_tablet_server(victim))
     rows = await _write_through(kind, writer, done, stalls)
@@ -177,8 +188,7 @@ async def test_writer_survives_leader_kill9(healed, kind, unique_name):
     await conn.close()
 
 
-async def test_scanner_survives_leader_kill9(healed, unique_name):
-    cluster = healed
+async def test_scanner_survives_leader_kill9(cluster, unique_name):
     conn, table = await _open(cluster, unique_name("scan"), LOG)
     writer = table.new_append().create_writer()
     total = 20_000
@@ -186,7 +196,7 @@ async def test_scanner_survives_leader_kill9(healed, unique_name):
     await writer.flush()
     scanner = await table.new_scan().create_log_scanner()
     scanner.subscribe_buckets({b: fluss.EARLIEST_OFFSET for b in range(BUCKETS)})
-    victim = await _leader(table)
+    victim = await _leader(conn, table)
     stalls = Stalls()
     seen, offsets = [], {b: [] for b in range(BUCKETS)}
     killed = False
@@ -209,15 +219,14 @@ async def test_scanner_survives_leader_kill9(healed, unique_name):
     await conn.close()
 
 
-async def test_lookups_survive_leader_kill9(healed, unique_name):
-    cluster = healed
+async def test_lookups_survive_leader_kill9(cluster, unique_name):
     conn, table = await _open(cluster, unique_name("lookup"), PK, pk=True)
     writer = table.new_upsert().create_writer()
     keys = 2_000
     _write("upsert", writer, range(keys))
     await writer.flush()
     lookuper = table.new_lookup().create_lookuper()
-    victim = await _leader(table)
+    victim = await _leader(conn, table)
     stalls = Stalls()
     done = _in_thread(lambda: cluster.kill_tablet_server(victim))
     checked = 0
@@ -234,11 +243,10 @@ async def test_lookups_survive_leader_kill9(healed, unique_name):
     await conn.close()
 
 
-async def test_writer_survives_graceful_tablet_server_stop(healed, unique_name):
-    cluster = healed
+async def test_writer_survives_graceful_tablet_server_stop(cluster, unique_name):
     conn, table = await _open(cluster, unique_name("graceful"), LOG)
     writer = table.new_append().create_writer()
-    victim = await _leader(table)
+    victim = await _leader(conn, table)
     stalls = Stalls()
     done = _in_thread(lambda: cluster.stop_tablet_server(victim))
     rows = await _write_through("append", writer, done, stalls)
@@ -249,8 +257,7 @@ async def test_writer_survives_graceful_tablet_server_stop(healed, unique_name):
     await conn.close()
 
 
-async def test_client_survives_coordinator_restart(healed, unique_name):
-    cluster = healed
+async def test_client_survives_coordinator_restart(cluster, unique_name):
     conn, table = await _open(cluster, unique_name("coord"), LOG)
     writer = table.new_append().create_writer()
     stalls = Stalls()
