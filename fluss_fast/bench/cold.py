@@ -98,7 +98,8 @@ def status_bytes(*keys: str):
     return tuple(vals[k] for k in keys)
 
 
-def _proc_cpu(pid: Optional[int]) -> float:
+def proc_cpu_s(pid: Optional[int]) -> float:
+    """utime + stime of process ``pid`` in seconds (Linux /proc), or -1 when unavailable."""
     if pid is None:
         return -1.0
     try:
@@ -185,13 +186,13 @@ async def _run(job: Dict[str, Any]) -> Dict[str, Any]:
             writer.write_arrow(_chunks(data))
             await writer.flush()
             out["write_s"] = time.perf_counter() - t
-        s0 = _proc_cpu(server_pid)
+        s0 = proc_cpu_s(server_pid)
         u0, k0 = _rusage()
         t0 = time.perf_counter()
         result = await _operation(scenario, mod, table, job, data, dicts, clock)
         seconds = time.perf_counter() - t0
         u1, k1 = _rusage()
-        s1 = _proc_cpu(server_pid)
+        s1 = proc_cpu_s(server_pid)
         # the result is still alive here: the peak counts it, as a user's would
         rss_peak = status_bytes("VmHWM")[0] if rss_start else 0
     finally:

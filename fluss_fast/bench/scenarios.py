@@ -22,7 +22,7 @@ from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple
 
 import pyarrow as pa
 
-from .cold import reset_peak_rss, status_bytes
+from .cold import proc_cpu_s, reset_peak_rss, status_bytes
 
 from ..rpc.api import API_KEYS, Api
 from . import datasets as ds
@@ -56,18 +56,6 @@ class Outcome:
     extra: Dict[str, Any] = field(default_factory=dict)
 
 
-def _proc_cpu(pid: Optional[int]) -> float:
-    """utime + stime of process ``pid`` in seconds (Linux /proc), or -1 when unavailable."""
-    if pid is None:
-        return -1.0
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return -1.0
-
-
 class Stopwatch:
     """Wall time of the timed section, plus the CPU this process and the server spent in it: a
     client at 100 % of a core is client-bound, a server at 100 % server-bound, both low = waiting.
@@ -84,7 +72,7 @@ class Stopwatch:
             import cProfile
 
             self._prof = cProfile.Profile()
-        self._s0 = _proc_cpu(server_pid)
+        self._s0 = proc_cpu_s(server_pid)
         self._c0 = time.process_time()
         if self._prof is not None:
             self._prof.enable()
@@ -99,7 +87,7 @@ class Stopwatch:
         client = time.process_time() - self._c0
         if self._rss0:
             self.rss = (self._rss0, status_bytes("VmHWM")[0])
-        s1 = _proc_cpu(self.server_pid)
+        s1 = proc_cpu_s(self.server_pid)
         self.cpu = (client, s1 - self._s0 if s1 >= 0 and self._s0 >= 0 else -1.0)
         return seconds
 
