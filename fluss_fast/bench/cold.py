@@ -319,6 +319,23 @@ async def _lookups(scenario, table, job, data, clock: _Clock):
             expected_for_keys(data, id_col, str_col, keys), "")
 
 
+async def prefix_lookup_users(lookuper, users, budget_s: float, id_col: str, str_col: str, after_each=None):
+    """Prefix-looks up each user id in turn until ``budget_s`` runs out (the warm scenario and the
+    cold child share it); returns the ids and strings of the rows found and the users looked up."""
+    ids, strs, done_users = [], [], []
+    stop_at = time.monotonic() + budget_s
+    for u in users:
+        if time.monotonic() > stop_at:
+            break
+        done_users.append(u)
+        for row in await lookuper.lookup({"user_id": u}):
+            ids.append(row[id_col])
+            strs.append(row[str_col])
+        if after_each is not None:
+            after_each()
+    return ids, strs, done_users
+
+
 async def _prefix_lookups(table, job, data, clock: _Clock):
     import random
 
@@ -332,16 +349,8 @@ async def _prefix_lookups(table, job, data, clock: _Clock):
     users = sorted(set(data.column("user_id").to_pylist()))
     users = random.Random(11).sample(users, min(2000, len(users)))
     id_col, str_col = spec["id_column"], spec["string_column"]
-    ids, strs, done_users = [], [], []
-    stop_at = time.monotonic() + job["lookup_budget_s"]
-    for u in users:
-        if time.monotonic() > stop_at:
-            break
-        done_users.append(u)
-        for row in await lookuper.lookup({"user_id": u}):
-            ids.append(row[id_col])
-            strs.append(row[str_col])
-        clock.mark_first_row()
+    ids, strs, done_users = await prefix_lookup_users(lookuper, users, job["lookup_budget_s"], id_col, str_col,
+                                                      clock.mark_first_row)
     sub = data.filter(pc.is_in(data.column("user_id"), value_set=pa.array(done_users, pa.int64())))
     return ids, strs, ds.checksum(sub, id_col, str_col), f"{len(done_users)} prefixes"
 

@@ -22,7 +22,7 @@ from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple
 
 import pyarrow as pa
 
-from .cold import proc_cpu_s, reset_peak_rss, status_bytes
+from .cold import prefix_lookup_users, proc_cpu_s, reset_peak_rss, status_bytes
 
 from ..rpc.api import API_KEYS, Api
 from . import datasets as ds
@@ -795,19 +795,9 @@ async def run_prefix_lookup(client: Client, env: Env, shared: dict) -> Outcome:
     users = sorted(set(env.table.column("user_id").to_pylist()))
     users = random.Random(11).sample(users, min(2000, len(users)))
     id_col, str_col = env.spec.id_column, env.spec.string_column
-    ids, strs = [], []
     sw = env.stopwatch()
-    stop_at = time.monotonic() + env.lookup_budget_s
-    done_users = []
-    for u in users:
-        if time.monotonic() > stop_at:
-            break
-        done_users.append(u)
-        for row in await lookuper.lookup({"user_id": u}):
-            ids.append(row[id_col])
-            strs.append(row[str_col])
+    ids, strs, users = await prefix_lookup_users(lookuper, users, env.lookup_budget_s, id_col, str_col)
     seconds = sw.stop()
-    users = done_users
     sub = env.table.filter(pc.is_in(env.table.column("user_id"), value_set=pa.array(users, pa.int64())))
     check(f"prefix lookups in {DATABASE}.{name}", ds.checksum_values(ids, strs),
           ds.checksum(sub, id_col, str_col))
