@@ -25,8 +25,12 @@ pytestmark = pytest.mark.timeout(120)
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 BUCKETS = 3
-ROWS = 12_000
-PER_WRITE = 100
+# Batches above the sender's inline-encode size (64 KiB): smaller ones are encoded on the loop
+# when a request carries just one, as it does when each bucket has its own leader (3 tablet
+# servers) rather than all three sharing one server.
+ROWS = 300_000
+PER_WRITE = 2_000
+BATCH_BYTES = 96 * 1024
 
 
 class ShuffledCodec(ArrowLogCodec):
@@ -106,7 +110,7 @@ def fluss_schema():
 
 @pytest.mark.parametrize("idempotent", [True, False])
 async def test_shuffled_encodes_keep_bucket_order(fluss_server, unique_name, idempotent):
-    props = {"client.compression-threads": "4", "writer.batch-size": "4096",
+    props = {"client.compression-threads": "4", "writer.batch-size": str(BATCH_BYTES),
              "writer.dynamic-batch-size.enabled": "false",
              "writer.enable-idempotence": "true" if idempotent else "false"}
     codec, retries, stored = await _write_shuffled(fluss_server.bootstrap_servers, unique_name(), props)
