@@ -58,7 +58,7 @@ class MotoS3:
             self.server = None
 
     def filesystem(self):
-        from fluss_fast.server.remote_fs import s3_filesystem
+        from fluss_fast.remote_fs import s3_filesystem
 
         return s3_filesystem(ACCESS_KEY, SECRET_KEY, region=REGION, endpoint=self.endpoint, path_style=True)
 

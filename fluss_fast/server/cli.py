@@ -87,7 +87,7 @@ def main(argv=None) -> int:
         settings = Settings.from_args(args.settings, env_files + args.config)
         location = args.remote_dir or settings.raw("remote.data.dir")
         if location:
-            from .remote_fs import open_store
+            from ..remote_fs import open_store
 
             open_store(location, settings)
     except (OSError, ValueError) as e:

@@ -33,7 +33,7 @@ from typing import Dict, List, Optional
 
 from ..codec import logbatch
 from ..rpc import fluss_api_pb2 as pb
-from .remote_fs import open_store
+from ..remote_fs import open_store
 from .settings import Settings, parse_duration_ms
 
 log = logging.getLogger("fluss_fast.server.remote")

@@ -40,7 +40,7 @@ from ...errors import FlussError
 from ...rpc import fluss_api_pb2 as pb
 from ...rpc.api import Api
 from ...rpc.errors import CLIENT_ERROR, Errors
-from ...server.remote_fs import client_filesystem
+from ...remote_fs import client_filesystem
 
 NETWORK_EXCEPTION = Errors.NETWORK_EXCEPTION
 CORRUPT_MESSAGE = Errors.CORRUPT_MESSAGE
