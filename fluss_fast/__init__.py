@@ -20,7 +20,8 @@ from .client.connection import FlussConnection
 
 from .client.table import FlussTable, TableAppend, TableLookup, TablePrefixLookup, TableUpsert
 from .client.write import AppendWriter, WriteResultHandle
-from .client.kv import Lookuper, PrefixLookuper, UpsertWriter
+from .client.lookup import Lookuper, PrefixLookuper
+from .client.write.upsert import UpsertWriter
 from .client.scan import BatchScanner, LogScanner, RecordBatch, ScanRecord, ScanRecords, TableScan
 from .client.predicate import ColumnRef, Predicate, col
 

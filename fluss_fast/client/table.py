@@ -20,8 +20,8 @@ from ..errors import FlussError
 from ..rpc.errors import CLIENT_ERROR
 from ..metadata import TableBucket, TableInfo
 from .deferred import deferred
-from .kv import Lookuper, PrefixLookuper, UpsertWriter
-from .write.upsert import illegal_argument
+from .lookup import Lookuper, PrefixLookuper
+from .write.upsert import UpsertWriter, illegal_argument
 from .runtime import on_caller, on_runtime
 from .scan import LogScanner, TableScan
 

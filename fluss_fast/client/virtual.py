@@ -18,7 +18,7 @@ gives ScanRecords whose rows carry the virtual columns, ``poll_arrow`` / ``to_ar
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, List, NoReturn, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -29,7 +29,9 @@ from ..rpc.errors import CLIENT_ERROR
 from ..metadata import EARLIEST_OFFSET, TablePath
 from .runtime import on_runtime
 from .scan.records import Chunk, RowSource, ScanRecords
+from .scan.builder import TableScan
 from .scan.scanner import _MAX_BATCHES_PER_POLL, BATCH, LogScanner
+from .table import FlussTable
 
 CHANGELOG = "$changelog"
 BINLOG = "$binlog"
@@ -72,27 +74,26 @@ def virtual_schema(base_schema: pa.Schema, kind: str) -> pa.Schema:
     return pa.schema(_meta_fields() + [pa.field("before", row), pa.field("after", row)])
 
 
-class VirtualTable:
-    """A read-only ``$changelog`` / ``$binlog`` view of a table."""
+class VirtualTable(FlussTable):
+    """A read-only ``$changelog`` / ``$binlog`` view of a table.
 
-    def __init__(self, base, kind: str, path: TablePath):
+    A FlussTable, since ``get_table`` returns it where pyfluss's signature promises one: code typed
+    against pyfluss reads it like any table, and its writers and lookups raise FlussError."""
+
+    def __init__(self, base: FlussTable, kind: str, path: TablePath):
         if kind == BINLOG and not base.has_primary_key():
             raise FlussError(f"Table '{path}': the $binlog virtual table is only supported for "
                              f"primary key tables, and '{base.get_table_path()}' is a log table "
                              f"(use '{base.get_table_path().table_name}$changelog')", CLIENT_ERROR)
+        # the base table's metadata: table id, buckets and partitions are the base table's
+        FlussTable.__init__(self, base._ctx, base._meta)
         self._base = base
         self._kind = kind
         self._path = path
-        self._ctx = base._ctx
-        self._runtime = base._runtime
-        self._meta = base._meta
-        self.arrow_schema = virtual_schema(base.arrow_schema, kind)
+        self._arrow_schema = virtual_schema(base.arrow_schema, kind)
 
     def get_table_path(self) -> TablePath:
         return self._path
-
-    def get_table_info(self):
-        return self._base.get_table_info()
 
     def has_primary_key(self) -> bool:
         return False
@@ -104,48 +105,50 @@ class VirtualTable:
         return FlussError(f"Table '{self._path}' is a read-only virtual table ({self._kind} of "
                           f"'{self._base.get_table_path()}'): {what} is not supported", CLIENT_ERROR)
 
-    def new_append(self):
+    def new_append(self) -> NoReturn:
         raise self._read_only("append")
 
-    def new_upsert(self, *args, **kwargs):
+    def new_upsert(self, columns: Optional[List[str]] = None,
+                   column_indices: Optional[List[int]] = None) -> NoReturn:
         raise self._read_only("upsert")
 
-    def new_lookup(self):
+    def new_lookup(self) -> NoReturn:
         raise self._read_only("lookup")
 
-    async def new_append_writer(self):
+    async def new_append_writer(self) -> NoReturn:
         raise self._read_only("append")
 
     def __repr__(self) -> str:
         return f"FlussTable(path={self._path})"
 
 
-class VirtualTableScan:
+class VirtualTableScan(TableScan):
     """Scan builder of a virtual table: no projection, filter or limit (as in Fluss)."""
 
     def __init__(self, vtable: VirtualTable):
+        TableScan.__init__(self, vtable)
         self._vtable = vtable
-        self._runtime = vtable._runtime
 
     def _unsupported(self, what: str) -> FlussError:
         return FlussError(f"Table '{self._vtable._path}': {what} is not supported on virtual "
                           f"tables", CLIENT_ERROR)
 
-    def project(self, indices):
+    def project(self, indices: List[int]) -> NoReturn:
         raise self._unsupported("projection")
 
-    def project_by_name(self, names):
+    def project_by_name(self, names: List[str]) -> NoReturn:
         raise self._unsupported("projection")
 
-    def filter(self, predicate):
+    def filter(self, predicate) -> NoReturn:
         raise self._unsupported("filter")
 
-    def limit(self, n):
+    def limit(self, n: int) -> NoReturn:
         raise self._unsupported("limit")
 
-    def _create(self) -> "VirtualScanner":
-        from .scan.builder import TableScan
+    def create_bucket_batch_scanner(self, bucket) -> NoReturn:
+        raise self._unsupported("a bucket batch scanner")
 
+    def _create(self, kind: str = BATCH) -> "VirtualScanner":
         base_scan = TableScan(self._vtable._base)
         return VirtualScanner(self._vtable, base_scan._spec())
 

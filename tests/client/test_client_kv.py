@@ -275,6 +275,14 @@ async def test_virtual_changelog_and_binlog(conn, unique_name):
     for bad in (lambda: cl.new_upsert(), lambda: cl.new_append(), lambda: bl.new_lookup()):
         with pytest.raises(fluss.FlussError, match="read-only virtual table"):
             bad()
+    # get_table promises a FlussTable (pyfluss's signature): a virtual one is one, with its own
+    # path and schema, read through TableScan's interface
+    assert isinstance(cl, fluss.FlussTable) and isinstance(cl.new_scan(), fluss.TableScan)
+    assert cl.get_table_path().table_name == name + "$changelog" and not cl.has_primary_key()
+    assert cl.arrow_schema.names[:3] == ["_change_type", "_log_offset", "_commit_timestamp"]
+    assert cl.get_table_info().table_id == t.get_table_info().table_id
+    with pytest.raises(fluss.FlussError, match="not supported on virtual tables"):
+        cl.new_scan().create_bucket_batch_scanner(fluss.TableBucket(t.get_table_info().table_id, 0))
 
 
 async def test_virtual_tables_of_log_table(conn, unique_name):

@@ -9,10 +9,11 @@ import pytest
 
 from fluss_fast.client.cluster import TableMeta
 from fluss_fast.client.predicate import bind_predicate, col
-from fluss_fast.client.scan.fetcher import ScanSpec, parse_fetch_response
+from fluss_fast.client.scan.decode import ScanSpec
+from fluss_fast.rpc.wire import parse_fetch_response
 from fluss_fast.client.scan.records import Chunk, RecordBatch, RowSource, ScanRecords
-from fluss_fast.codec import logbatch
-from fluss_fast.codec.arrowlog import ArrowLogCodec
+from fluss_fast.codec.log import logbatch
+from fluss_fast.codec.log.arrowlog import ArrowLogCodec
 from fluss_fast.datatypes import SchemaInfo, TableDescriptorInfo
 from fluss_fast.errors import FlussError
 from fluss_fast.metadata import ChangeType, TableBucket, TablePath

@@ -17,10 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fluss_fast.client.cluster import TableMeta
-from fluss_fast.client.scan.fetcher import ScanSpec, parse_fetch_response
-from fluss_fast.codec import logbatch
-from fluss_fast.codec.arrowlog import ArrowLogCodec
-from fluss_fast.codec.indexedlog import build_row_log_batch
+from fluss_fast.client.scan.decode import ScanSpec
+from fluss_fast.rpc.wire import parse_fetch_response
+from fluss_fast.codec.log import logbatch
+from fluss_fast.codec.log.arrowlog import ArrowLogCodec
+from fluss_fast.codec.log.indexedlog import build_row_log_batch
 from fluss_fast.datatypes import SchemaInfo, TableDescriptorInfo
 from fluss_fast.errors import FlussError
 from fluss_fast.metadata import TableBucket, TablePath

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import bisect
 import collections
+from typing import Any, Callable, Dict, List, Optional
 
 from .records import Chunk
 
-__all__ = ["BucketState", "Completed", "rows_below"]
+__all__ = ["BucketState", "Completed", "drain", "rows_below"]
 
 
 class BucketState:
@@ -63,3 +64,74 @@ def rows_below(ch: Chunk, stop: int) -> int:
     if ch.offsets is None:
         return max(0, min(ch.count, stop - ch.base_offset))
     return bisect.bisect_left(ch.offsets, stop)
+
+
+def drain(buf: collections.deque, state_of: Callable[[Any], Optional[BucketState]],
+          max_records: Optional[int], max_chunks: Optional[int], stops=None) -> Dict[Any, List[Chunk]]:
+    """Chunks of the buffered results ``buf`` handed out now, bucket by bucket, moving each
+    bucket's positions accordingly; ``state_of(bucket)`` is the bucket's current subscription
+    (None once unsubscribed: its results are dropped), ``stops`` the ends of a bounded read."""
+    out: Dict[Any, List[Chunk]] = {}
+    n_rec = 0
+    n_chunks = 0
+    skipped = []
+    while buf:
+        if max_records is not None and n_rec >= max_records:
+            break
+        if max_chunks is not None and n_chunks >= max_chunks:
+            break
+        comp = buf[0]
+        tb = comp.bucket
+        st = comp.state
+        current = state_of(tb)
+        if current is not st or st.offset != comp.fetch_offset:
+            buf.popleft()
+            if current is st:
+                st.fetch_pos = None
+            continue
+        stop = None if stops is None else stops.get(tb)
+        if stops is not None and (stop is None or st.offset >= stop):
+            # Not part of this bounded read: leave it for a later poll.
+            skipped.append(buf.popleft())
+            continue
+        if comp.high_watermark >= 0:
+            st.high_watermark = comp.high_watermark
+        chunks = comp.chunks
+        while chunks:
+            if max_records is not None and n_rec >= max_records:
+                break
+            if max_chunks is not None and n_chunks >= max_chunks:
+                break
+            ch = chunks[0]
+            if stop is not None and ch.offset_at(ch.count - 1) >= stop:
+                keep = rows_below(ch, stop)
+                chunks.clear()
+                if keep:
+                    ch, _ = ch.split(keep) if keep < ch.count else (ch, None)
+                    out.setdefault(tb, []).append(ch)
+                    n_rec += ch.count
+                    n_chunks += 1
+                st.offset = comp.fetch_offset = stop
+                st.fetch_pos = None
+                comp.next_offset = stop
+                break
+            if max_records is not None and ch.count > max_records - n_rec:
+                ch, rest = ch.split(max_records - n_rec)
+                chunks[0] = rest
+            else:
+                chunks.popleft()
+            out.setdefault(tb, []).append(ch)
+            n_rec += ch.count
+            n_chunks += 1
+            st.offset = comp.fetch_offset = ch.next_offset
+        if not chunks:
+            nxt = comp.next_offset
+            if stop is not None and nxt > stop:
+                nxt = stop
+            st.offset = nxt
+            if st.fetch_pos is not None and st.fetch_pos <= nxt:
+                st.fetch_pos = None
+            buf.popleft()
+    if skipped:
+        buf.extendleft(reversed(skipped))
+    return out

@@ -7,7 +7,7 @@ from ...errors import FlussError
 from ...metadata import TableBucket
 from ..predicate import Predicate, bind_predicate
 from ..runtime import on_caller
-from .fetcher import ScanSpec
+from .decode import ScanSpec
 from .limit import BatchScanner
 from .scanner import BATCH, RECORD, LogScanner
 

@@ -53,28 +53,27 @@ import asyncio
 import collections
 import inspect
 import threading
-from typing import Dict, List, Optional
+from typing import Dict, Optional
 
 import pyarrow as pa
 
-from ...codec import logbatch
+from ...codec.log import logbatch
 from ...codec.errors import CorruptBatchError
 from ...errors import FlussError
 from ...metadata import EARLIEST_OFFSET, LATEST_OFFSET, TableBucket
 from ...rpc import fluss_api_pb2 as pb
 from ...rpc.api import Api
 from ...rpc.errors import CLIENT_ERROR, Errors
-from ...rpc.wire import BucketFetchResult, parse_fetch_response
+from ...rpc.wire import parse_fetch_response
 from ..workers import codec_workers
-from .buckets import BucketState as _BucketState, Completed as _Completed, rows_below as _rows_below
+from .buckets import BucketState as _BucketState, Completed as _Completed, drain
 from .decode import ScanSpec
 from .decode_jobs import InOrder, decode_response, split_response
 from .offsets import list_offsets
-from .records import Chunk
 from .retry import (MAX_BACKOFF_S as _MAX_BACKOFF_S, REFRESH_CODES as _REFRESH_CODES,
                     RETRY_BACKOFF_S as _RETRY_BACKOFF_S, RETRY_CODES as _RETRY_CODES)
 
-__all__ = ["ScanSpec", "LogFetcher", "parse_fetch_response", "BucketFetchResult"]
+__all__ = ["LogFetcher"]
 
 NETWORK_EXCEPTION = Errors.NETWORK_EXCEPTION
 CORRUPT_MESSAGE = Errors.CORRUPT_MESSAGE
@@ -194,11 +193,12 @@ class LogFetcher:
         try:
             if loop.is_closed():
                 return
-            loop.call_soon_threadsafe(self._wake)
+            loop.call_soon_threadsafe(self.wake)
         except RuntimeError:
             pass
 
-    def _wake(self) -> None:
+    def wake(self) -> None:
+        """A waiting ``poll`` looks again (data, an error, or a bucket that may be fetched now)."""
         if self._ahead is not None:
             self._ahead.fill()
         w = self._waiter
@@ -209,7 +209,7 @@ class LogFetcher:
         loop = self._loop
         fut = loop.create_future()
         self._waiter = fut
-        handle = loop.call_later(max(timeout, 0.0), self._wake)
+        handle = loop.call_later(max(timeout, 0.0), self.wake)
         try:
             await fut
         finally:
@@ -236,7 +236,7 @@ class LogFetcher:
                 self._transient_since = self._loop.time()
         else:
             self._errors.append(err)
-        self._wake()
+        self.wake()
 
     def _healthy(self, source: str = "fetch") -> None:
         # a fetch that succeeds says nothing about the remote store, nor a download about the
@@ -245,8 +245,38 @@ class LogFetcher:
             return
         self._transient = self._transient_since = None
 
+    # -- for the remote reader (remote.py), which fills buckets instead of FetchLogs -------------
+    def reads(self, tb: TableBucket, st: _BucketState) -> bool:
+        """Whether ``st`` is still the subscription of ``tb`` (not unsubscribed or re-assigned)."""
+        with self._lock:
+            return self._subs.get(tb) is st
+
+    def has_room(self, tb: TableBucket, offset: int) -> bool:
+        """Whether ``tb`` may take another result that starts at ``offset``."""
+        stops = self._stops
+        if stops is not None and (tb not in stops or offset >= stops[tb]):
+            return False  # a bounded read that has all it wants from this bucket
+        return sum(1 for c in self._buffer if c.bucket == tb) < _MAX_AHEAD
+
+    def offer(self, tb: TableBucket, st: _BucketState, fetch_offset: int, chunks, next_offset: int,
+              high_watermark: int) -> None:
+        """A completed read of ``tb`` from ``fetch_offset`` up to ``next_offset``, handed out by
+        ``poll`` as a FetchLog's would be; the bucket's next read starts at ``next_offset``."""
+        if chunks or next_offset != fetch_offset:
+            self._buffer.append(_Completed(tb, st, fetch_offset, chunks, next_offset, high_watermark))
+        st.fetch_pos = next_offset
+        self._healthy(source="remote")
+        self.wake()
+
+    def fail_bucket(self, st: _BucketState, err: FlussError, retry_in: float) -> None:
+        """Reading ``st``'s bucket failed: ``poll`` reports ``err`` (quietly while it is transient)
+        and the bucket is read again after ``retry_in`` seconds."""
+        st.retry_at = self._loop.time() + retry_in
+        self._fail(err, source="remote")
+
     # -- sending -------------------------------------------------------------------------------
-    def _spawn(self, coro):
+    def spawn(self, coro) -> asyncio.Task:
+        """Runs ``coro`` on the runtime loop, held until it ends (the loop keeps weak references)."""
         t = self._loop.create_task(coro)
         self._tasks.add(t)
         t.add_done_callback(self._tasks.discard)
@@ -308,11 +338,11 @@ class LogFetcher:
                 for _tb, st, _off in group:
                     st.inflight = True
                 self._node_reqs[node] = self._node_reqs.get(node, 0) + 1
-                self._spawn(self._fetch(node, group, req_bytes, self._send_now(node, group, req_bytes)))
+                self.spawn(self._fetch(node, group, req_bytes, self._send_now(node, group, req_bytes)))
         if need_meta and self._meta_task is None:
-            self._meta_task = self._spawn(self._refresh_metadata(need_meta))
+            self._meta_task = self.spawn(self._refresh_metadata(need_meta))
         if need_latest and self._latest_task is None:
-            self._latest_task = self._spawn(self._resolve_latest(need_latest))
+            self._latest_task = self.spawn(self._resolve_latest(need_latest))
         return next_retry
 
     def _build_request(self, entries, req_bytes: int) -> bytes:
@@ -405,7 +435,7 @@ class LogFetcher:
         finally:
             if not handed:
                 self._release(node, entries)
-            self._wake()
+            self.wake()
 
     def _unreadable(self, node: int, exc: BaseException) -> FlussError:
         code = getattr(exc, "error_code", CORRUPT_MESSAGE)
@@ -496,7 +526,7 @@ class LogFetcher:
             # add to the read's peak memory on top of the whole result); a turn later, once the
             # decode jobs let go of this answer's buffer
             self._loop.call_soon(self._trim_receive_pool, node)
-        self._wake()
+        self.wake()
 
     def _fetched_all(self) -> bool:
         stops = self._stops
@@ -627,7 +657,7 @@ class LogFetcher:
             self._back_off(buckets)
         finally:
             self._meta_task = None
-            self._wake()
+            self.wake()
 
     def _back_off(self, buckets) -> None:
         """Hold these buckets back for a while after their metadata or offsets could not be loaded."""
@@ -651,7 +681,7 @@ class LogFetcher:
             self._back_off(buckets)
         finally:
             self._latest_task = None
-            self._wake()
+            self.wake()
 
     # -- ListOffsets -----------------------------------------------------------------------------
     async def list_offsets(self, buckets, offset_type: int, attempts: int = 5) -> Dict[TableBucket, int]:
@@ -660,74 +690,13 @@ class LogFetcher:
                                   attempts)
 
     # -- consuming -------------------------------------------------------------------------------
-    def _drain(self, max_records: Optional[int], max_chunks: Optional[int], stops=None):
+    def drain(self, max_records: Optional[int], max_chunks: Optional[int], stops=None):
         """Buffered chunks handed out now, bucket by bucket, moving positions accordingly."""
-        out: Dict[TableBucket, List[Chunk]] = {}
-        n_rec = 0
-        n_chunks = 0
-        buf = self._buffer
-        skipped = []
-        while buf:
-            if max_records is not None and n_rec >= max_records:
-                break
-            if max_chunks is not None and n_chunks >= max_chunks:
-                break
-            comp = buf[0]
-            tb = comp.bucket
-            st = comp.state
-            with self._lock:
-                current = self._subs.get(tb)
-            if current is not st or st.offset != comp.fetch_offset:
-                buf.popleft()
-                if current is st:
-                    st.fetch_pos = None
-                continue
-            stop = None if stops is None else stops.get(tb)
-            if stops is not None and (stop is None or st.offset >= stop):
-                # Not part of this bounded read: leave it for a later poll.
-                skipped.append(buf.popleft())
-                continue
-            if comp.high_watermark >= 0:
-                st.high_watermark = comp.high_watermark
-            chunks = comp.chunks
-            while chunks:
-                if max_records is not None and n_rec >= max_records:
-                    break
-                if max_chunks is not None and n_chunks >= max_chunks:
-                    break
-                ch = chunks[0]
-                if stop is not None and ch.offset_at(ch.count - 1) >= stop:
-                    keep = _rows_below(ch, stop)
-                    chunks.clear()
-                    if keep:
-                        ch, _ = ch.split(keep) if keep < ch.count else (ch, None)
-                        out.setdefault(tb, []).append(ch)
-                        n_rec += ch.count
-                        n_chunks += 1
-                    st.offset = comp.fetch_offset = stop
-                    st.fetch_pos = None
-                    comp.next_offset = stop
-                    break
-                if max_records is not None and ch.count > max_records - n_rec:
-                    ch, rest = ch.split(max_records - n_rec)
-                    chunks[0] = rest
-                else:
-                    chunks.popleft()
-                out.setdefault(tb, []).append(ch)
-                n_rec += ch.count
-                n_chunks += 1
-                st.offset = comp.fetch_offset = ch.next_offset
-            if not chunks:
-                nxt = comp.next_offset
-                if stop is not None and nxt > stop:
-                    nxt = stop
-                st.offset = nxt
-                if st.fetch_pos is not None and st.fetch_pos <= nxt:
-                    st.fetch_pos = None
-                buf.popleft()
-        if skipped:
-            buf.extendleft(reversed(skipped))
-        return out
+        return drain(self._buffer, self._state_of, max_records, max_chunks, stops)
+
+    def _state_of(self, tb):
+        with self._lock:
+            return self._subs.get(tb)
 
     async def poll_chunks(self, timeout_s: float, *, max_records: Optional[int] = None,
                           max_chunks: Optional[int] = None, stops=None):
@@ -747,7 +716,7 @@ class LogFetcher:
         exclude = None
         while True:
             self._raise_pending_error(stops is not None)
-            out = self._drain(max_records, max_chunks, stops)
+            out = self.drain(max_records, max_chunks, stops)
             if stops is not None:
                 exclude = {tb for tb, stop in stops.items() if self._position(tb) >= stop}
             if out:

@@ -18,7 +18,8 @@ from ...metadata import TableBucket
 from ...rpc import fluss_api_pb2 as pb
 from ...rpc.api import Api
 from ..runtime import on_runtime
-from .fetcher import CORRUPT_MESSAGE, ScanSpec, _is_transient as _transient
+from .decode import ScanSpec
+from .fetcher import CORRUPT_MESSAGE, _is_transient as _transient
 from .frames import import_polars, lazy_stream
 from .records import RecordBatch
 

@@ -62,7 +62,7 @@ class PollAhead:
         ready = self._ready
         drained = False
         while len(ready) < DEPTH and f._buffer:
-            out = f._drain(self._max_records, None, None)
+            out = f.drain(self._max_records, None, None)
             if not out:
                 break
             with f._lock:

@@ -31,11 +31,11 @@ import shutil
 import tempfile
 import time
 import weakref
-from typing import Dict, Optional
+from typing import Callable, Dict, Optional
 
 import pyarrow.fs as pafs
 
-from ...codec import logbatch
+from ...codec.log import logbatch
 from ...errors import FlussError
 from ...rpc import fluss_api_pb2 as pb
 from ...rpc.api import Api
@@ -74,18 +74,18 @@ class RemoteLogReader:
         self.prefetch = max(0, int(cfg.get("scanner.remote-log.prefetch-num")))
         self.threads = max(1, int(cfg.get("remote-file.download-thread-num")))
         self.read_concurrency = max(1, int(cfg.get("scanner.remote-log.read-concurrency")))
-        self._pool = concurrent.futures.ThreadPoolExecutor(self.threads, thread_name_prefix="fluss-fast-remote")
+        self.pool = concurrent.futures.ThreadPoolExecutor(self.threads, thread_name_prefix="fluss-fast-remote")
         self._range_pool = None
         if self.read_concurrency > 1:
             self._range_pool = concurrent.futures.ThreadPoolExecutor(
                 self.read_concurrency, thread_name_prefix="fluss-fast-remote-range")
         self.tmp = tempfile.mkdtemp(prefix="fluss-fast-remote-")
-        self._finalizer = weakref.finalize(self, _close_resources, self.tmp, self._pool, self._range_pool)
+        self._finalizer = weakref.finalize(self, _close_resources, self.tmp, self.pool, self._range_pool)
         self._cursors: Dict[object, "_Cursor"] = {}
         self._token = None
         self._token_at = 0.0
         self._fs_cache: Dict[tuple, object] = {}
-        self._gone_seen: set = set()
+        self.gone_seen: set = set()
 
     def close(self) -> None:
         for cur in list(self._cursors.values()):
@@ -108,6 +108,10 @@ class RemoteLogReader:
         st.fetch_pos = fetch_offset
         cur.schedule()
 
+    def forget(self, cur: "_Cursor") -> None:
+        if self._cursors.get(cur.tb) is cur:
+            del self._cursors[cur.tb]
+
     def ahead(self) -> int:
         """Segments downloading or downloaded ahead of what the cursors read now (cursors of
         buckets that were unsubscribed or moved meanwhile are closed first: they hold budget)."""
@@ -120,7 +124,7 @@ class RemoteLogReader:
         if cur.busy or cur.closed:
             return
         cur.busy = True
-        self.fetcher._spawn(cur.step())
+        self.fetcher.spawn(cur.step())
 
     # -- credentials and file systems ------------------------------------------------------------
     async def token(self, url: str) -> Optional[dict]:
@@ -168,7 +172,7 @@ class RemoteLogReader:
             if progress is not None and size_hint > 0:
                 # full size up front: the reader maps the file now and decodes what has arrived
                 os.ftruncate(out.fileno(), size_hint)
-                progress.ready = True
+                progress.advance(0, ready=True)
             while True:
                 chunk = src.read(_STREAM_CHUNK if progress is not None else _COPY_CHUNK)
                 if not chunk:
@@ -178,7 +182,7 @@ class RemoteLogReader:
                     view = view[out.write(view):]
                 n += len(chunk)
                 if progress is not None:
-                    progress.written = n
+                    progress.advance(n)
         return n
 
 
@@ -219,7 +223,7 @@ class _Cursor:
         return f"remote log segment {seg.remote_log_segment_id} ({self.url(k)})"
 
     def schedule(self) -> None:
-        self.reader.fetcher._spawn(self._schedule())
+        self.reader.fetcher.spawn(self._schedule())
 
     async def _schedule(self) -> None:
         try:
@@ -259,9 +263,11 @@ class _Cursor:
             tb = self.tb
             pid = "" if tb.partition_id is None else f"{tb.partition_id}-"
             dest = os.path.join(self.reader.tmp, f"{tb.table_id}-{pid}{tb.bucket_id}-{seg.remote_log_segment_id}.log")
-            progress = _Progress()
-            self.downloads[k] = self.reader._pool.submit(self.reader.download, fs, path, dest,
+            progress = _Progress(asyncio.get_running_loop())
+            self.downloads[k] = self.reader.pool.submit(self.reader.download, fs, path, dest,
                                                          seg.segment_size_in_bytes, progress)
+            # the end of a download (or its failure) wakes a reader waiting for more bytes
+            self.downloads[k].add_done_callback(progress.finished)
             self.downloads[k].dest = dest
             self.downloads[k].local = False
             self.downloads[k].progress = progress
@@ -279,16 +285,10 @@ class _Cursor:
                                    f"failed: {exc!r}", CLIENT_ERROR))
         finally:
             self.busy = False
-            fetcher._wake()
+            fetcher.wake()
 
     def _room(self) -> bool:
-        from .fetcher import _MAX_AHEAD
-
-        tb = self.tb
-        stops = self.reader.fetcher._stops
-        if stops is not None and (tb not in stops or self.offset >= stops[tb]):
-            return False  # a bounded read that has all it wants from this bucket
-        return sum(1 for c in self.reader.fetcher._buffer if c.bucket == tb) < _MAX_AHEAD
+        return self.reader.fetcher.has_room(self.tb, self.offset)
 
     async def _slice(self) -> None:
         """Decode the next slice of the current segment into one buffered result."""
@@ -300,8 +300,7 @@ class _Cursor:
             progress = getattr(fut, "progress", None)
             if not fut.done() and progress is not None and seg.segment_size_in_bytes > 0:
                 # decode while it streams in: map the preallocated file once the download has it
-                while not progress.ready and not fut.done():
-                    await asyncio.sleep(0.002)
+                await progress.wait(lambda: progress.ready)
                 if not fut.done() or fut.exception() is None:
                     self.view = _map(fut.dest, seg.segment_size_in_bytes)
                     self.streaming = fut
@@ -318,8 +317,10 @@ class _Cursor:
             else:
                 limit = fut.progress.written
                 partial = True
-                if limit - self.pos < logbatch.LOG_OVERHEAD:
-                    await asyncio.sleep(0.002)
+                need = _batch_end(self.view, self.pos, limit)
+                if limit < need:
+                    # nothing whole to decode yet: back once the first batch has fully arrived
+                    await fut.progress.wait(lambda: fut.progress.written >= need)
                     return
         view = self.view if limit == len(self.view) else self.view[:limit]
         job = (fetcher.spec, self.tb, view, self.pos, self.offset, self.label(self.index), partial,
@@ -328,7 +329,10 @@ class _Cursor:
         if self.closed or not self._current():
             return
         if partial and end == self.pos:
-            await asyncio.sleep(0.002)  # the next batch has not fully arrived yet
+            # the batch at pos claims more bytes than arrived when _batch_end looked: wait for more
+            progress = self.streaming.progress if self.streaming is not None else None
+            if progress is not None:
+                await progress.wait(lambda: progress.written > limit)
             return
         view = self.view
         start_offset = self.offset
@@ -341,15 +345,7 @@ class _Cursor:
             self.index += 1
             self.pos = 0
         self.offset = max(nxt, start_offset)
-        st = self.st
-        if chunks or self.offset != start_offset:
-            from .fetcher import _Completed
-
-            fetcher._buffer.append(_Completed(self.tb, st, start_offset, chunks, self.offset,
-                                              self.high_watermark))
-        st.fetch_pos = self.offset
-        fetcher._healthy(source="remote")
-        fetcher._wake()
+        fetcher.offer(self.tb, self.st, start_offset, chunks, self.offset, self.high_watermark)
         if self.index >= len(self.segments):
             self._finish()
         else:
@@ -368,9 +364,7 @@ class _Cursor:
         return size
 
     def _current(self) -> bool:
-        fetcher = self.reader.fetcher
-        with fetcher._lock:
-            return fetcher._subs.get(self.tb) is self.st and self.st.remote is self
+        return self.reader.fetcher.reads(self.tb, self.st) and self.st.remote is self
 
     def _download_error(self, k: int, exc: BaseException) -> FlussError:
         where = self.reader.fetcher.spec.where(self.tb)
@@ -392,15 +386,13 @@ class _Cursor:
             return
         st = self.st
         st.fetch_pos = self.offset
-        loop = asyncio.get_running_loop()
         if isinstance(exc, _Gone):
             key = (self.tb, self.offset)
-            if key not in self.reader._gone_seen:
+            if key not in self.reader.gone_seen:
                 # most likely expired by retention: the server's answer to a fresh fetch says so
-                self.reader._gone_seen.add(key)
+                self.reader.gone_seen.add(key)
                 return
-        st.retry_at = loop.time() + _RETRY_S
-        fetcher._fail(exc, source="remote")
+        fetcher.fail_bucket(st, exc, _RETRY_S)
 
     def close(self) -> None:
         if self.closed:
@@ -408,8 +400,7 @@ class _Cursor:
         self.closed = True
         if self.st.remote is self:
             self.st.remote = None
-        if self.reader._cursors.get(self.tb) is self:
-            del self.reader._cursors[self.tb]
+        self.reader.forget(self)
         self.view = None
         self.streaming = None
         for fut in self.downloads.values():
@@ -426,13 +417,66 @@ class _Gone(FlussError):
 
 
 class _Progress:
-    """How far a streamed download has got (written by the download thread, read by the loop)."""
+    """How far a streamed download has got: written by the download thread, read and waited
+    for on the runtime loop (woken per chunk, not polled)."""
 
-    __slots__ = ("ready", "written")
+    __slots__ = ("ready", "written", "done", "_loop", "_waiter")
 
-    def __init__(self):
+    def __init__(self, loop: asyncio.AbstractEventLoop):
         self.ready = False
         self.written = 0
+        self.done = False
+        self._loop = loop
+        self._waiter: Optional[asyncio.Future] = None
+
+    # -- download thread --------------------------------------------------------------------------
+    def advance(self, written: int, ready: bool = False) -> None:
+        self.written = written
+        if ready:
+            self.ready = True
+        self._notify()
+
+    def finished(self, _fut=None) -> None:
+        self.done = True
+        self._notify()
+
+    def _notify(self) -> None:
+        # read after the new state is stored: a waiter set later re-checks that state itself
+        w = self._waiter
+        if w is None:
+            return
+        try:
+            self._loop.call_soon_threadsafe(_settle, w)
+        except RuntimeError:
+            pass  # the loop is closed: nobody is waiting any more
+
+    # -- runtime loop -----------------------------------------------------------------------------
+    async def wait(self, until: Callable[[], bool]) -> None:
+        """Until ``until()`` holds or the download has ended (done, failed or cancelled)."""
+        while not until() and not self.done:
+            w = self._loop.create_future()
+            self._waiter = w
+            try:
+                if until() or self.done:  # it moved between the check above and the waiter
+                    return
+                await w
+            finally:
+                if self._waiter is w:
+                    self._waiter = None
+
+
+def _settle(w: asyncio.Future) -> None:
+    if not w.done():
+        w.set_result(None)
+
+
+def _batch_end(view, pos: int, limit: int) -> int:
+    """Where the batch at ``pos`` ends, from its length field, once ``limit`` bytes have arrived
+    (before the length field has: where that field ends, the least worth waiting for)."""
+    if limit - pos < logbatch.LOG_OVERHEAD:
+        return pos + logbatch.LOG_OVERHEAD
+    length = int.from_bytes(view[pos + 8:pos + 12], "little", signed=True)
+    return pos + logbatch.LOG_OVERHEAD + max(length, 0)
 
 
 def _unlink(path: str) -> None:

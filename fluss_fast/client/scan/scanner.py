@@ -9,11 +9,12 @@ import pyarrow as pa
 if TYPE_CHECKING:  # pandas is optional; imported where used
     import pandas as pd
 
-from ...codec.bodypool import BODY_POOL
+from ...codec.log.bodypool import BODY_POOL
 from ...errors import FlussError
 from ...metadata import TableBucket
 from ..runtime import on_runtime
-from .fetcher import LogFetcher, ScanSpec
+from .decode import ScanSpec
+from .fetcher import LogFetcher
 from .frames import import_polars, lazy_stream
 from .poll_ahead import PollAhead
 from .records import RecordBatch, ScanRecords
