@@ -7,9 +7,11 @@ from typing import Dict, List, Optional
 
 from ..errors import FlussError
 from ..rpc.errors import CLIENT_ERROR, Errors
-from ..metadata import (PARTITION_SEPARATOR, DatabaseDescriptor, DatabaseInfo, LakeSnapshot, OffsetSpec, PartitionInfo, ServerNode,
-                        TableBucket, TableDescriptor, TableInfo, TablePath, _type_name, _want_instance as _check,
-                        _want_str_dict)
+from ..metadata._args import type_name as _type_name, want_instance as _check, want_str_dict as _want_str_dict
+from ..metadata.cluster import DatabaseDescriptor, DatabaseInfo, LakeSnapshot, ServerNode
+from ..metadata.log import OffsetSpec
+from ..metadata.schema import TableDescriptor
+from ..metadata.table import PARTITION_SEPARATOR, PartitionInfo, TableBucket, TableInfo, TablePath
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
 from .cluster import partition_name_of

@@ -12,7 +12,8 @@ from typing import Dict, List, Optional, Tuple
 
 from ..datatypes import SchemaInfo, TableDescriptorInfo
 from ..errors import FlussError
-from ..metadata import COORDINATOR_SERVER, PARTITION_SEPARATOR, TABLET_SERVER, ServerNode, TablePath
+from ..metadata.cluster import COORDINATOR_SERVER, TABLET_SERVER, ServerNode
+from ..metadata.table import PARTITION_SEPARATOR, TablePath
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
 from ..rpc.errors import Errors

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Optional
 
 from ..config import Config
 from ..errors import FlussError
-from ..metadata import TablePath
+from ..metadata.table import TablePath
 from .admin import FlussAdmin
 from .context import ClientContext
 from .runtime import get_runtime, on_runtime

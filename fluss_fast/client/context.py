@@ -10,7 +10,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 from ..config import Config
 from ..errors import FlussError
 from ..rpc.errors import CLIENT_ERROR
-from ..metadata import TablePath
+from ..metadata.table import TablePath
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import API_KEYS, Api, COORDINATOR, TABLET_SERVER
 from ..rpc.connection import NETWORK_EXCEPTION, REQUEST_TIME_OUT, Connection

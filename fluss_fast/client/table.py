@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from ..errors import FlussError
 from ..rpc.errors import CLIENT_ERROR
-from ..metadata import TableBucket, TableInfo
+from ..metadata.table import TableBucket, TableInfo
 from .deferred import deferred
 from .lookup import Lookuper, PrefixLookuper
 from .write.upsert import UpsertWriter, illegal_argument
@@ -26,7 +26,7 @@ from .runtime import on_caller, on_runtime
 from .scan import LogScanner, TableScan
 
 if TYPE_CHECKING:  # imported where used at run time; named here for type checkers
-    from ..metadata import TablePath
+    from ..metadata.table import TablePath
     from .write import AppendWriter
 
 

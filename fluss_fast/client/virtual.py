@@ -26,7 +26,8 @@ import pyarrow.compute as pc
 
 from ..errors import FlussError
 from ..rpc.errors import CLIENT_ERROR
-from ..metadata import EARLIEST_OFFSET, TablePath
+from ..metadata.log import EARLIEST_OFFSET
+from ..metadata.table import TablePath
 from .runtime import on_runtime
 from .scan.records import Chunk, RowSource, ScanRecords
 from .scan.builder import TableScan
@@ -193,7 +194,7 @@ class VirtualScanner(LogScanner):
         parts: List[Optional[str]] = [None]
         if meta.is_partitioned:
             parts = list((await md.partitions(meta.path)).items())
-        from ..metadata import OffsetSpec
+        from ..metadata.log import OffsetSpec
         from .admin import FlussAdmin
 
         admin = FlussAdmin(self._ctx)

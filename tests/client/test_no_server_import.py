@@ -26,10 +26,10 @@ import fluss_fast as ff
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "fluss_fast"
 # the packages a client process loads; the server may import them, never the reverse
-CLIENT_SIDE = ("client", "codec", "rpc")
+CLIENT_SIDE = ("client", "codec", "rpc", "metadata")
 # modules at the package's top level that a client imports too
-CLIENT_TOP = ("__init__.py", "config.py", "datatypes.py", "errors.py", "event_loop.py",
-              "metadata.py", "remote_fs.py", "sync.py")
+CLIENT_TOP = ("__init__.py", "config.py", "datatypes.py", "errors.py", "event_loop.py", "remote_fs.py",
+              "sync.py")
 
 
 def _server_imports(path: Path, root: Path = ROOT) -> list:

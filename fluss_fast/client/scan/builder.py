@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import List, Optional
 
 from ...errors import FlussError
-from ...metadata import TableBucket
+from ...metadata.table import TableBucket
 from ..predicate import Predicate, bind_predicate
 from ..runtime import on_caller
 from .decode import ScanSpec

@@ -60,7 +60,8 @@ import pyarrow as pa
 from ...codec.log import logbatch
 from ...codec.errors import CorruptBatchError
 from ...errors import FlussError
-from ...metadata import EARLIEST_OFFSET, LATEST_OFFSET, TableBucket
+from ...metadata.log import EARLIEST_OFFSET, LATEST_OFFSET
+from ...metadata.table import TableBucket
 from ...rpc import fluss_api_pb2 as pb
 from ...rpc.api import Api
 from ...rpc.errors import CLIENT_ERROR, Errors

@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # pandas is optional; imported where used
     import pandas as pd
 
 from ...errors import FlussError
-from ...metadata import TableBucket
+from ...metadata.table import TableBucket
 from ...rpc import fluss_api_pb2 as pb
 from ...rpc.api import Api
 from ..runtime import on_runtime

@@ -10,7 +10,7 @@ import asyncio
 from typing import Dict, Optional, Tuple
 
 from ...errors import FlussError
-from ...metadata import TableBucket
+from ...metadata.table import TableBucket
 from ...rpc import fluss_api_pb2 as pb
 from ...rpc.api import Api
 from ...rpc.errors import Errors

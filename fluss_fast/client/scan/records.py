@@ -13,7 +13,8 @@ from typing import Dict, Iterator, List, Optional
 
 import pyarrow as pa
 
-from ...metadata import ChangeType, TableBucket
+from ...metadata.log import ChangeType
+from ...metadata.table import TableBucket
 from ...codec._select import pick as _pick
 from .convert import column_to_pylist
 

@@ -11,7 +11,7 @@ if TYPE_CHECKING:  # pandas is optional; imported where used
 
 from ...codec.log.bodypool import BODY_POOL
 from ...errors import FlussError
-from ...metadata import TableBucket
+from ...metadata.table import TableBucket
 from ..runtime import on_runtime
 from .decode import ScanSpec
 from .fetcher import LogFetcher
