@@ -15,7 +15,7 @@ TABLE = "tiered"
 
 
 def _start_tiering_server():
-    from fluss_fast.bench.scenarios import _remote_fraction
+    from fluss_fast.bench.remote_scenarios import _remote_fraction
     from fluss_fast.bench.util import EmbeddedServer
 
     srv = EmbeddedServer(watch_pid=os.getppid())

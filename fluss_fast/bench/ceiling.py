@@ -19,8 +19,10 @@ from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
 from ..rpc.errors import default_message
 from .raw import RawConnection, split_address
-from .scenarios import (DATABASE, Client, Env, Mismatch, Outcome, Scenario, cleanup_filled, create_table,
-                        drop_table, pk_schema, prepare_filled, register, table_name)
+from .harness import (DATABASE, Client, Env, Mismatch, Outcome, Scenario, create_table, drop_table, register,
+                      table_name)
+from .pk_scenarios import pk_schema
+from .scenarios import cleanup_filled, prepare_filled
 
 IN_FLIGHT = 16
 BATCH_BYTES = 2 * 1024 * 1024   # logical Arrow bytes per pre-encoded batch (a client's batch size)
@@ -92,7 +94,7 @@ async def _on_leaders(rt: TableRoute, work: Dict[int, Any], task, stopwatch=None
 
 def encode_requests(table: pa.Table, rt: TableRoute, buckets: List[int]) -> List[Tuple[int, bytes, int]]:
     """(bucket, ProduceLogRequest body, record count) for the whole table, round-robin over buckets."""
-    from ..codec.arrowlog import ArrowLogCodec
+    from ..codec.log.arrowlog import ArrowLogCodec
 
     desc = rt.descriptor
     codec = ArrowLogCodec(desc.schema, desc.compression, desc.compression_level)
@@ -184,7 +186,7 @@ async def run_produce(client: Optional[Client], env: Env, shared: dict) -> Outco
 async def _fetch_from(conn: RawConnection, table_id: int, buckets: List[int]) -> Tuple[int, int]:
     """Reads every bucket from offset 0 to its high watermark, one request per bucket in flight at a
     time (so all buckets overlap); returns (records, record bytes)."""
-    from ..codec.logbatch import iter_batches
+    from ..codec.log.logbatch import iter_batches
 
     rows = 0
     received = 0
@@ -248,8 +250,9 @@ LOOKUP_BATCH_KEYS = 64   # keys per request when batched (what a client batching
 
 
 def _pk_route_codecs(rt: TableRoute):
-    from ..codec.keys import RowKeyEncoder, key_columns
-    from ..codec.rows import CompactedRowEncoder, IndexedRowEncoder
+    from ..codec.kv.keys import RowKeyEncoder, key_columns
+    from ..codec.rows.compacted import CompactedRowEncoder
+    from ..codec.rows.indexed import IndexedRowEncoder
 
     desc = rt.descriptor
     schema = desc.schema
@@ -261,8 +264,8 @@ def _pk_route_codecs(rt: TableRoute):
 
 def encode_put_kv(rows: List[dict], rt: TableRoute) -> Dict[int, List[Tuple[bytes, int]]]:
     """leader -> [(PutKvRequest body, record count)]: every row once, KV batches per bucket."""
-    from ..codec.keys import bucket_of
-    from ..codec.kvbatch import build_kv_batch
+    from ..codec.kv.keys import bucket_of
+    from ..codec.kv.kvbatch import build_kv_batch
 
     row_enc, pk_enc, bk_enc = _pk_route_codecs(rt)
     names = rt.descriptor.schema.names
@@ -325,7 +328,7 @@ async def run_put_kv(client: Optional[Client], env: Env, shared: dict) -> Outcom
 async def prepare_lookup(env: Env, keys_per_request: int = 1) -> dict:
     """A PK table filled with raw PUT_KV (no client needed), and LOOKUP request bodies of
     ``keys_per_request`` keys of one bucket each."""
-    from ..codec.keys import bucket_of
+    from ..codec.kv.keys import bucket_of
 
     shared = await prepare_put_kv(env)
     rt: TableRoute = shared["route"]

@@ -25,15 +25,20 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from . import datasets as ds
-from . import scenarios as sc
+from . import harness as h
+# importing a scenario module registers its scenarios, in this order (the order --help lists them)
+from . import scenarios as log_scenarios
+from . import remote_scenarios as _remote_scenarios  # noqa: F401
+from . import pk_scenarios
 from ..cli import version_line
 from .util import cleanup_step, human_rate, run_interruptibly, server_for
 
 from . import ceiling as _ceiling  # noqa: F401 - importing registers the ceiling scenarios
 from .cold import COLD_SCENARIOS
+from .cold_runs import run_cold
 
-DEFAULT_SCENARIOS = sc.LOG_SCENARIOS + sc.PK_SCENARIOS + ["ceiling_produce", "ceiling_fetch", "ceiling_put_kv",
-                                                          "ceiling_lookup", "ceiling_lookup_batch"]
+DEFAULT_SCENARIOS = log_scenarios.LOG_SCENARIOS + pk_scenarios.PK_SCENARIOS + [
+    "ceiling_produce", "ceiling_fetch", "ceiling_put_kv", "ceiling_lookup", "ceiling_lookup_batch"]
 CLIENT_MODULES = {"fluss_fast": "fluss_fast", "pyfluss": "fluss"}
 QUICK_ROWS = 20_000
 QUICK_REPEAT = 2
@@ -56,10 +61,10 @@ SWEEP_SCENARIOS = ["write_arrow", "scan"]
 class Result:
     scenario: str
     client: str
-    samples: List[sc.Outcome] = field(default_factory=list)
+    samples: List[h.Outcome] = field(default_factory=list)
     status: str = OK
     detail: str = ""
-    cold_samples: List[sc.Outcome] = field(default_factory=list)
+    cold_samples: List[h.Outcome] = field(default_factory=list)
 
     def fail(self, status: str, detail: str) -> None:
         # The worst status wins: one bad repetition makes the whole result bad.
@@ -102,7 +107,7 @@ class Result:
         return out
 
 
-def cold_summary(samples: List[sc.Outcome]) -> Dict[str, Any]:
+def cold_summary(samples: List[h.Outcome]) -> Dict[str, Any]:
     """Medians of the cold runs (``bench.cold``): the operation's time from its call, the time to the
     first row (connect included, import not), the import, CPU split into user and kernel time, and
     the peak RSS rise over the process's RSS before it connected."""
@@ -143,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true",
                    help=f"small run for CI (about a minute): {QUICK_ROWS} rows, {QUICK_REPEAT} warm repetitions, "
                         f"{QUICK_COLD_REPEAT} cold run per client and scenario")
-    p.add_argument("--scenarios", metavar="A,B", help="comma-separated subset of: " + ", ".join(sc.SCENARIOS))
+    p.add_argument("--scenarios", metavar="A,B", help="comma-separated subset of: " + ", ".join(h.SCENARIOS))
     p.add_argument("--rows", metavar="N", help=f"rows in the data set (default {FULL_ROWS}; accepts 10k, 1m)")
     p.add_argument("--repeat", type=int, metavar="N",
                    help=f"warm repetitions per client, in this process (default {FULL_REPEAT}; 0: cold runs only)")
@@ -184,7 +189,7 @@ def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def load_clients(names: List[str]) -> List[sc.Client]:
+def load_clients(names: List[str]) -> List[h.Client]:
     clients = []
     for name in names:
         mod_name = CLIENT_MODULES.get(name)
@@ -197,11 +202,11 @@ def load_clients(names: List[str]) -> List[sc.Client]:
                 _log(f"pyfluss is not installed ({exc}); benchmarking fluss_fast alone")
                 continue
             raise
-        clients.append(sc.Client(name, module))
+        clients.append(h.Client(name, module))
     return clients
 
 
-def versions(clients: List[sc.Client]) -> Dict[str, str]:
+def versions(clients: List[h.Client]) -> Dict[str, str]:
     import numpy
     import pyarrow
 
@@ -241,7 +246,7 @@ def machine() -> Dict[str, Any]:
             "machine": platform.machine(), "cpu": cpu, "cores": os.cpu_count()}
 
 
-async def run_all(opts, scenario_names: List[str], clients: List[sc.Client], bootstrap: str,
+async def run_all(opts, scenario_names: List[str], clients: List[h.Client], bootstrap: str,
                   rows: int, repeat: int, server_pid: Optional[int] = None, cold_repeat: int = 0) -> List[Result]:
     try:
         # pyarrow imports pandas (when installed) on first use of pa.array(), Array.view() and
@@ -252,9 +257,9 @@ async def run_all(opts, scenario_names: List[str], clients: List[sc.Client], boo
     for c in clients:
         await c.open(bootstrap)
     verifier = next((c for c in clients if c.name == "pyfluss"), clients[0])
-    env = sc.Env(bootstrap, opts.dataset, rows, opts.buckets, verifier, progress=not opts.no_progress,
+    env = h.Env(bootstrap, opts.dataset, rows, opts.buckets, verifier, progress=not opts.no_progress,
                  server_pid=server_pid, profile_dir=opts.profile,
-                 lookup_budget_s=sc.QUICK_LOOKUP_BUDGET_S if opts.quick else sc.LOOKUP_BUDGET_S)
+                 lookup_budget_s=h.QUICK_LOOKUP_BUDGET_S if opts.quick else h.LOOKUP_BUDGET_S)
     t0 = time.perf_counter()
     _ = env.table
     _log(f"data set {opts.dataset}: {rows} rows, {env.table.nbytes / 1e6:.1f} MB in Arrow "
@@ -264,7 +269,7 @@ async def run_all(opts, scenario_names: List[str], clients: List[sc.Client], boo
     results: List[Result] = []
     try:
         for name in scenario_names:
-            s = sc.SCENARIOS[name]
+            s = h.SCENARIOS[name]
             labels = ["raw"] if s.raw else [c.name for c in clients]
             res = {label: Result(name, label) for label in labels}
             results.extend(res.values())
@@ -279,10 +284,10 @@ async def run_all(opts, scenario_names: List[str], clients: List[sc.Client], boo
                         prepare_errors[key] = exc
                 if key in prepare_errors:
                     exc = prepare_errors[key]
-                    status = SKIPPED if isinstance(exc, sc.Skip) else \
-                        FAILED if isinstance(exc, sc.Mismatch) else ERROR
+                    status = SKIPPED if isinstance(exc, h.Skip) else \
+                        FAILED if isinstance(exc, h.Mismatch) else ERROR
                     for r in res.values():
-                        r.fail(status, str(exc) if isinstance(exc, sc.Skip) else f"prepare: {_describe(exc)}")
+                        r.fail(status, str(exc) if isinstance(exc, h.Skip) else f"prepare: {_describe(exc)}")
                     _log(f"[{name}] {status}: {_describe(exc)}")
                     continue
                 shared = prepared[key]
@@ -313,7 +318,7 @@ async def run_all(opts, scenario_names: List[str], clients: List[sc.Client], boo
                     if r.status in (SKIPPED,):
                         continue
                     env.current = f"{name}-{client.name}-cold{rep + 1}"
-                    out = await _attempt(sc.run_cold(name, client, env, shared, opts.timeout), r, name,
+                    out = await _attempt(run_cold(name, client, env, shared, opts.timeout), r, name,
                                          f"{client.name} cold {rep + 1}", opts.timeout + 30, cold=True)
                     if out is None:
                         continue
@@ -326,7 +331,7 @@ async def run_all(opts, scenario_names: List[str], clients: List[sc.Client], boo
     finally:
         # Bounded, so that a Ctrl-C (which cancels this coroutine) ends the run within seconds.
         for s_prepare, shared in prepared.items():
-            for s in sc.SCENARIOS.values():
+            for s in h.SCENARIOS.values():
                 if s.prepare is s_prepare and s.cleanup is not None:
                     await cleanup_step(s.cleanup(env, shared), CLEANUP_TIMEOUT_S)
                     break
@@ -340,10 +345,10 @@ async def _attempt(coro, r: Result, name: str, what: str, timeout: float, cold: 
     tag = "cold: " if cold else ""
     try:
         return await asyncio.wait_for(coro, timeout)
-    except sc.Skip as exc:
+    except h.Skip as exc:
         r.fail(SKIPPED, str(exc))
         _log(f"[{name}] {what}: SKIPPED ({exc})")
-    except sc.Mismatch as exc:
+    except h.Mismatch as exc:
         r.fail(FAILED, tag + str(exc))
         _log(f"[{name}] {what}: FAILED: {exc}")
     except asyncio.TimeoutError:
@@ -427,7 +432,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return spark_main([a for a in argv if a != "--spark"])
     opts = parse_args(argv)
     if opts.list:
-        for name, s in sc.SCENARIOS.items():
+        for name, s in h.SCENARIOS.items():
             print(f"{name:16} {s.description}")
         return 0
     try:
@@ -445,9 +450,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             if opts.sweep else [rows]
         if not sizes:
             raise ValueError("--sweep needs at least one size")
-        unknown = [n for n in names if n not in sc.SCENARIOS]
+        unknown = [n for n in names if n not in h.SCENARIOS]
         if unknown:
-            raise ValueError(f"unknown scenario(s) {', '.join(unknown)}; expected: {', '.join(sc.SCENARIOS)}")
+            raise ValueError(f"unknown scenario(s) {', '.join(unknown)}; expected: {', '.join(h.SCENARIOS)}")
         clients = load_clients([c.strip() for c in opts.clients.split(",") if c.strip()])
         if not clients:
             raise ValueError("no client to benchmark")

@@ -148,7 +148,7 @@ class _Clock:
             self.first_row_at = time.perf_counter()
 
 
-_DATABASE = "fluss_fast_bench"   # scenarios.DATABASE (not imported: that would import the client)
+_DATABASE = "fluss_fast_bench"   # harness.DATABASE (not imported: that would import the client)
 _WRITES = ("append", "write_arrow", "upsert", "upsert_arrow")
 
 
@@ -289,7 +289,7 @@ def _check(scenario, job, result, data) -> Dict[str, Any]:
 
 
 async def _lookups(scenario, table, job, data, clock: _Clock):
-    from fluss_fast.bench.scenarios import CONCURRENCY, LOOKUPS, expected_for_keys, sample_keys
+    from fluss_fast.bench.pk_scenarios import CONCURRENCY, LOOKUPS, expected_for_keys, sample_keys
 
     spec = job["spec"]
     id_col, str_col = spec["id_column"], spec["string_column"]

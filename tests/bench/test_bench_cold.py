@@ -9,7 +9,9 @@ import pytest
 
 from fluss_fast.bench import cli
 from fluss_fast.bench import cold
+from fluss_fast.bench import harness as h
 from fluss_fast.bench import scenarios as sc
+from fluss_fast.bench import cold_runs as cr
 
 
 def _with_client(server, body, tmp_path, monkeypatch, dataset="numeric", rows=3000):
@@ -18,12 +20,12 @@ def _with_client(server, body, tmp_path, monkeypatch, dataset="numeric", rows=30
     monkeypatch.setenv("FLUSS_FAST_BENCH_CACHE", str(tmp_path))
 
     async def go():
-        client = await sc.Client("fluss_fast", fluss_fast).open(server.bootstrap_servers)
-        env = sc.Env(server.bootstrap_servers, dataset, rows, 4, client, progress=False)
+        client = await h.Client("fluss_fast", fluss_fast).open(server.bootstrap_servers)
+        env = h.Env(server.bootstrap_servers, dataset, rows, 4, client, progress=False)
         try:
             await body(client, env)
         finally:
-            await client.conn.get_admin().drop_database(sc.DATABASE, ignore_if_not_exists=True, cascade=True)
+            await client.conn.get_admin().drop_database(h.DATABASE, ignore_if_not_exists=True, cascade=True)
             await client.close()
 
     asyncio.run(go())
@@ -35,7 +37,7 @@ def test_a_cold_scan_runs_in_a_fresh_process_and_is_checked(fluss_server, monkey
 
     async def body(client, env):
         name = await sc.prepare_filled(env)
-        out = await sc.run_cold("scan", client, env, name)
+        out = await cr.run_cold("scan", client, env, name)
         assert out.rows == 3000 and out.seconds > 0
         x = out.extra
         for key in ("import_s", "import_pyarrow_s", "connect_s", "first_row_s", "user_s", "sys_s"):
@@ -50,8 +52,8 @@ def test_a_cold_scan_runs_in_a_fresh_process_and_is_checked(fluss_server, monkey
         env._table = env.table.set_column(env.table.schema.get_field_index("tag"),
                                           env.table.schema.field("tag"), pa.array(tags))
         env._expected.clear()
-        with pytest.raises(sc.Mismatch, match="str_hash"):
-            await sc.run_cold("scan", client, env, name)
+        with pytest.raises(h.Mismatch, match="str_hash"):
+            await cr.run_cold("scan", client, env, name)
 
     _with_client(fluss_server, body, tmp_path, monkeypatch)
 
@@ -59,13 +61,13 @@ def test_a_cold_scan_runs_in_a_fresh_process_and_is_checked(fluss_server, monkey
 @pytest.mark.timeout(120)
 def test_cold_write_then_read_and_projected_scan(fluss_server, monkeypatch, tmp_path):
     async def body(client, env):
-        out = await sc.run_cold("scan_after_write", client, env, None)
+        out = await cr.run_cold("scan_after_write", client, env, None)
         assert out.rows == 3000 and out.extra["write_s"] > 0
         name = await sc.prepare_filled(env)
-        out = await sc.run_cold("projected_scan", client, env, name)
+        out = await cr.run_cold("projected_scan", client, env, name)
         assert out.rows == 3000 and out.nbytes == env.table.select(list(env.spec.projection)).nbytes
         # the table it wrote is gone again: a cold write leaves nothing behind
-        tables = await client.conn.get_admin().list_tables(sc.DATABASE)
+        tables = await client.conn.get_admin().list_tables(h.DATABASE)
         assert tables == [name]
 
     _with_client(fluss_server, body, tmp_path, monkeypatch)
@@ -73,8 +75,8 @@ def test_cold_write_then_read_and_projected_scan(fluss_server, monkeypatch, tmp_
 
 def test_scenarios_without_a_cold_variant_are_skipped():
     async def go():
-        with pytest.raises(sc.Skip):
-            await sc.run_cold("ceiling_fetch", None, None, None)
+        with pytest.raises(h.Skip):
+            await cr.run_cold("ceiling_fetch", None, None, None)
 
     asyncio.run(go())
 
@@ -85,13 +87,13 @@ def test_a_child_error_is_an_error_and_a_wrong_answer_a_mismatch(monkeypatch):
     monkeypatch.setattr(cold, "job_command", lambda job: [sys.executable, "-c", job])
 
     async def go(script):
-        return await sc._cold_child(script, 30)
+        return await cr._cold_child(script, 30)
 
     def reporting(report):
         return f"print('noise'); print({'COLD ' + json.dumps(report)!r})"
 
     assert asyncio.run(go(reporting({"seconds": 1}))) == {"seconds": 1}
-    with pytest.raises(sc.Mismatch, match="MISMATCH"):
+    with pytest.raises(h.Mismatch, match="MISMATCH"):
         asyncio.run(go(reporting({"error": "RuntimeError: MISMATCH lookups"})))
     with pytest.raises(RuntimeError, match="cold run: OSError: boom"):
         asyncio.run(go(reporting({"error": "OSError: boom"})))
@@ -101,8 +103,8 @@ def test_a_child_error_is_an_error_and_a_wrong_answer_a_mismatch(monkeypatch):
 
 def _summary(scenario, client, rate, cold_s, cold_rate, first):
     r = cli.Result(scenario, client)
-    r.samples = [sc.Outcome(1000 / rate, 1000, 10_000, cpu=(0.5, 0.1), rss=(100_000_000, 120_000_000))]
-    r.cold_samples = [sc.Outcome(cold_s, int(cold_rate * cold_s), 10_000, cpu=(0.3, 0.1),
+    r.samples = [h.Outcome(1000 / rate, 1000, 10_000, cpu=(0.5, 0.1), rss=(100_000_000, 120_000_000))]
+    r.cold_samples = [h.Outcome(cold_s, int(cold_rate * cold_s), 10_000, cpu=(0.3, 0.1),
                                  rss=(50_000_000, 80_000_000),
                                  extra={"import_s": 0.4, "connect_s": 0.01, "first_row_s": first,
                                         "user_s": 0.2, "sys_s": 0.1})]

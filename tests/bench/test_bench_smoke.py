@@ -10,7 +10,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from fluss_fast.bench import harness as h
 from fluss_fast.bench import scenarios as sc
+from fluss_fast.bench import pk_scenarios as pk
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -100,9 +102,9 @@ def test_scan_check_catches_wrong_data(fluss_server, monkeypatch, tmp_path):
     monkeypatch.setenv("FLUSS_FAST_BENCH_CACHE", str(tmp_path))
 
     async def go():
-        client = await sc.Client("fluss_fast", fluss_fast).open(fluss_server.bootstrap_servers)
+        client = await h.Client("fluss_fast", fluss_fast).open(fluss_server.bootstrap_servers)
         try:
-            env = sc.Env(fluss_server.bootstrap_servers, "orders", 2000, 2, client, progress=False)
+            env = h.Env(fluss_server.bootstrap_servers, "orders", 2000, 2, client, progress=False)
             name = await sc.prepare_filled(env)
             good = await sc.run_scan(client, env, name)
             assert good.rows == 2000
@@ -112,12 +114,12 @@ def test_scan_check_catches_wrong_data(fluss_server, monkeypatch, tmp_path):
             env._table = env.table.set_column(env.table.schema.get_field_index("description"),
                                               env.table.schema.field("description"), pa.array(desc))
             env._expected.clear()
-            with pytest.raises(sc.Mismatch, match="str_hash"):
+            with pytest.raises(h.Mismatch, match="str_hash"):
                 await sc.run_scan(client, env, name)
             await sc.cleanup_filled(env, name)
         finally:
             # leave the shared session server as we found it
-            await client.conn.get_admin().drop_database(sc.DATABASE, ignore_if_not_exists=True, cascade=True)
+            await client.conn.get_admin().drop_database(h.DATABASE, ignore_if_not_exists=True, cascade=True)
             await client.close()
 
     asyncio.run(go())
@@ -127,9 +129,9 @@ def test_failed_result_makes_exit_status_nonzero(fluss_server, monkeypatch, tmp_
     from fluss_fast.bench import cli
 
     async def wrong(client, env, shared):
-        raise sc.Mismatch("rows=1 expected rows=2")
+        raise h.Mismatch("rows=1 expected rows=2")
 
-    monkeypatch.setitem(sc.SCENARIOS, "always_wrong", sc.Scenario("always_wrong", "test", wrong))
+    monkeypatch.setitem(h.SCENARIOS, "always_wrong", h.Scenario("always_wrong", "test", wrong))
     monkeypatch.setenv("FLUSS_FAST_BENCH_CACHE", str(tmp_path))
     rc = cli.main(["--scenarios", "always_wrong", "--rows", "100", "--repeat", "1", "--clients", "fluss_fast",
                    "--bootstrap-servers", fluss_server.bootstrap_servers, "--no-progress"])
@@ -194,20 +196,20 @@ def test_lookup_scenarios_stop_at_the_env_budget(fluss_server, monkeypatch, tmp_
     monkeypatch.setenv("FLUSS_FAST_BENCH_CACHE", str(tmp_path))
 
     async def go():
-        client = await sc.Client("fluss_fast", fluss_fast).open(fluss_server.bootstrap_servers)
+        client = await h.Client("fluss_fast", fluss_fast).open(fluss_server.bootstrap_servers)
         try:
-            env = sc.Env(fluss_server.bootstrap_servers, "orders", 500, 2, client, progress=False,
+            env = h.Env(fluss_server.bootstrap_servers, "orders", 500, 2, client, progress=False,
                          lookup_budget_s=0.0)
-            shared = await sc.prepare_pk(env)
-            assert (await sc.run_lookup(client, env, shared)).rows == 0
-            prefixes = await sc.prepare_prefix(env)
-            assert (await sc.run_prefix_lookup(client, env, prefixes)).rows == 0
-            env.lookup_budget_s = sc.LOOKUP_BUDGET_S
-            assert (await sc.run_lookup64(client, env, shared)).rows == 500
-            await sc.cleanup_pk(env, shared)
-            await sc.cleanup_pk(env, prefixes)
+            shared = await pk.prepare_pk(env)
+            assert (await pk.run_lookup(client, env, shared)).rows == 0
+            prefixes = await pk.prepare_prefix(env)
+            assert (await pk.run_prefix_lookup(client, env, prefixes)).rows == 0
+            env.lookup_budget_s = h.LOOKUP_BUDGET_S
+            assert (await pk.run_lookup64(client, env, shared)).rows == 500
+            await pk.cleanup_pk(env, shared)
+            await pk.cleanup_pk(env, prefixes)
         finally:
-            await client.conn.get_admin().drop_database(sc.DATABASE, ignore_if_not_exists=True, cascade=True)
+            await client.conn.get_admin().drop_database(h.DATABASE, ignore_if_not_exists=True, cascade=True)
             await client.close()
 
     asyncio.run(go())
@@ -222,7 +224,7 @@ def test_quick_runs_get_the_short_lookup_budget(monkeypatch):
         seen["budget"] = kw.get("lookup_budget_s")
         raise RuntimeError("stop here")
 
-    monkeypatch.setattr(sc, "Env", spy)
+    monkeypatch.setattr(h, "Env", spy)
     opts = cli.parse_args(["--quick", "--clients", "fluss_fast"])
 
     class _Client:
@@ -231,7 +233,7 @@ def test_quick_runs_get_the_short_lookup_budget(monkeypatch):
         async def open(self, bootstrap):
             return self
 
-    for quick, want in ((True, sc.QUICK_LOOKUP_BUDGET_S), (False, sc.LOOKUP_BUDGET_S)):
+    for quick, want in ((True, h.QUICK_LOOKUP_BUDGET_S), (False, h.LOOKUP_BUDGET_S)):
         opts.quick = quick
         with pytest.raises(RuntimeError, match="stop here"):
             asyncio.run(cli.run_all(opts, ["lookup"], [_Client()], "127.0.0.1:1", 100, 1))
