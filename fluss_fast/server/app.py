@@ -16,19 +16,19 @@ import socket
 from typing import Optional
 
 from ..rpc.api import COORDINATOR, TABLET_SERVER
+from ..rpc.frame_pool import FramePool
 from .auth import PlainAuthenticator
 from .catalog import Catalog
 from .datadir_lock import DataDirLock
 from .flush_policy import FlushPolicy
-from .frame_pool import FramePool
-from .kvstore import require_rocksdict
 from .listeners import PLAINTEXT_LISTENER, SASL_LISTENER, Listener, advertised_host, split_host_port
-from .protocol import RawBody, RequestContext, ServerConnection
+from .protocol import ServerConnection
 from .replicas import ReplicaManager
+from .rocksdb_options import require_rocksdict
 from .settings import Settings
 from .tablet import TabletService
 
-__all__ = ["FlussServer", "RawBody", "RequestContext", "FramePool", "DEFAULT_IDLE_TIMEOUT_S"]
+__all__ = ["FlussServer", "DEFAULT_IDLE_TIMEOUT_S"]
 
 log = logging.getLogger("fluss_fast.server")
 
@@ -136,7 +136,7 @@ class FlussServer:
         Raises:
             RuntimeError: Another server holds the data directory.
             OSError: A listen address is taken.
-            ImportError: rocksdict (the ``server`` extra) is not installed (``kvstore.RocksDBMissing``).
+            ImportError: rocksdict (the ``server`` extra) is not installed (``rocksdb_options.RocksDBMissing``).
         """
         from .coordinator import Coordinator
 
@@ -281,10 +281,3 @@ class FlussServer:
             line += f" sasl.bootstrap.servers={self.sasl_bootstrap_servers}"
         return line
 
-
-def __getattr__(name: str):
-    # LocalServer and new_event_loop moved to local.py, which imports this module
-    if name in ("LocalServer", "new_event_loop"):
-        from . import local
-        return getattr(local, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,7 +11,7 @@ import sys
 from .app import DEFAULT_IDLE_TIMEOUT_S, FlussServer
 from ..event_loop import new_event_loop
 from .datadir_lock import DataDirLocked
-from .kvstore import RocksDBMissing
+from .rocksdb_options import RocksDBMissing
 from .auth import load_users_file, parse_user_spec
 
 
@@ -65,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
+    logging.basicConfig(level=logging.getLevelNamesMapping().get(str(args.log_level).upper(), logging.WARNING),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     users = {}
     try:

@@ -11,16 +11,18 @@ import time
 import uuid
 from typing import Dict, Optional
 
-from ..codec.kvbatch import build_kv_batch, decode_value
-from ..codec.rows import CompactedRowDecoder
-from ..codec.valuebatch import build_value_batch
+from ..codec.kv.kvbatch import build_kv_batch, decode_value
+from ..codec.rows.compacted import CompactedRowDecoder
+from ..codec.kv.valuebatch import build_value_batch
 from ..errors import FlussError
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
 from ..rpc.errors import Errors
 from ..rpc.wire import PUT_KV
 from .bucket_reqs import bucket_reply, check_acks, set_error
-from .kvstore import FIRST_KEY, Merger, put_batch
+from .kvstore import FIRST_KEY, put_batch
+from .protocol import HandlerEntry, RawParsed
+from .row_merger import Merger
 
 SCANNER_TTL_S = 600.0          # kv.scanner.ttl
 MAX_SCANNERS_PER_BUCKET = 8
@@ -80,9 +82,10 @@ class KvService:
         self.kv = replicas.kv
         self._scanners: Dict[bytes, _Scanner] = replicas.scanners
 
-    def handlers(self) -> dict:
+    def handlers(self) -> dict[int, HandlerEntry]:
         return {
-            Api.PUT_KV: self.put_kv,
+            # the KV batches are read in place from the request frame (no protobuf copy of the records)
+            Api.PUT_KV: RawParsed(self.put_kv, PUT_KV.parse),
             Api.LOOKUP: self.lookup,
             Api.PREFIX_LOOKUP: self.prefix_lookup,
             Api.SCAN_KV: self.scan_kv,
@@ -154,9 +157,6 @@ class KvService:
             # is taken in request order)
             await asyncio.gather(*puts)
         return resp
-
-    # the KV batches are read in place from the request frame (no protobuf copy of the records)
-    put_kv.raw_parser = PUT_KV.parse
 
     # -- LOOKUP / PREFIX_LOOKUP ------------------------------------------------------------------
     async def lookup(self, ctx, version, req):

@@ -15,10 +15,12 @@ import os
 import struct
 
 from ..codec.errors import CorruptBatchError
-from ..codec.kvsplit import plan_changes, split_kv_records
-from ..codec.rows import INDEXED
+from ..codec.kv.kvsplit import plan_changes, split_kv_records
+from ..codec.rows.rowtypes import INDEXED
 from ..errors import FlussError
 from ..rpc.errors import Errors
+from .row_merger import Merger
+from .table_kv import TableKv
 from .table_options import deletes_disabled
 
 _SID = struct.Struct("<h")
@@ -28,41 +30,21 @@ THREAD_BUILD_ROWS = 512  # changelogs at least this long are built (and compress
 THREAD_GET_KEYS = 256  # multi-gets at least this long run on a worker thread
 
 
-def eligible(table, merger) -> bool:
+def eligible(table: TableKv, merger: Merger) -> bool:
     """Whether a request with this merge rule may take the fast path."""
     return (ENABLED and merger.engine is None and merger.target is None and table.auto_inc is None
             and table.log_format == "ARROW" and table.kv_format != INDEXED
             and table.image in ("FULL", "WAL") and merger.delete_behavior in ("ALLOW", "IGNORE", "DISABLE"))
 
 
-def _converter(table):
-    conv = getattr(table, "_rows_to_arrow", None)
-    if conv is None:
-        from ..codec.rowarrow import RowsToArrow
-
-        conv = table._rows_to_arrow = RowsToArrow(table.schema, table.kv_format, table.schemas, str(table.path),
-                                                  table.latest_schema_id)
-    return conv
-
-
-def _codec(table):
-    codec = table._changelog
-    if codec is None:
-        from ..codec.arrowlog import ArrowLogCodec
-
-        codec = table._changelog = ArrowLogCodec(table.schema, table._compression[0], table._compression[1],
-                                                 table_name=table.path)
-    return codec
-
-
-def changelog_from_values(table, values, cts: bytearray, mixed: bool, writer_id: int, batch_sequence: int) -> bytes:
+def changelog_from_values(table: TableKv, values, cts: bytearray, mixed: bool, writer_id: int, batch_sequence: int) -> bytes:
     """The changelog batch of stored values (int16 schema id + row), straight from their bytes to
     Arrow (``codec.rowarrow``: rows of an older schema are mapped to the latest one)."""
     if not values:
         return table.build_changelog([], cts, writer_id, batch_sequence)
-    rb = _converter(table).value_list(values)
-    return _codec(table).build(rb, schema_id=table.latest_schema_id, writer_id=writer_id,
-                               batch_sequence=batch_sequence, change_types=bytes(cts))
+    rb = table.rows_to_arrow().value_list(values)
+    return table.changelog_codec().build(rb, schema_id=table.latest_schema_id, writer_id=writer_id,
+                                         batch_sequence=batch_sequence, change_types=bytes(cts))
 
 
 class _ReadFailed(Exception):
@@ -87,7 +69,7 @@ def _plan_and_build(table, bkv, keys, values, full: bool, ignore_deletes: bool, 
     return changes, changelog_from_values(table, rows, cts, mixed, h.writer_id, h.batch_sequence)
 
 
-async def put_batch_fast(table, merger, bkv, records, h) -> int:
+async def put_batch_fast(table: TableKv, merger: Merger, bkv, records, h) -> int:
     """``kvstore.put_batch`` for an eligible request; ``h`` is the checked header."""
     name = bkv.blog.name
     try:

@@ -1,5 +1,7 @@
-"""Primary-key table state of the embedded server: one RocksDB (``rocksdict``) per bucket, the merge
-engines, and changelog generation (docs/contributing/formats.md §5, §7, §8).
+"""Primary-key table state of the embedded server: one RocksDB (``rocksdict``) per bucket and PUT_KV
+applied to it (docs/contributing/formats.md §5, §7, §8). The merge rule of a request is
+``row_merger.Merger``, the table's changelog format ``table_kv.TableKv``, the RocksDB options
+``rocksdb_options``.
 
 Write order and recovery: a PUT_KV batch is merged against the current state, turned into ONE
 changelog batch that is appended to the bucket's log, and only then applied to the bucket's
@@ -27,22 +29,27 @@ import asyncio
 import logging
 import os
 import shutil
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Tuple
 
-from ..codec import logbatch
 from ..codec.errors import CorruptBatchError
+from ..codec.kv.kvbatch import encode_value, iter_kv_records, parse_kv_header
+from ..codec.kv.kvsplit import KeyFilter, current_values, fill_batch, read_through
+from ..codec.log import logbatch
 # change types of changelog records (docs/contributing/formats.md §2.5)
-from ..codec.indexedlog import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
-from ..codec.keys import KeyScheme, key_columns, lake_key_decoder, lake_key_encoder
-from ..codec.kvbatch import encode_value, iter_kv_records, parse_kv_header
-from ..codec.kvsplit import KeyFilter, current_values, fill_batch, read_through
-from ..codec.rows import (INDEXED, CompactedRowDecoder, CompactedRowEncoder,
-                          IndexedRowDecoder, IndexedRowEncoder)
+from ..codec.log.indexedlog import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
+from ..codec.rows.compacted import CompactedRowEncoder
+from ..codec.rows.indexed import IndexedRowEncoder
+from ..codec.rows.rowtypes import INDEXED
 from ..errors import FlussError
 from ..rpc.errors import Errors
 from . import kvfast
+from .bucket_log import BucketLog
+from .logstore import LogManager
+from .rocksdb_options import open_db, raw_options
+from .row_merger import UNCHANGED, Merger
+from .segment_read import read_segment
+from .table_kv import TableKv
 from .table_options import deletes_disabled
-from .logstore import read_segment
 
 log = logging.getLogger("fluss_fast.server.kvstore")
 
@@ -61,399 +68,6 @@ PENDING_BYTES = 16 << 20  # KV batch bytes merged into the buffer since its last
 PENDING_TOTAL_BYTES = 256 << 20  # the same over every bucket in the process: past it, a bucket flushes at once
 PENDING_SECONDS = float(os.environ.get("FLUSS_FAST_KV_PREWRITE_SECONDS") or 2.0)
 THREAD_BUILD_ROWS = 512  # changelogs at least this long are built on a worker thread
-BLOCK_CACHE_BYTES = 64 << 20  # shared by every bucket's RocksDB in the process
-AUTO_INC_CACHE = 100_000  # table.auto-increment.cache-size: ids a bucket takes from its table's counter at once
-
-
-SERVER_EXTRA_HINT = "pip install 'fluss-fast[server]'"
-
-
-class RocksDBMissing(ImportError):
-    """rocksdict, the embedded server's RocksDB binding, is not installed: it comes with the ``server``
-    extra, as a client of a real cluster does without it."""
-
-
-def require_rocksdict() -> None:
-    """Raises RocksDBMissing unless rocksdict imports. The server calls it before opening anything, so
-    a missing extra is one line at start, not an ImportError in the first primary-key write."""
-    try:
-        import rocksdict  # noqa: F401
-    except ImportError as exc:
-        raise RocksDBMissing(f"the embedded server keeps primary-key tables in RocksDB, and rocksdict is not "
-                             f"installed; install it with: {SERVER_EXTRA_HINT}") from exc
-
-
-_BLOCK_CACHE = None
-
-
-def _block_cache():
-    """One LRU block cache for every bucket's store: PUT_KV reads the old value of every key it
-    updates, and a bucket's working set is rarely the same size as its neighbours'."""
-    global _BLOCK_CACHE
-    if _BLOCK_CACHE is None:
-        import rocksdict
-
-        _BLOCK_CACHE = rocksdict.Cache(BLOCK_CACHE_BYTES)
-    return _BLOCK_CACHE
-
-
-def _raw_options():
-    import rocksdict
-
-    opts = rocksdict.Options(raw_mode=True)
-    opts.create_if_missing(True)
-    # PUT_KV reads the old value of every key it writes, and most new keys are absent: bloom filters
-    # (on the SST files and on the memtable) answer those misses without a search, ~5x cheaper
-    table = rocksdict.BlockBasedOptions()
-    table.set_bloom_filter(10, False)
-    table.set_block_cache(_block_cache())
-    # a hash index inside each data block: a point read of a present key skips the block's binary search
-    table.set_data_block_index_type(rocksdict.DataBlockIndexType.binary_and_hash())
-    opts.set_block_based_table_factory(table)
-    opts.set_memtable_prefix_bloom_ratio(0.1)
-    opts.set_memtable_whole_key_filtering(True)
-    # a skiplist insert costs a cache miss per level: a 16 MiB memtable (not 64) cut the write of
-    # a pre-write flush by a third in our measurements, reads alike, flushed to SSTs more often
-    opts.set_write_buffer_size(16 << 20)
-    # the young levels are rewritten by every compaction and read by every old-value lookup: left
-    # uncompressed they cost no snappy on flush, compaction or read; the bottom levels keep lz4
-    none, lz4 = rocksdict.DBCompressionType.none(), rocksdict.DBCompressionType.lz4()
-    opts.set_compression_per_level([none, none, lz4, lz4, lz4, lz4, lz4])
-    return opts
-
-
-def _open_db(path: str):
-    """A bucket's RocksDB, written without RocksDB's own WAL: the bucket's changelog is the WAL.
-    Every write carries the log offset it brings the state to (``_APPLIED_KEY``), and with one
-    column family RocksDB recovers a prefix of its writes, so the mark recovered always matches the
-    state recovered, and the log is replayed from there (replaying the log is idempotent, docs/contributing/formats.md §8)."""
-    import rocksdict
-
-    # column families named (the default one only): without them rocksdict reopens an existing
-    # store with the options saved in its OPTIONS file, which cannot hold the shared block cache,
-    # so every reopened bucket read through a private 8 MiB cache of RocksDB's default
-    db = rocksdict.Rdict(path, _raw_options(), column_families={})
-    wo = rocksdict.WriteOptions()
-    wo.disable_wal = True
-    db.set_write_options(wo)
-    return db
-
-
-# -- aggregation merge engine -----------------------------------------------------------------------
-def _agg_name(column) -> str:
-    fn = column.agg_function
-    if fn is None:
-        return "last_value_ignore_nulls"
-    if isinstance(fn, dict):
-        name = fn.get("name") or fn.get("type") or fn.get("function") or ""
-    else:
-        name = str(fn)
-    return str(name).strip().lower()
-
-
-def _agg_delimiter(column) -> str:
-    fn = column.agg_function
-    if isinstance(fn, dict):
-        params = fn.get("params") or fn.get("parameters") or {}
-        if isinstance(params, dict) and "delimiter" in params:
-            return str(params["delimiter"])
-    return ","
-
-
-def _aggregator(column):
-    """fn(acc, value) -> new acc for one aggregation column (both may be None)."""
-    name = _agg_name(column)
-
-    def ignoring_nulls(f):
-        def g(acc, v):
-            if v is None:
-                return acc
-            if acc is None:
-                return v
-            return f(acc, v)
-        return g
-
-    if name == "sum":
-        return ignoring_nulls(lambda a, v: a + v)
-    if name == "product":
-        return ignoring_nulls(lambda a, v: a * v)
-    if name == "max":
-        return ignoring_nulls(lambda a, v: v if v > a else a)
-    if name == "min":
-        return ignoring_nulls(lambda a, v: v if v < a else a)
-    if name == "last_value":
-        return lambda a, v: v
-    if name == "last_value_ignore_nulls":
-        return lambda a, v: a if v is None else v
-    if name == "first_value":
-        return lambda a, v: a
-    if name == "first_value_ignore_nulls":
-        return lambda a, v: v if a is None else a
-    if name in ("listagg", "string_agg"):
-        sep = _agg_delimiter(column)
-        return ignoring_nulls(lambda a, v: f"{a}{sep}{v}")
-    if name == "bool_and":
-        return ignoring_nulls(lambda a, v: bool(a and v))
-    if name == "bool_or":
-        return ignoring_nulls(lambda a, v: bool(a or v))
-    raise FlussError(f"Aggregation function '{name}' of column '{column.name}' is not supported by this server",
-                     Errors.INVALID_CONFIG_EXCEPTION)
-
-
-class _UNCHANGED:
-    """Marker: the merge keeps the old row, nothing goes to the changelog."""
-
-
-# -- per table ------------------------------------------------------------------------------------
-class TableKv:
-    """What a bucket needs to know about its table: formats, keys, merge engine, codecs.
-    Rebuilt when the table's latest schema changes."""
-
-    def __init__(self, entry) -> None:
-        desc = entry.descriptor
-        props = desc.properties
-        self.path = entry.path
-        self.table_id = entry.table_id
-        self.kv_format = desc.kv_format
-        self.log_format = desc.log_format
-        self.latest_schema_id = entry.schema_id
-        self.schemas = entry.schemas
-        self.schema = entry.schema
-        self.ncols = len(self.schema.columns)
-        self.names = self.schema.names
-        keys = key_columns(desc)
-        self.pk = keys.primary_key
-        self.pk_set = frozenset(self.pk)
-        self.physical_key = keys.physical_key
-        self.bucket_key = keys.bucket_key
-        self.engine = (props.get("table.merge-engine") or "").strip().upper() or None
-        default_delete = "ALLOW" if self.engine is None else "IGNORE"
-        self.delete_behavior = (props.get("table.delete.behavior") or default_delete).strip().upper()
-        self.image = (props.get("table.changelog.image") or "FULL").strip().upper()
-        self.version_col = None
-        if self.engine == "VERSIONED":
-            self.version_col = self.schema.index_of(props["table.merge-engine.versioned.ver-column"])
-        self.auto_inc = None
-        self.auto_inc_max = 0
-        self.auto_inc_cache = int(props.get("table.auto-increment.cache-size") or AUTO_INC_CACHE)
-        if self.schema.auto_increment_columns:
-            self.auto_inc = self.schema.index_of(self.schema.auto_increment_columns[0])
-            col = self.schema.columns[self.auto_inc]
-            self.auto_inc_max = (1 << 31) - 1 if col.type.root == "INTEGER" else (1 << 63) - 1
-        self.aggs = None
-        if self.engine == "AGGREGATION":
-            self.aggs = [None if i in self.pk_set else _aggregator(c) for i, c in enumerate(self.schema.columns)]
-        self._decoders: Dict[int, object] = {}
-        self._encoder = self._row_encoder(self.schema)
-        # the primary key's layout: a data-lake table's may be the lake's (codec.keys.KeyScheme), as the
-        # clients encode it; recovery re-encodes keys from the changelog with it
-        self.key_scheme = KeyScheme(desc)
-        key_types = [self.schema.columns[i].type for i in self.physical_key]
-        key_names = [self.names[i] for i in self.physical_key]
-        self.key_encoder = lake_key_encoder(key_types, key_names, self.key_scheme.pk_lake)
-        self.key_decoder = lake_key_decoder(key_types, key_names, self.key_scheme.pk_lake)
-        self._changelog = None
-
-    def _row_encoder(self, schema):
-        cls = IndexedRowEncoder if self.kv_format == INDEXED else CompactedRowEncoder
-        return cls(schema.types, schema.names)
-
-    def decoder(self, schema_id: int):
-        d = self._decoders.get(schema_id)
-        if d is None:
-            schema = self.schemas.get(schema_id)
-            if schema is None:
-                raise FlussError(f"Invalid schema id: {schema_id}, latest schema id: {self.latest_schema_id}",
-                                 Errors.SCHEMA_NOT_EXIST)
-            cls = IndexedRowDecoder if self.kv_format == INDEXED else CompactedRowDecoder
-            d = self._decoders[schema_id] = cls(schema.types, schema.names)
-        return d
-
-    def decode(self, value) -> list:
-        """Latest-schema values of a stored value (older rows padded with trailing nulls)."""
-        # schema id (int16 LE) then the row, read in place
-        sid = value[0] | (value[1] << 8)
-        d = self._decoders.get(sid) or self.decoder(int.from_bytes(value[:2], "little", signed=True))
-        values = d.decode(value, 2)
-        if len(values) < self.ncols:
-            values = values + [None] * (self.ncols - len(values))
-        return values
-
-    def encode(self, values) -> bytes:
-        return encode_value(self.latest_schema_id, self._encoder.encode(values))
-
-    # -- changelog batches ---------------------------------------------------------------------
-    def build_changelog(self, rows, change_types: bytearray, writer_id: int,
-                        batch_sequence: int) -> bytes:
-        """One changelog batch. ``rows``: latest-schema value lists, or the table's rows already in
-        Arrow — a ``rowarrow.RowArrowBuilder`` (finished here) or a ``pa.RecordBatch`` of the
-        latest schema — which skips the per-row Python values entirely (docs/contributing/formats.md §8)."""
-        sid = self.latest_schema_id
-        batch = None
-        n = len(rows) if isinstance(rows, (list, tuple)) else None
-        if n is None:
-            batch = rows.finish() if hasattr(rows, "finish") else rows
-            n = batch.num_rows
-            if len(change_types) != n:
-                raise ValueError(f"{len(change_types)} change types for {n} changelog rows")
-        if n == 0:
-            return logbatch.build_batch(b"", schema_id=sid, record_count=0, append_only=False,
-                                        writer_id=writer_id, batch_sequence=batch_sequence)
-        if self.log_format == "ARROW":
-            if self._changelog is None:
-                from ..codec.arrowlog import ArrowLogCodec
-
-                self._changelog = ArrowLogCodec(self.schema, self._compression[0], self._compression[1],
-                                                table_name=self.path)
-            if batch is None:
-                from ..codec.columns import RowBatchBuilder
-
-                # a builder per call: changelogs of several buckets may be built on threads at once
-                builder = RowBatchBuilder(self.schema, self.path)
-                builder.extend(rows)
-                batch = builder.build()
-            return self._changelog.build(batch, schema_id=sid, writer_id=writer_id,
-                                         batch_sequence=batch_sequence, change_types=bytes(change_types))
-        from ..codec.indexedlog import build_row_log_batch
-
-        if batch is not None:
-            cols = [c.to_pylist() for c in batch.columns]
-            rows = [list(r) for r in zip(*cols)]
-        return build_row_log_batch(rows, self.schema.types, fmt=self.log_format, schema_id=sid,
-                                   change_types=bytes(change_types), writer_id=writer_id,
-                                   batch_sequence=batch_sequence)
-
-    def changelog_rows(self, buf, header) -> List[Tuple[int, list]]:
-        """``[(change_type, values)]`` of one changelog batch read back from the log (for replay)."""
-        if header.record_count == 0:
-            return []
-        schema = self.schemas.get(header.schema_id)
-        if schema is None:
-            raise CorruptBatchError(f"changelog batch with unknown schema id {header.schema_id}")
-        if self.log_format == "ARROW":
-            from ..codec.arrowlog import ArrowLogCodec
-
-            codec = ArrowLogCodec(schema, self._compression[0], self._compression[1], table_name=self.path)
-            rb, cts = codec.decode(buf, header)
-            names = rb.schema.names
-            cols = [rb.column(i).to_pylist() for i in range(len(names))]
-            rows = [list(r) for r in zip(*cols)] if cols else []
-            cts = cts or bytes([INSERT]) * len(rows)
-            return list(zip(cts, rows))
-        from ..codec.indexedlog import decode_row_log_batch
-
-        return decode_row_log_batch(buf, header, schema.types, self.log_format)
-
-    @property
-    def _compression(self):
-        return getattr(self, "_comp", None) or ("ZSTD", 3)
-
-
-def table_kv(entry) -> TableKv:
-    t = TableKv(entry)
-    desc = entry.descriptor
-    t._comp = (desc.compression, desc.compression_level)
-    return t
-
-
-# -- merging ------------------------------------------------------------------------------------
-class Merger:
-    """One request's merge rule: the table's engine (or OVERWRITE) configured for its target
-    columns. Errors follow the Java server's texts and codes."""
-
-    def __init__(self, table: TableKv, target_columns: Optional[Sequence[int]], agg_mode: int) -> None:
-        self.t = table
-        self.overwrite = agg_mode == 1
-        engine = None if self.overwrite else table.engine
-        self.engine = engine
-        self.target = None
-        if target_columns:
-            target = sorted(set(int(c) for c in target_columns))
-            n = table.ncols
-            names = table.names
-            bad = [c for c in target if not 0 <= c < n]
-            if bad:
-                raise FlussError(f"The target write columns {list(target_columns)} are out of range of table "
-                                 f"{table.path} with {n} columns.", Errors.INVALID_TARGET_COLUMN)
-            if engine == "FIRST_ROW":
-                raise FlussError("Partial update is not supported for the first_row merge engine.",
-                                 Errors.UNKNOWN_SERVER_ERROR)
-            if engine == "VERSIONED":
-                raise FlussError("Partial update is not supported for the versioned merge engine.",
-                                 Errors.UNKNOWN_SERVER_ERROR)
-            tset = set(target)
-            if not table.pk_set <= tset:
-                raise FlussError(f"The target write columns {_java_list(names[c] for c in target)} must contain the "
-                                 f"primary key columns {_java_list(names[c] for c in table.pk)}.",
-                                 Errors.INVALID_TARGET_COLUMN)
-            for i, c in enumerate(table.schema.columns):
-                if i not in table.pk_set and not c.type.nullable:
-                    raise FlussError(f"Partial Update requires all columns except primary key to be nullable, but "
-                                     f"column {c.name} is NOT NULL.", Errors.INVALID_TARGET_COLUMN)
-            if table.auto_inc is not None and table.auto_inc in tset:
-                raise FlussError(f"Auto-increment column [{names[table.auto_inc]}] at index {table.auto_inc} must not "
-                                 f"be included in target columns.", Errors.INVALID_TARGET_COLUMN)
-            if len(tset) < n:
-                self.target = tset
-        elif table.auto_inc is not None:
-            raise FlussError(f"The table contains an auto-increment column [{table.names[table.auto_inc]}], but update "
-                             f"target columns are not explicitly specified. Please specify the update target columns "
-                             f"and exclude the auto-increment column from them.", Errors.INVALID_TARGET_COLUMN)
-        self.delete_behavior = "ALLOW" if self.overwrite else table.delete_behavior
-        # WAL image + plain last-row merge of whole rows: no need to read the old row at all
-        self.blind = (table.image == "WAL" and engine is None and self.target is None
-                      and table.auto_inc is None)
-
-    def merge(self, old: Optional[list], new: list):
-        """The merged row, or _UNCHANGED. ``new`` is in the latest schema's width."""
-        if self.target is not None:
-            if old is None:
-                return [v if i in self.target else None for i, v in enumerate(new)]
-            if self.target == self.t.pk_set:
-                return _UNCHANGED
-            if self.engine == "AGGREGATION":
-                return [old[i] if i not in self.target else
-                        (v if agg is None else agg(old[i], v)) for i, (v, agg) in enumerate(zip(new, self.t.aggs))]
-            return [v if i in self.target else old[i] for i, v in enumerate(new)]
-        if old is None:
-            return new
-        engine = self.engine
-        if engine is None:
-            return new
-        if engine == "FIRST_ROW":
-            return _UNCHANGED
-        if engine == "VERSIONED":
-            col = self.t.version_col
-            ov, nv = old[col], new[col]
-            if nv is None and ov is not None:
-                return _UNCHANGED
-            if ov is not None and nv is not None and _version_key(nv) < _version_key(ov):
-                return _UNCHANGED
-            return new
-        # aggregation
-        return [v if agg is None else agg(o, v) for o, v, agg in zip(old, new, self.t.aggs)]
-
-    def delete(self, old: list):
-        """None (delete the row) or the row that remains (partial delete)."""
-        if self.target is None:
-            return None
-        pk = self.t.pk_set
-        for i, v in enumerate(old):
-            if i not in self.target and v is not None:
-                break
-        else:
-            return None
-        return [None if (i in self.target and i not in pk) else v for i, v in enumerate(old)]
-
-
-def _java_list(items) -> str:
-    return "[" + ", ".join(str(i) for i in items) + "]"
-
-
-def _version_key(v):
-    if hasattr(v, "timestamp") and getattr(v, "tzinfo", None) is None and hasattr(v, "replace"):
-        return v.replace(tzinfo=None)
-    return v
 
 
 # -- per bucket -----------------------------------------------------------------------------------
@@ -462,11 +76,11 @@ class BucketKv:
 
     pending_total = 0  # bytes in the pre-write buffers of every bucket (changed on the event loop only)
 
-    def __init__(self, blog, directory: str) -> None:
+    def __init__(self, blog: BucketLog, directory: str) -> None:
         self.blog = blog
         self.dir = directory
         os.makedirs(directory, exist_ok=True)
-        self.db = _open_db(os.path.join(directory, "db"))
+        self.db = open_db(os.path.join(directory, "db"))
         self.lock = asyncio.Lock()
         self.applied = self._read_applied()  # RocksDB holds the log up to here
         # the keys RocksDB may hold, so that looking up a new key costs no RocksDB read (None: the
@@ -608,9 +222,9 @@ class BucketKv:
 
         path = os.path.join(self.dir, "db")
         self.db.close()
-        rocksdict.Rdict.destroy(path, _raw_options())
+        rocksdict.Rdict.destroy(path, raw_options())
         shutil.rmtree(path, ignore_errors=True)
-        self.db = _open_db(path)
+        self.db = open_db(path)
         self.kfilter = KeyFilter()
         # durable before the rebuild writes: a crash in it must not find a store without its mark
         self._store_mark(self.blog.log_start_offset)
@@ -906,7 +520,7 @@ async def put_batch(table: TableKv, merger: Merger, bkv: BucketKv, records, *, f
                 continue
             old = current(key)
             merged = merger.merge(old, new)
-            if merged is _UNCHANGED:
+            if merged is UNCHANGED:
                 continue
             if old is None and table.auto_inc is not None:
                 merged = list(merged)
@@ -945,7 +559,7 @@ def check_keys(keys, name: str) -> None:
 class KvManager:
     """The KV stores of every bucket of every primary-key table (opened lazily)."""
 
-    def __init__(self, logs) -> None:
+    def __init__(self, logs: LogManager) -> None:
         self.logs = logs
         self.buckets: Dict[Tuple[int, Optional[int], int], BucketKv] = {}
         self._tables: Dict[int, TableKv] = {}
@@ -954,7 +568,7 @@ class KvManager:
     def table(self, entry) -> TableKv:
         t = self._tables.get(entry.table_id)
         if t is None or t.latest_schema_id != entry.schema_id or t.schemas is not entry.schemas:
-            t = self._tables[entry.table_id] = table_kv(entry)
+            t = self._tables[entry.table_id] = TableKv(entry)
         return t
 
     def cached(self, blog) -> Optional[BucketKv]:

@@ -11,7 +11,7 @@ from ..rpc import api as _api
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import API_KEYS, COORDINATOR, Api
 from ..rpc.errors import Errors
-from .protocol import Handler
+from .protocol import Handler, HandlerEntry, RawParsed
 
 if TYPE_CHECKING:
     from .app import FlussServer
@@ -47,7 +47,7 @@ class Listener:
     def role_name(self) -> str:
         return "coordinator" if self.role == COORDINATOR else f"tablet server {self.node_id}"
 
-    def build(self, handlers: dict[int, Handler]) -> None:
+    def build(self, handlers: dict[int, HandlerEntry]) -> None:
         versions = pb.ApiVersionsResponse(server_type=self.role)
         for key in API_KEYS.values():
             if not (key.coordinator if self.role == COORDINATOR else key.tablet):
@@ -55,11 +55,11 @@ class Listener:
             versions.api_versions.add(api_key=key.id, min_version=key.min_version, max_version=key.max_version)
             if key.id in (Api.API_VERSIONS, Api.AUTHENTICATE):
                 continue  # answered inside the protocol
-            handler = handlers.get(key.id) or _not_implemented(key)
-            # A handler may parse its own request straight from the frame bytes (``raw_parser(body)
-            # -> request | None``, None meaning "let protobuf do it"), e.g. to keep record payloads
-            # as views of the buffer the kernel wrote them into.
-            raw_parser = getattr(handler, "raw_parser", None)
+            entry = handlers.get(key.id) or _not_implemented(key)
+            if isinstance(entry, RawParsed):
+                handler, raw_parser = entry.handler, entry.parse
+            else:
+                handler, raw_parser = entry, None
             self.dispatch[key.id] = (handler, _api.request_class(key.id), key.name, raw_parser)
         self.api_versions_body = versions.SerializeToString()
 

@@ -25,10 +25,11 @@ import logging
 import socket
 import struct
 import traceback
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Union
 
 from google.protobuf.message import DecodeError, EncodeError
 
+from ..codec.errors import CorruptBatchError
 from ..errors import FlussError
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc import frame as _frame
@@ -88,6 +89,20 @@ class RequestContext:
 
 
 Handler = Callable[[RequestContext, int, Any], Any]
+# ``parse(body) -> request | None``: a request straight from the frame bytes, None meaning "let
+# protobuf do it"
+RawParser = Callable[[Any], Optional[Any]]
+
+
+class RawParsed(NamedTuple):
+    """A handler that parses its own request from the frame bytes, e.g. to keep record payloads as
+    views of the buffer the kernel wrote them into instead of protobuf's copies."""
+
+    handler: Handler
+    parse: RawParser
+
+
+HandlerEntry = Union[Handler, RawParsed]
 
 
 class ServerConnection(asyncio.BufferedProtocol):
@@ -373,7 +388,7 @@ class ServerConnection(asyncio.BufferedProtocol):
             raise
         except OSError as e:
             # disk full, read-only or vanished files: an answer the client can act on, not a bug
-            where = f" ({e.filename})" if getattr(e, "filename", None) else ""
+            where = f" ({e.filename})" if e.filename else ""
             msg = f"{name} failed: storage error: {e.strerror or e}{where}"
             log.warning("%s", msg)
             self._write_error(request_id, Errors.STORAGE_EXCEPTION, msg)
@@ -381,13 +396,11 @@ class ServerConnection(asyncio.BufferedProtocol):
             log.error("%s handler built an incomplete response: %s", name, e)
             self._write_error(request_id, Errors.UNKNOWN_SERVER_ERROR,
                               f"Internal error: the {name} response is incomplete: {e}")
+        except CorruptBatchError as e:  # a codec found the request's bytes malformed
+            self._write_error(request_id, e.error_code, str(e) or type(e).__name__)
         except Exception as e:  # noqa: BLE001 - any handler bug must become an answer, not silence
-            code = getattr(e, "error_code", None)  # e.g. codec.errors.CorruptBatchError
-            if isinstance(code, int) and code != 0:
-                self._write_error(request_id, code, str(e) or type(e).__name__)
-            else:
-                log.error("%s handler failed:\n%s", name, traceback.format_exc())
-                self._write_error(request_id, Errors.UNKNOWN_SERVER_ERROR, f"{type(e).__name__}: {e}")
+            log.error("%s handler failed:\n%s", name, traceback.format_exc())
+            self._write_error(request_id, Errors.UNKNOWN_SERVER_ERROR, f"{type(e).__name__}: {e}")
         self.last_active = self._loop.time()
 
     def _authenticate(self, frame, request_id: int):

@@ -31,9 +31,10 @@ import time
 import uuid
 from typing import Dict, List, Optional
 
-from ..codec import logbatch
+from ..codec.log import logbatch
 from ..rpc import fluss_api_pb2 as pb
 from ..remote_fs import open_store
+from .catalog import TableEntry
 from .settings import Settings, parse_duration_ms
 
 log = logging.getLogger("fluss_fast.server.remote")
@@ -134,7 +135,7 @@ class RemoteTablet:
         return bisect.bisect_right(starts, offset) - 1
 
 
-def _table_setting(entry, settings: Settings, key: str) -> Optional[int]:
+def _table_setting(entry: Optional[TableEntry], settings: Settings, key: str) -> Optional[int]:
     raw = entry.descriptor.properties.get(key) if entry is not None else None
     if raw is None:
         raw = settings.raw(key)
@@ -143,11 +144,11 @@ def _table_setting(entry, settings: Settings, key: str) -> Optional[int]:
     try:
         return parse_duration_ms(raw)
     except ValueError:
-        log.warning("table %s: ignoring bad %s=%r", getattr(entry, "path", "?"), key, raw)
+        log.warning("table %s: ignoring bad %s=%r", entry.path if entry is not None else "?", key, raw)
         return None
 
 
-def _table_int(entry, settings: Settings, key: str, default: int) -> int:
+def _table_int(entry: Optional[TableEntry], settings: Settings, key: str, default: int) -> int:
     raw = entry.descriptor.properties.get(key) if entry is not None else None
     try:
         return int(raw) if raw is not None else int(settings.get(key, default))

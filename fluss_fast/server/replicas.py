@@ -13,8 +13,9 @@ from typing import Dict, Optional
 
 from ..rpc import fluss_api_pb2 as pb
 from .flush_policy import FlushPolicy
+from .bucket_log import BucketLog
 from .kvstore import KvManager
-from .logstore import BucketLog, LogManager
+from .logstore import LogManager
 from .remote import RemoteLogManager
 from .settings import Settings
 

@@ -19,7 +19,7 @@ import asyncio
 import logging
 from typing import Optional
 
-from ..codec import logbatch
+from ..codec.log import logbatch
 from ..codec.errors import CorruptBatchError
 from ..errors import FlussError
 from ..rpc import fluss_api_pb2 as pb
@@ -28,12 +28,13 @@ from ..rpc.errors import Errors
 from ..rpc.wire import FetchLogBucket as _Bucket
 from ..rpc.wire import encode_fetch_response, parse_produce_request
 from ..rpc.wire import encode_varint as _varint  # noqa: F401 - tests frame raw requests with it
-from . import logstore
+from . import segment_read
+from .bucket_log import now_ms
 from .bucket_reqs import bucket_reply, check_acks, set_error
 from .kv_service import KvService
-from .logstore import now_ms, read_segment
-from .protocol import RawBody
+from .protocol import HandlerEntry, RawBody, RawParsed
 from .replicas import ReplicaManager
+from .segment_read import read_segment
 
 log = logging.getLogger("fluss_fast.server.tablet")
 
@@ -93,9 +94,9 @@ class TabletService:
         self._stored_per_projected: dict = {}
         self.kv = KvService(server, self, replicas)
 
-    def handlers(self) -> dict:
+    def handlers(self) -> dict[int, HandlerEntry]:
         return {
-            Api.PRODUCE_LOG: self.produce_log,
+            Api.PRODUCE_LOG: RawParsed(self.produce_log, parse_produce_request),
             Api.FETCH_LOG: self.fetch_log,
             Api.LIST_OFFSETS: self.list_offsets,
             Api.LIMIT_SCAN: self.limit_scan,
@@ -172,8 +173,6 @@ class TabletService:
                 continue
             out.base_offset = result.base_offset
         return resp
-
-    produce_log.raw_parser = parse_produce_request
 
     @staticmethod
     def _unknown_schema(entry, info, records) -> Optional[int]:
@@ -284,11 +283,11 @@ class TabletService:
                 # the budget is charged what was planned (as Java charges a cut batch); only
                 # the bytes of the whole batches are read
                 reads.append((res, blog, entry, offset, seg, pos,
-                              logstore.indexed_whole_span(seg, pos, n), projection, limit, total == 0))
+                              segment_read.indexed_whole_span(seg, pos, n), projection, limit, total == 0))
                 charged = n if projection is None else max(1, int(n / ratio))
                 total += charged
                 budget -= charged
-        if len(reads) == 1 or sum(r[6] for r in reads) <= logstore.THREAD_IO_BYTES:
+        if len(reads) == 1 or sum(r[6] for r in reads) <= segment_read.THREAD_IO_BYTES:
             results = []
             for r in reads:
                 results.append(await self._read_bucket(*r))
@@ -321,7 +320,7 @@ class TabletService:
         except FlussError as e:
             return e
         if projection is None:
-            whole = logstore.whole_batches_end(data)
+            whole = segment_read.whole_batches_end(data)
             if 0 < whole < len(data):
                 data = memoryview(data)[:whole]
             res.chunks = [data]
@@ -376,7 +375,7 @@ class TabletService:
         key = (entry.table_id, schema_id)
         codec = self._codecs.get(key)
         if codec is None:
-            from ..codec.arrowlog import ArrowLogCodec
+            from ..codec.log.arrowlog import ArrowLogCodec
 
             schema = entry.schemas.get(schema_id)
             if schema is None:

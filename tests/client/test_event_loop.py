@@ -8,7 +8,7 @@ import pytest
 PROBE = """
 import asyncio, fluss_fast
 from fluss_fast.client.runtime import get_runtime
-from fluss_fast.server.app import LocalServer
+from fluss_fast.server.local import LocalServer
 
 async def server_loop():
     return type(asyncio.get_running_loop()).__module__

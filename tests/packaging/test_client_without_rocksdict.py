@@ -114,7 +114,7 @@ def test_server_without_rocksdict_says_which_extra_in_one_line(tmp_path):
 
 async def test_local_server_without_rocksdict_raises_naming_the_extra(monkeypatch, tmp_path):
     from fluss_fast.server import LocalServer
-    from fluss_fast.server.kvstore import RocksDBMissing
+    from fluss_fast.server.rocksdb_options import RocksDBMissing
 
     monkeypatch.setitem(sys.modules, "rocksdict", None)
     with pytest.raises(RocksDBMissing, match=r"pip install 'fluss-fast\[server\]'"):

@@ -7,15 +7,16 @@ import decimal
 import pytest
 
 from fluss_fast import datatypes as D
-from fluss_fast.codec import logbatch
-from fluss_fast.codec.arrowlog import ArrowLogCodec
-from fluss_fast.codec.kvbatch import encode_value
-from fluss_fast.codec.rowarrow import RowsToArrow
-from fluss_fast.codec.rows import CompactedRowEncoder, IndexedRowEncoder
+from fluss_fast.codec.log import logbatch
+from fluss_fast.codec.log.arrowlog import ArrowLogCodec
+from fluss_fast.codec.kv.kvbatch import encode_value
+from fluss_fast.codec.rows.rowarrow import RowsToArrow
+from fluss_fast.codec.rows.compacted import CompactedRowEncoder
+from fluss_fast.codec.rows.indexed import IndexedRowEncoder
 from fluss_fast.datatypes import Column, SchemaInfo, TableDescriptorInfo
 from fluss_fast.datatypes import DataType as T
 from fluss_fast.server.catalog import TableEntry
-from fluss_fast.server.kvstore import table_kv
+from fluss_fast.server.table_kv import TableKv
 
 V1 = SchemaInfo((Column("id", T(D.BIGINT, False), None, 0), Column("name", T(D.STRING), None, 1),
                  Column("amount", T(D.DECIMAL, precision=12, scale=2), None, 2)), ("id",))
@@ -26,7 +27,7 @@ def _table(kv_format, log_format):
     props = {"table.kv.format": kv_format, "table.log.format": log_format}
     desc = TableDescriptorInfo(V2, (), ("id",), 1, props)
     entry = TableEntry(7, "db", "t", desc, 2, {1: V1, 2: V2}, 0, 0)
-    return table_kv(entry)
+    return TableKv(entry)
 
 
 @pytest.mark.parametrize("kv_format,log_format", [("COMPACTED", "ARROW"), ("INDEXED", "ARROW"),

@@ -170,13 +170,13 @@ def test_an_empty_key_cannot_reach_the_applied_offset_entry(start_server, unique
 def test_a_reopened_store_reads_through_the_shared_block_cache(tmp_path):
     """A store opened again (a restart) keeps the options the server sets, not the ones RocksDB saved
     in its OPTIONS file: those cannot name the shared block cache."""
-    from fluss_fast.server import kvstore
+    from fluss_fast.server import rocksdb_options
 
     path = str(tmp_path / "db")
     for _ in range(2):
-        db = kvstore._open_db(path)
+        db = rocksdb_options.open_db(path)
         try:
-            assert int(db.property_value("rocksdb.block-cache-capacity")) == kvstore.BLOCK_CACHE_BYTES
+            assert int(db.property_value("rocksdb.block-cache-capacity")) == rocksdb_options.BLOCK_CACHE_BYTES
             db.put(b"k", b"v")
             assert db.get(b"k") == b"v"
         finally:

@@ -7,9 +7,10 @@ import time
 
 import pytest
 
-from fluss_fast.codec import logbatch as lb
+from fluss_fast.codec.log import logbatch as lb
 from fluss_fast.errors import FlussError
-from fluss_fast.server import logstore
+from fluss_fast.rpc.errors import Errors
+from fluss_fast.server import bucket_log, segment, segment_read
 from fluss_fast.server.logstore import LogManager
 
 
@@ -46,7 +47,7 @@ def log_files(blog):
 async def test_append_assigns_offsets_and_timestamps(tmp_path):
     lm = LogManager(str(tmp_path))
     blog = lm.get(T, None, 0)
-    before = logstore.now_ms()
+    before = bucket_log.now_ms()
     r1 = await blog.append(batch(3))
     r2 = await blog.append(batch(5) + batch(2))
     assert (r1.base_offset, r1.last_offset) == (0, 2)
@@ -324,7 +325,7 @@ async def test_writer_state_survives_restart_and_rolls(tmp_path):
 
 
 async def test_large_append_goes_through_thread_and_keeps_order(tmp_path, monkeypatch):
-    monkeypatch.setattr(logstore, "THREAD_WRITE_BYTES", 1000)
+    monkeypatch.setattr(bucket_log, "THREAD_WRITE_BYTES", 1000)
     lm = LogManager(str(tmp_path))
     blog = lm.get(T, None, 0)
     import asyncio
@@ -391,24 +392,24 @@ async def test_fetch_reads_stop_at_an_indexed_batch_start_within_the_budget(tmp_
     seg, pos, n = blog.plan_read(0, int(2.6 * size), True)
     assert n == int(2.6 * size)  # the plan still covers the budget, as Java reads it
     # ...but a fetch reads only the two whole batches its answer keeps
-    assert logstore.indexed_whole_span(seg, pos, n) == 2 * size
-    assert logstore.whole_batches_end(await logstore.read_segment(seg, pos, 2 * size)) == 2 * size
+    assert segment_read.indexed_whole_span(seg, pos, n) == 2 * size
+    assert segment_read.whole_batches_end(await segment_read.read_segment(seg, pos, 2 * size)) == 2 * size
     # from the middle of the log too
     seg, pos, n = blog.plan_read(12, int(2.2 * size), True)
-    assert pos == size and logstore.indexed_whole_span(seg, pos, n) == 2 * size
+    assert pos == size and segment_read.indexed_whole_span(seg, pos, n) == 2 * size
     # a batch bigger than the budget (min-one) and the whole rest of a segment stay as planned
     seg, pos, n = blog.plan_read(0, 10, True)
-    assert logstore.indexed_whole_span(seg, pos, n) == n == size
+    assert segment_read.indexed_whole_span(seg, pos, n) == n == size
     seg, pos, n = blog.plan_read(20, 1 << 30, True)
-    assert logstore.indexed_whole_span(seg, pos, n) == n == 3 * size
+    assert segment_read.indexed_whole_span(seg, pos, n) == n == 3 * size
     # a budget below the first batch of a later bucket (no min-one) keeps its prefix
     seg, pos, n = blog.plan_read(0, 1000, False)
-    assert logstore.indexed_whole_span(seg, pos, n) == n == 1000
+    assert segment_read.indexed_whole_span(seg, pos, n) == n == 1000
     # one append of four batches is one index entry: a read that would keep less than half of
     # its budget reads it all (the answer is cut after the read, as before)
     await blog.append(b"".join(batch(10, payload_size=100_000) for _ in range(4)))
     seg, pos, n = blog.plan_read(50, int(3.5 * size), True)
-    assert pos == 5 * size and logstore.indexed_whole_span(seg, pos, n) == n
+    assert pos == 5 * size and segment_read.indexed_whole_span(seg, pos, n) == n
     lm.close()
 
 
@@ -422,16 +423,16 @@ async def _big_segment(tmp_path):
 async def test_large_reads_of_cached_and_uncached_bytes_give_the_file_exactly(tmp_path, monkeypatch):
     blog = await _big_segment(tmp_path)
     seg, pos, n = blog.plan_read(0, 1 << 30, True)
-    assert n > logstore.THREAD_IO_BYTES
+    assert n > segment_read.THREAD_IO_BYTES
     want = os.pread(seg.fd, n, pos)
     assert len(want) == n
     # page cache hot: copied on the loop
-    assert bytes(await logstore.read_segment(seg, pos, n)) == want
-    assert bytes(await logstore.read_segment(seg, pos + 7, n - 7)) == want[7:]
+    assert bytes(await segment_read.read_segment(seg, pos, n)) == want
+    assert bytes(await segment_read.read_segment(seg, pos + 7, n - 7)) == want[7:]
     # past the end of the file: only what is there, as pread gives it
-    assert bytes(await logstore.read_segment(seg, pos + 5, n + 4096)) == want[5:]
+    assert bytes(await segment_read.read_segment(seg, pos + 5, n + 4096)) == want[5:]
     # the page cache holding only a prefix (or nothing): the rest comes from the worker thread
-    real = logstore._read_cached
+    real = segment_read._read_cached
     for cached in (0, 1, 4096, n // 2, n - 1):
         def partial(fd, position, count, cached=cached):
             buf, got = real(fd, position, min(count, cached) or 1)
@@ -439,13 +440,13 @@ async def test_large_reads_of_cached_and_uncached_bytes_give_the_file_exactly(tm
             k = min(got, cached)
             out[:k] = buf[:k]
             return out, k
-        monkeypatch.setattr(logstore, "_read_cached", partial)
-        assert bytes(await logstore.read_segment(seg, pos, n)) == want, cached
-        assert bytes(await logstore.read_segment(seg, pos + 3, n + 100)) == want[3:], cached
+        monkeypatch.setattr(segment_read, "_read_cached", partial)
+        assert bytes(await segment_read.read_segment(seg, pos, n)) == want, cached
+        assert bytes(await segment_read.read_segment(seg, pos + 3, n + 100)) == want[3:], cached
     # a kernel or file system without RWF_NOWAIT: every large read goes to the thread
-    monkeypatch.setattr(logstore, "_read_cached", real)
-    monkeypatch.setattr(logstore, "_RWF_NOWAIT", 0)
-    assert bytes(await logstore.read_segment(seg, pos, n)) == want
+    monkeypatch.setattr(segment_read, "_read_cached", real)
+    monkeypatch.setattr(segment_read, "_RWF_NOWAIT", 0)
+    assert bytes(await segment_read.read_segment(seg, pos, n)) == want
 
 
 async def test_large_read_of_a_closed_segment_fails_as_a_storage_error(tmp_path):
@@ -455,8 +456,8 @@ async def test_large_read_of_a_closed_segment_fails_as_a_storage_error(tmp_path)
     seg.fd = os.open(os.devnull, os.O_WRONLY)  # reads fail with EBADF on this descriptor
     try:
         with pytest.raises(FlussError) as ei:
-            await logstore.read_segment(seg, pos, n)
-        assert ei.value.error_code == logstore.Errors.LOG_STORAGE_EXCEPTION
+            await segment_read.read_segment(seg, pos, n)
+        assert ei.value.error_code == Errors.LOG_STORAGE_EXCEPTION
     finally:
         os.close(seg.fd)
         seg.fd = fd
@@ -466,22 +467,22 @@ async def test_large_reads_reuse_buffers_only_once_nobody_holds_the_last_answer(
     """Segment reads above THREAD_IO_BYTES go into pooled buffers: an answer still held (being
     sent, or projected from) must never be overwritten by a later read, and a buffer nobody
     holds any more is reused."""
-    seg = logstore.Segment(str(tmp_path), 0)
-    n = logstore.THREAD_IO_BYTES + 4096
+    seg = segment.Segment(str(tmp_path), 0)
+    n = segment_read.THREAD_IO_BYTES + 4096
     first, second = os.urandom(n), os.urandom(n)
     os.pwrite(seg.fd, first + second, 0)
     seg.size = 2 * n
     try:
-        held = await logstore.read_segment(seg, 0, n)
+        held = await segment_read.read_segment(seg, 0, n)
         assert bytes(held) == first
         for _ in range(3):
-            assert bytes(await logstore.read_segment(seg, n, n)) == second
+            assert bytes(await segment_read.read_segment(seg, n, n)) == second
             assert bytes(held) == first
-        pool = logstore._read_pools.pool
+        pool = segment_read._read_pools.pool
         reused = pool.reused
         del held
-        assert bytes(await logstore.read_segment(seg, 0, n)) == first
-        assert bytes(await logstore.read_segment(seg, n, n)) == second
+        assert bytes(await segment_read.read_segment(seg, 0, n)) == first
+        assert bytes(await segment_read.read_segment(seg, n, n)) == second
         assert pool.reused > reused
     finally:
         for fd in (seg.fd, seg.index_fd, seg.time_fd):

@@ -69,7 +69,7 @@ def test_second_server_on_same_data_dir_fails_naming_dir_and_pid(start_server):
 
 # -- 11: a produce whose schema id the table never had ---------------------------------------------
 async def test_produce_with_foreign_schema_id_is_refused_like_java(fluss_server, unique_name):
-    from fluss_fast.codec.arrowlog import ArrowLogCodec
+    from fluss_fast.codec.log.arrowlog import ArrowLogCodec
     from fluss_fast.rpc import fluss_api_pb2 as pb
     from fluss_fast.rpc.api import Api
     from fluss_fast.rpc.errors import Errors
@@ -232,7 +232,7 @@ def test_closed_server_connections_free_without_gc():
     import gc
     import weakref
 
-    from fluss_fast.server.app import LocalServer
+    from fluss_fast.server.local import LocalServer
 
     from wire import WireClient
 
@@ -346,7 +346,7 @@ async def test_full_disk_answers_storage_errors_without_tracebacks(tiny_disk, tm
 # -- 10: durability policy (log.flush.interval-messages) and recovery of an unsynced tail ------------
 @pytest.mark.parametrize("interval", [None, 1, 50])
 async def test_flush_interval_forces_acknowledged_records_to_disk(interval, unique_name):
-    from fluss_fast.server.app import LocalServer
+    from fluss_fast.server.local import LocalServer
 
     with LocalServer(log_flush_interval_messages=interval) as srv:
         conn = await connect(srv.bootstrap_servers)

@@ -15,13 +15,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fluss_fast.codec import logbatch as lb
-from fluss_fast.codec.arrowlog import ArrowLogCodec
+from fluss_fast.codec.log import logbatch as lb
+from fluss_fast.codec.log.arrowlog import ArrowLogCodec
 from fluss_fast.rpc import fluss_api_pb2 as pb
 from fluss_fast.rpc import frame as F
 from fluss_fast.rpc.api import Api
 from fluss_fast.rpc.errors import Errors
-from fluss_fast.server.app import FramePool, LocalServer
+from fluss_fast.rpc.frame_pool import FramePool
+from fluss_fast.server.local import LocalServer
 from fluss_fast.server.tablet import _varint, parse_produce_request
 from test_server_log import (MB, SCHEMA, Cluster, arrow_batch, cluster, db, expected_rows, fetch,  # noqa: F401
                              list_offsets, produce, rows_of)
@@ -391,7 +392,6 @@ def test_reading_pauses_while_big_frames_are_still_being_handled(monkeypatch):
                 await gate.wait()
                 return await handler(ctx, version, req)
 
-            slow.raw_parser = handler.raw_parser
             tablet.dispatch[Api.PRODUCE_LOG] = (slow, *rest)
             batch = big_batch(0, 9000)  # ~215 KB: a big frame
             assert len(batch) > 200_000
