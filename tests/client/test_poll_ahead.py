@@ -54,7 +54,7 @@ async def small_table(conn, unique_name):
 
 
 def _ahead(scanner):
-    return scanner._fetcher._ahead
+    return scanner._fetcher.ahead
 
 
 async def _poll_until(scanner, n, timeout_s=20):

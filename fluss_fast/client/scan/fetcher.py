@@ -166,7 +166,8 @@ class LogFetcher:
         self.collect_into = None
         self._filter_pb = None
         self._remote = None  # remote.RemoteLogReader, made when a bucket first reads tiered data
-        self._ahead = None  # poll_ahead.PollAhead once a record scanner polls
+        # poll_ahead.PollAhead, made by a record scanner's first poll: filled as results arrive
+        self.ahead = None
         if spec.predicate is not None and spec.arrow_format:
             self._filter_pb = spec.predicate.to_pb()
 
@@ -200,8 +201,8 @@ class LogFetcher:
 
     def wake(self) -> None:
         """A waiting ``poll`` looks again (data, an error, or a bucket that may be fetched now)."""
-        if self._ahead is not None:
-            self._ahead.fill()
+        if self.ahead is not None:
+            self.ahead.fill()
         w = self._waiter
         if w is not None and not w.done():
             w.set_result(None)
@@ -292,8 +293,8 @@ class LogFetcher:
         md = self.ctx.metadata
         spec = self.spec
         buffered = collections.Counter(c.bucket for c in self._buffer)
-        if self._ahead is not None:
-            self._ahead.count_into(buffered)
+        if self.ahead is not None:
+            self.ahead.count_into(buffered)
         stops = self._stops
         ahead = _MAX_AHEAD if stops is not None else _MAX_AHEAD_POLL
         by_node: Dict[int, list] = {}
@@ -693,11 +694,26 @@ class LogFetcher:
     # -- consuming -------------------------------------------------------------------------------
     def drain(self, max_records: Optional[int], max_chunks: Optional[int], stops=None):
         """Buffered chunks handed out now, bucket by bucket, moving positions accordingly."""
-        return drain(self._buffer, self._state_of, max_records, max_chunks, stops)
+        return drain(self._buffer, self.state_of, max_records, max_chunks, stops)
 
-    def _state_of(self, tb):
+    # -- for the poll-ahead queue (poll_ahead.py), partly on the caller's thread -----------------
+    def state_of(self, tb: TableBucket) -> Optional[_BucketState]:
+        """The current subscription of ``tb`` (None once unsubscribed); any thread."""
         with self._lock:
             return self._subs.get(tb)
+
+    def has_errors(self) -> bool:
+        """Whether an error waits for ``poll`` to raise it."""
+        return bool(self._errors)
+
+    def has_buffered(self) -> bool:
+        """Whether decoded results wait to be handed out."""
+        return bool(self._buffer)
+
+    @property
+    def loop(self) -> Optional[asyncio.AbstractEventLoop]:
+        """The runtime loop, once the fetcher has run on it."""
+        return self._loop
 
     async def poll_chunks(self, timeout_s: float, *, max_records: Optional[int] = None,
                           max_chunks: Optional[int] = None, stops=None):

@@ -57,17 +57,15 @@ class PollAhead:
         """Drain buffered data into ready poll results, up to DEPTH; then fetch what that freed."""
         self._refill_asked = False
         f = self._fetcher
-        if self.polling or f._errors or not f._buffer:
+        if self.polling or f.has_errors() or not f.has_buffered():
             return
         ready = self._ready
         drained = False
-        while len(ready) < DEPTH and f._buffer:
+        while len(ready) < DEPTH and f.has_buffered():
             out = f.drain(self._max_records, None, None)
             if not out:
                 break
-            with f._lock:
-                subs = f._subs
-                ready.append({tb: (subs.get(tb), chunks) for tb, chunks in out.items()})
+            ready.append({tb: (f.state_of(tb), chunks) for tb, chunks in out.items()})
             drained = True
         if drained:
             f.send_fetches()
@@ -82,7 +80,7 @@ class PollAhead:
 
     # -- any thread --------------------------------------------------------------------------------
     def has_ready(self) -> bool:
-        return bool(self._ready) and not self._fetcher._errors
+        return bool(self._ready) and not self._fetcher.has_errors()
 
     def yield_now(self) -> bool:
         """Whether this answer from the ready results should first give the caller's loop a turn."""
@@ -98,7 +96,7 @@ class PollAhead:
         f = self._fetcher
         ready = self._ready
         while True:
-            if f._errors:
+            if f.has_errors():
                 return None
             try:
                 entry = ready.popleft()
@@ -107,20 +105,16 @@ class PollAhead:
                 return None
             if len(ready) <= REFILL_AT:
                 self._ask_refill()
-            out = {}
-            with f._lock:
-                subs = f._subs
-                for tb, (st, chunks) in entry.items():
-                    if st is not None and subs.get(tb) is st:
-                        out[tb] = chunks
+            out = {tb: chunks for tb, (st, chunks) in entry.items()
+                   if st is not None and f.state_of(tb) is st}
             if out:
                 return out
 
     def _ask_refill(self) -> None:
         # with nothing buffered the runtime has nothing to drain: the next decoded response fills
-        if self._refill_asked or not self._fetcher._buffer:
+        if self._refill_asked or not self._fetcher.has_buffered():
             return
-        loop = self._fetcher._loop
+        loop = self._fetcher.loop
         if loop is None:
             return
         self._refill_asked = True

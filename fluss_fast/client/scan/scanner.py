@@ -242,9 +242,9 @@ class LogScanner:
         timeout = self._timeout(timeout_ms)
         self._need(RECORD)
         f = self._fetcher
-        ahead = f._ahead
+        ahead = f.ahead
         if ahead is None:
-            ahead = f._ahead = PollAhead(f, f.max_poll_records)
+            ahead = f.ahead = PollAhead(f, f.max_poll_records)
         chunks = ahead.take()
         if chunks is None:
             ahead.polling = True
@@ -253,14 +253,14 @@ class LogScanner:
             finally:
                 ahead.polling = False
             # the next polls' records are drained once this one's are on their way
-            f._loop.call_soon(ahead.fill)
+            f.loop.call_soon(ahead.fill)
         return ScanRecords(chunks)
 
     def _poll_ready(self, timeout_ms=None):
         """The ``ready`` hook of ``poll`` (client/deferred.py): a taker of records drained ahead and
         whether to give the caller's loop a turn first, or None when there are none (or the
         arguments are for the runtime poll to judge)."""
-        ahead = self._fetcher._ahead
+        ahead = self._fetcher.ahead
         if ahead is None or not ahead.has_ready() or self._kind != RECORD:
             return None
         if type(timeout_ms) is not int or timeout_ms < 0:
@@ -268,7 +268,7 @@ class LogScanner:
         return self._take_ready, ahead.yield_now()
 
     def _take_ready(self) -> Optional[ScanRecords]:
-        chunks = self._fetcher._ahead.take()
+        chunks = self._fetcher.ahead.take()
         return None if chunks is None else ScanRecords(chunks)
 
     async def _poll_batches(self, timeout_ms) -> List[RecordBatch]:
