@@ -60,10 +60,17 @@ def indexed_whole_span(seg: Segment, position: int, n: int) -> int:
     return n
 
 
-try:
-    from os import RWF_NOWAIT as _RWF_NOWAIT
-except ImportError:  # not Linux, or a CPython built against a C library without the flag
-    _RWF_NOWAIT = 0
+def _nowait_flag() -> int:
+    """preadv's RWF_NOWAIT (read only what the page cache holds), or 0 where ``os`` lacks it: not
+    Linux, or a CPython built against a C library without the flag."""
+    try:
+        from os import RWF_NOWAIT
+    except ImportError:
+        return 0
+    return RWF_NOWAIT
+
+
+_RWF_NOWAIT = _nowait_flag()
 
 
 # spare read buffers a server thread keeps (see ``_read_buffer``)

@@ -3,7 +3,7 @@ row codecs, and its changelog batches (built from merged rows, read back for rep
 Rebuilt when the table's latest schema changes (``kvstore.KvManager.table``)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple, Union
 
 import pyarrow as pa
 
@@ -64,7 +64,7 @@ class TableKv:
         self.aggs: Optional[List[Optional[Aggregator]]] = None
         if self.engine == "AGGREGATION":
             self.aggs = [None if i in self.pk_set else aggregator(c) for i, c in enumerate(self.schema.columns)]
-        self._decoders: Dict[int, object] = {}
+        self._decoders: Dict[int, Union[CompactedRowDecoder, IndexedRowDecoder]] = {}
         self._encoder = self._row_encoder(self.schema)
         # the primary key's layout: a data-lake table's may be the lake's (codec.keys.KeyScheme), as the
         # clients encode it; recovery re-encodes keys from the changelog with it
