@@ -121,6 +121,9 @@ def extensions():
         tell(f"WARNING: Cython is not installed; the pure-Python twins will be used (slower). {DEV_HINT}")
         return []
     sources = sorted(glob.glob("fluss_fast/**/_*.pyx", recursive=True))
+    # The C headers sit with the code they serve, and a .pxd that declares one may be cimported from
+    # any package: every header folder is on every extension's include path.
+    header_dirs = sorted({os.path.dirname(h) for h in glob.glob("fluss_fast/**/*.h", recursive=True)})
     exts = []
     for src in sources:
         link = system_link_args(os.path.basename(src)[:-4])
@@ -134,6 +137,7 @@ def extensions():
         exts.append(Extension(
             src[:-4].replace(os.sep, "."),
             [src],
+            include_dirs=header_dirs,
             extra_compile_args=["-O3", "-Wno-unused-function"],
             extra_link_args=link,
         ))

@@ -5,7 +5,10 @@ A Cython variant whose extension is not built is skipped (NotImplementedError), 
 import random
 import struct
 
-from fluss_fast.codec import _select, columns, crc32c, logbatch, murmur, rows
+from fluss_fast.codec import _select
+from fluss_fast.codec.rows import columns, compacted, indexed
+from fluss_fast.codec.wire import crc32c, murmur
+from fluss_fast.codec.log import logbatch
 from fluss_fast.bench import datasets as ds
 from fluss_fast.datatypes import SchemaInfo
 
@@ -103,13 +106,13 @@ class RowsToArrow:
 
 
 class RowEncoders:
-    """rows.CompactedRowEncoder / IndexedRowEncoder over 10k order rows (the KV write path)."""
+    """CompactedRowEncoder / IndexedRowEncoder over 10k order rows (the KV write path)."""
     params = (IMPLS, ["compacted", "indexed"])
     param_names = ["impl", "format"]
 
     def setup(self, impl, fmt):
         name = "CompactedRowEncoder" if fmt == "compacted" else "IndexedRowEncoder"
-        cls = _pick(impl, "_rows", rows, name)
+        cls = _pick(impl, "_" + fmt, compacted if fmt == "compacted" else indexed, name)
         table = ds.load("orders", 10_000)
         schema = SchemaInfo.from_arrow(table.schema)
         self.enc = cls(schema.types, schema.names)
@@ -127,7 +130,7 @@ class ArrowLog:
     param_names = ["compression"]
 
     def setup(self, compression):
-        from fluss_fast.codec.arrowlog import ArrowLogCodec
+        from fluss_fast.codec.log.arrowlog import ArrowLogCodec
 
         table = ds.load("orders", 10_000)
         self.codec = ArrowLogCodec(SchemaInfo.from_arrow(table.schema), compression)

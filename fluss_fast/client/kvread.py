@@ -12,8 +12,9 @@ import json
 
 import pyarrow as pa
 
-from ..codec.rowarrow import RowsToArrow, UnknownSchemaError, column_mapping
-from ..codec.rows import CompactedRowDecoder, IndexedRowDecoder
+from ..codec.rows.rowarrow import RowsToArrow, UnknownSchemaError, column_mapping
+from ..codec.rows.compacted import CompactedRowDecoder
+from ..codec.rows.indexed import IndexedRowDecoder
 from ..datatypes import SchemaInfo
 from ..errors import FlussError
 from ..rpc import fluss_api_pb2 as pb

@@ -15,7 +15,8 @@ from __future__ import annotations
 import asyncio
 from typing import Dict, List, Optional
 
-from ..codec.rows import CompactedRowDecoder, IndexedRowDecoder
+from ..codec.rows.compacted import CompactedRowDecoder
+from ..codec.rows.indexed import IndexedRowDecoder
 from ..errors import FlussError
 from ..rpc import errors as codes
 from ..rpc import fluss_api_pb2 as pb

@@ -21,7 +21,7 @@ import queue
 import threading
 from typing import Callable
 
-from ..codec.arrowlog import encode_on_this_thread_only
+from ..codec.log.arrowlog import encode_on_this_thread_only
 
 __all__ = ["CodecWorkers", "codec_workers", "threads_for", "OrderedGate"]
 

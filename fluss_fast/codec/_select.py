@@ -1,7 +1,7 @@
 """Chooses, once per twin module, between the Cython extension and the pure-Python code.
 
 The decision is made at the bottom of each pure module (aiokafka style) so that importing
-``fluss_fast.codec.crc32c`` always yields one consistent set of functions, whichever is in use.
+``fluss_fast.codec.wire.crc32c`` always yields one consistent set of functions, whichever is in use.
 
 This module imports nothing from the package: ``setup.py`` loads it by path to apply the same
 ``FLUSS_FAST_NO_EXTENSIONS`` rule as the runtime.
@@ -46,7 +46,7 @@ def _key(ext_module_name: str) -> str:
 def pick(ext_module_name: str, py_namespace: dict, names: Iterable[str]) -> None:
     """Overwrite ``names`` in ``py_namespace`` with the same names from the extension, if usable.
 
-    ``ext_module_name`` is either a bare name relative to this package (``"_crc32c"``) or a full
+    ``ext_module_name`` is either a bare name in the calling module's package (``"_crc32c"``) or a full
     dotted module path. The extension is used all-or-nothing: a stale build that lacks one of the
     names is ignored entirely rather than mixing implementations. One extension may serve several
     pure modules; it counts as loaded only if every one of them took it.
@@ -61,7 +61,9 @@ def pick(ext_module_name: str, py_namespace: dict, names: Iterable[str]) -> None
 def _pick(ext_module_name: str, py_namespace: dict, names: list) -> bool:
     if NO_EXTENSIONS:
         return False
-    full_name = ext_module_name if "." in ext_module_name else f"{__package__}.{ext_module_name}"
+    # a bare name is the extension next to the pure module that asks for it
+    package = py_namespace.get("__package__") or __package__
+    full_name = ext_module_name if "." in ext_module_name else f"{package}.{ext_module_name}"
     try:
         module = importlib.import_module(full_name)
     except ImportError:

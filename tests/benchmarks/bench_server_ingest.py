@@ -34,7 +34,7 @@ TREE = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, TREE)
 
 from fluss_fast.bench.ceiling import RawConnection  # noqa: E402
-from fluss_fast.codec.arrowlog import ArrowLogCodec  # noqa: E402
+from fluss_fast.codec.log.arrowlog import ArrowLogCodec  # noqa: E402
 from fluss_fast.datatypes import SchemaInfo  # noqa: E402
 from fluss_fast.rpc import fluss_api_pb2 as pb  # noqa: E402
 from fluss_fast.rpc.api import Api  # noqa: E402

@@ -10,7 +10,10 @@ import struct
 import pytest
 
 from fluss_fast.bench import datasets as ds
-from fluss_fast.codec import _select, columns, crc32c, logbatch, murmur, rows
+from fluss_fast.codec import _select
+from fluss_fast.codec.rows import columns, compacted, indexed
+from fluss_fast.codec.wire import crc32c, murmur
+from fluss_fast.codec.log import logbatch
 from fluss_fast.datatypes import SchemaInfo
 
 pytest.importorskip("pytest_benchmark")
@@ -89,7 +92,8 @@ def test_row_batch_builder(benchmark, impl, dataset):
 @pytest.mark.parametrize("impl", IMPLS)
 def test_row_encoder(benchmark, impl, fmt, orders_10k):
     name = "CompactedRowEncoder" if fmt == "compacted" else "IndexedRowEncoder"
-    cls = pick(impl, "_rows", rows, name)
+    rows = compacted if fmt == "compacted" else indexed
+    cls = pick(impl, "_" + fmt, rows, name)
     schema = SchemaInfo.from_arrow(orders_10k.schema)
     enc = cls(schema.types, schema.names)
     ref = getattr(rows, name + "_py")(schema.types, schema.names)
@@ -105,7 +109,7 @@ def test_row_encoder(benchmark, impl, fmt, orders_10k):
 
 @pytest.mark.parametrize("compression", ["ZSTD", "LZ4_FRAME", "NONE"])
 def test_arrowlog_roundtrip(benchmark, compression, orders_10k):
-    from fluss_fast.codec.arrowlog import ArrowLogCodec
+    from fluss_fast.codec.log.arrowlog import ArrowLogCodec
 
     codec = ArrowLogCodec(SchemaInfo.from_arrow(orders_10k.schema), compression)
     batch = orders_10k.to_batches()[0]

@@ -17,7 +17,10 @@ import array
 import pytest
 
 from fluss_fast.bench import datasets as ds
-from fluss_fast.codec import _select, columns, rowarrow, rows
+from fluss_fast.codec import _select
+from fluss_fast.codec.rows.compacted import CompactedRowDecoder, CompactedRowEncoder_py
+from fluss_fast.codec.rows.indexed import IndexedRowDecoder, IndexedRowEncoder_py
+from fluss_fast.codec.rows import columns, rowarrow
 from fluss_fast.datatypes import SchemaInfo
 
 pytest.importorskip("pytest_benchmark")
@@ -31,7 +34,7 @@ def stored(request):
     schema = SchemaInfo.from_arrow(table.schema)
     cases = {}
     for fmt in ("COMPACTED", "INDEXED"):
-        enc = (rows.CompactedRowEncoder_py if fmt == "COMPACTED" else rows.IndexedRowEncoder_py)(
+        enc = (CompactedRowEncoder_py if fmt == "COMPACTED" else IndexedRowEncoder_py)(
             schema.types, schema.names)
         values = [b"\x01\x00" + enc.encode(list(r.values())) for r in table.to_pylist()]
         starts, ends, pos = array.array("q"), array.array("q"), 0
@@ -52,7 +55,7 @@ def _conv(impl, schema, fmt):
 
 
 def _old_path(schema, fmt, values):
-    dec = (rows.CompactedRowDecoder if fmt == "COMPACTED" else rows.IndexedRowDecoder)(schema.types, schema.names)
+    dec = (CompactedRowDecoder if fmt == "COMPACTED" else IndexedRowDecoder)(schema.types, schema.names)
     b = columns.RowBatchBuilder(schema, "bench")
     b.extend([dec.decode(v, 2) for v in values])
     return b.build()

@@ -11,9 +11,9 @@ import pytest
 
 import fluss_fast as fluss
 from fluss_fast.client.write.accumulator import BatchSizeEstimator
-from fluss_fast.codec import logbatch
-from fluss_fast.codec.arrowlog import ArrowLogCodec
-from fluss_fast.codec.indexedlog import decode_row_log_batch
+from fluss_fast.codec.log import logbatch
+from fluss_fast.codec.log.arrowlog import ArrowLogCodec
+from fluss_fast.codec.log.indexedlog import decode_row_log_batch
 from fluss_fast.rpc import fluss_api_pb2 as pb
 from fluss_fast.rpc.api import Api
 

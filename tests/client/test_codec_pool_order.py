@@ -16,8 +16,8 @@ import pytest
 
 import fluss_fast as fluss
 from fluss_fast.client.workers import OrderedGate, codec_workers, threads_for
-from fluss_fast.codec import logbatch
-from fluss_fast.codec.arrowlog import ArrowLogCodec
+from fluss_fast.codec.log import logbatch
+from fluss_fast.codec.log.arrowlog import ArrowLogCodec
 
 from client_util import connect, fetch_records
 

@@ -228,7 +228,7 @@ async def test_many_buckets_some_empty_end_and_read_everything(conn, unique_name
 
 
 def test_split_cuts_after_whole_batches_and_keeps_a_cut_tail_with_the_last_part():
-    from fluss_fast.codec import logbatch
+    from fluss_fast.codec.log import logbatch
 
     # three whole batches of ~1 KB (offsets 0-9, 10-19, 20-29) and the first 100 bytes of a
     # fourth, as a Java server sends when the byte budget ends inside a batch
@@ -279,7 +279,7 @@ async def _filled_reader(conn, unique_name, n, rows_per_batch):
 async def test_bounded_reads_reuse_the_memory_of_dropped_results_never_of_held_ones(conn, unique_name):
     """to_arrow decodes into the process's BodyPool: a later read reuses the chunks of a result
     the caller dropped, and never writes into one the caller still holds."""
-    from fluss_fast.codec.bodypool import BODY_POOL
+    from fluss_fast.codec.log.bodypool import BODY_POOL
 
     if BODY_POOL is None:
         pytest.skip("no private anonymous mappings here")
@@ -304,7 +304,7 @@ async def test_bounded_reads_reuse_the_memory_of_dropped_results_never_of_held_o
 async def test_concurrent_bounded_reads_share_the_pool_and_each_gets_its_own_rows(conn, unique_name):
     """Four to_arrow calls at once fill the pool's chunks together; every result is whole and
     stays intact while the others are read again into reused memory."""
-    from fluss_fast.codec.bodypool import BODY_POOL
+    from fluss_fast.codec.log.bodypool import BODY_POOL
 
     n = 12_000
     read = await _filled_reader(conn, unique_name, n, 3000)

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 import fluss_fast as fluss
-from fluss_fast.codec import logbatch
+from fluss_fast.codec.log import logbatch
 
 from client_util import connect, fetch_records
 

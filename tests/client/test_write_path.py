@@ -14,8 +14,8 @@ from fluss_fast.client.write.accumulator import RecordAccumulator
 from fluss_fast.client.write.assigners import make_no_key_assigner
 from fluss_fast.client.write.batch import WriteResultHandle, log_batch_header
 from fluss_fast.client.write.sender import encode_produce_log_request
-from fluss_fast.codec import logbatch
-from fluss_fast.codec.columns import RowBatchBuilder
+from fluss_fast.codec.log import logbatch
+from fluss_fast.codec.rows.columns import RowBatchBuilder
 from fluss_fast.datatypes import SchemaInfo
 from fluss_fast.errors import FlussError
 from fluss_fast.rpc import fluss_api_pb2 as pb
@@ -345,18 +345,19 @@ def test_concurrent_appenders_and_drainer_lose_and_duplicate_nothing():
 
 # -- the per-row fast path (codec/appendslot.py and its compiled twin) ---------------------------
 def slot_classes():
-    from fluss_fast.codec import appendslot
+    from fluss_fast.client.write import appendslot
 
     return [appendslot.HotSlot, appendslot.HotSlot_py]
 
 
 def test_appendslot_twin_is_selected():
-    from fluss_fast.codec import LOADED, _select, appendslot
+    from fluss_fast.codec import LOADED, _select
+    from fluss_fast.client.write import appendslot
 
     if _select.extensions_disabled():
         assert appendslot.HotSlot is appendslot.HotSlot_py and LOADED["_appendslot"] is False
     else:
-        from fluss_fast.codec import _appendslot
+        from fluss_fast.client.write import _appendslot
 
         assert appendslot.HotSlot is _appendslot.HotSlot and LOADED["_appendslot"] is True
 

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fluss_fast.codec import arrowlog as al
-from fluss_fast.codec import logbatch as lb
+from fluss_fast.codec.log import arrowlog as al
+from fluss_fast.codec.log import logbatch as lb
 from fluss_fast.codec.errors import CorruptBatchError
 from fluss_fast.datatypes import SchemaInfo
 from fluss_fast.errors import FlussError

@@ -8,8 +8,8 @@ import os
 import pyarrow as pa
 import pytest
 
-from fluss_fast.codec import bodypool
-from fluss_fast.codec.bodypool import BodyPool
+from fluss_fast.codec.log import bodypool
+from fluss_fast.codec.log.bodypool import BodyPool
 
 pytestmark = pytest.mark.skipif(bodypool.BODY_POOL is None, reason="no private anonymous mappings here")
 
@@ -227,7 +227,7 @@ _FIRST_READ = """
 import asyncio, sys
 import pyarrow as pa
 import fluss_fast as ff
-from fluss_fast.codec.bodypool import BODY_POOL
+from fluss_fast.codec.log.bodypool import BODY_POOL
 from fluss_fast.rpc.frame_pool import HUGE_PAGES
 
 def mapping_kb(address, field):

@@ -13,12 +13,12 @@ from fluss_fast.codec import _select as _select_mod
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fluss_fast.codec import columns
+from fluss_fast.codec.rows import columns
 from fluss_fast.datatypes import SchemaInfo
 from fluss_fast.errors import FlussError
 
 try:
-    _ext = importlib.import_module("fluss_fast.codec._columns")
+    _ext = importlib.import_module("fluss_fast.codec.rows._columns")
 except ImportError:
     _ext = None
 

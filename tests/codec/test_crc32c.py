@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fluss_fast.codec import crc32c as crc_mod
+from fluss_fast.codec.wire import crc32c as crc_mod
 
 try:
-    _ext = importlib.import_module("fluss_fast.codec._crc32c")
+    _ext = importlib.import_module("fluss_fast.codec.wire._crc32c")
 except ImportError:  # built without a compiler: only the pure twin can be checked
     _ext = None
 

@@ -8,9 +8,11 @@ import pyarrow as pa
 import pytest
 
 from fluss_fast import datatypes as D
-from fluss_fast.codec import indexedlog as L
-from fluss_fast.codec import kvbatch as KV
-from fluss_fast.codec import logbatch, rows as R
+from fluss_fast.codec.log import indexedlog as L
+from fluss_fast.codec.kv import kvbatch as KV
+from fluss_fast.codec.rows.compacted import CompactedRowEncoder
+from fluss_fast.codec.rows.indexed import IndexedRowEncoder
+from fluss_fast.codec.log import logbatch
 from fluss_fast.codec.errors import CorruptBatchError
 from fluss_fast.datatypes import Column, DataType as T, RowField, SchemaInfo
 
@@ -59,7 +61,7 @@ def test_row_log_batches_round_trip_with_change_types_and_offsets(fmt):
     assert [v for _, v in out] == rows
     assert [c for c, _ in out] == [0] * 20 + cts[20:]
     # the row bytes are exactly what the row encoders make
-    first = R.IndexedRowEncoder(tys) if fmt == "INDEXED" else R.CompactedRowEncoder(tys)
+    first = IndexedRowEncoder(tys) if fmt == "INDEXED" else CompactedRowEncoder(tys)
     assert first.encode(rows[0]) in blob
 
 
@@ -99,7 +101,7 @@ DATA_MD_KV = h("""
 
 
 def test_kv_batch_matches_data_md_bytes():
-    value = R.CompactedRowEncoder([INT, STRING]).encode([10, "abc"])
+    value = CompactedRowEncoder([INT, STRING]).encode([10, "abc"])
     built = KV.build_kv_batch([(b"\x0a", value), (b"\x0b", None)], schema_id=1, writer_id=7, batch_sequence=0)
     assert built == DATA_MD_KV
     hd = KV.parse_kv_header(built)
@@ -168,7 +170,7 @@ def test_to_arrow_matches_pyarrow_for_every_type():
 
 
 def test_lookup_values_carry_a_schema_id_prefix():
-    row = R.CompactedRowEncoder([INT, STRING]).encode([10, "abc"])
+    row = CompactedRowEncoder([INT, STRING]).encode([10, "abc"])
     v = KV.encode_value(3, row)
     assert v == h("03 00") + row
     assert KV.decode_value(v) == (3, row)

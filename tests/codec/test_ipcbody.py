@@ -12,14 +12,14 @@ import pyarrow as pa
 import pytest
 
 from fluss_fast.bench import datasets
-from fluss_fast.codec import arrowlog as al
-from fluss_fast.codec import ipcbody
-from fluss_fast.codec import logbatch as lb
+from fluss_fast.codec.log import arrowlog as al
+from fluss_fast.codec.log import ipcbody
+from fluss_fast.codec.log import logbatch as lb
 from fluss_fast.codec.errors import CorruptBatchError
 from fluss_fast.datatypes import SchemaInfo
 
 try:
-    _ext = importlib.import_module("fluss_fast.codec._ipcbody")
+    _ext = importlib.import_module("fluss_fast.codec.log._ipcbody")
 except ImportError:  # built without a compiler (or without libzstd/liblz4): only the twin runs
     _ext = None
 

@@ -8,7 +8,7 @@ import random
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fluss_fast.codec import kvsplit
+from fluss_fast.codec.kv import kvsplit
 from fluss_fast.codec._select import LOADED
 
 TWINS = [kvsplit.KeyFilter_py] + ([kvsplit.KeyFilter] if LOADED.get("_kvsplit") else [])

@@ -8,8 +8,8 @@ import struct
 import pytest
 
 from fluss_fast import datatypes as D
-from fluss_fast.codec import keys as K
-from fluss_fast.codec import rows as R
+from fluss_fast.codec.kv import keys as K
+from fluss_fast.codec.rows.compacted import CompactedRowEncoder_py
 from fluss_fast.datatypes import Column, DataType as T, RowField, SchemaInfo, TableDescriptorInfo
 
 INT, BIGINT, STRING = T(D.INTEGER, False), T(D.BIGINT, False), T(D.STRING, False)
@@ -78,7 +78,7 @@ def test_java_all_types_reference_key(KE):
 def test_nested_row_key_is_length_prefixed_compacted_row(KE):
     inner = T(D.ROW, False, fields=(RowField("x", T(D.INTEGER)), RowField("label", T(D.STRING))))
     key = KE([INT, inner]).encode([1, {"x": 42, "label": "hello"}])
-    nested = R.CompactedRowEncoder_py([T(D.INTEGER), T(D.STRING)]).encode([42, "hello"])
+    nested = CompactedRowEncoder_py([T(D.INTEGER), T(D.STRING)]).encode([42, "hello"])
     assert key == b"\x01" + bytes([len(nested)]) + nested
 
 

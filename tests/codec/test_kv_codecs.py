@@ -14,11 +14,11 @@ from hypothesis import given, settings, strategies as st
 from fluss_fast import datatypes as T
 from fluss_fast.client.write.kvrecords import KvRecordBuilder, kv_batch_header, kv_record
 from fluss_fast.client.write.upsert_bulk import _spec
-from fluss_fast.codec import kvcolumns as K
-from fluss_fast.codec.kvbatch import build_kv_batch, kv_records
-from fluss_fast.codec.murmur import bucket_for_key
-from fluss_fast.codec.rows import CompactedKeyEncoder, CompactedRowEncoder
-from fluss_fast.codec.valuebatch import build_value_batch, value_records
+from fluss_fast.codec.kv import kvcolumns as K
+from fluss_fast.codec.kv.kvbatch import build_kv_batch, kv_records
+from fluss_fast.codec.wire.murmur import bucket_for_key
+from fluss_fast.codec.rows.compacted import CompactedKeyEncoder, CompactedRowEncoder
+from fluss_fast.codec.kv.valuebatch import build_value_batch, value_records
 from fluss_fast.codec.errors import CorruptBatchError
 from fluss_fast.datatypes import DataType
 
@@ -221,7 +221,8 @@ def test_backpressure_holds_the_bucket_back():
 def test_aware_ltz_values_encode_the_same_in_both_twins(value, precision):
     # the compiled row encoder converts any aware LTZ value by its UTC offset (pyarrow hands out
     # zoneinfo's UTC, not datetime.timezone.utc); the pure encoder is the reference
-    from fluss_fast.codec.rows import CompactedRowEncoder_py, IndexedRowEncoder, IndexedRowEncoder_py
+    from fluss_fast.codec.rows.compacted import CompactedRowEncoder_py
+    from fluss_fast.codec.rows.indexed import IndexedRowEncoder, IndexedRowEncoder_py
 
     types = [DataType(T.TIMESTAMP_LTZ, precision=precision)]
     assert CompactedRowEncoder(types).encode([value]) == CompactedRowEncoder_py(types).encode([value])

@@ -7,20 +7,21 @@ import struct
 
 import pytest
 
-from fluss_fast.codec import logbatch
-from fluss_fast.codec import rows as R
-from fluss_fast.codec.arrowlog import ArrowLogCodec
-from fluss_fast.codec.crc32c import crc32c
+from fluss_fast.codec.log import logbatch
+from fluss_fast.codec.rows.compacted import (CompactedRowDecoder, CompactedRowDecoder_py, CompactedRowEncoder,
+                                             CompactedRowEncoder_py)
+from fluss_fast.codec.log.arrowlog import ArrowLogCodec
+from fluss_fast.codec.wire.crc32c import crc32c
 from fluss_fast.codec.errors import CorruptBatchError
-from fluss_fast.codec.kvbatch import KV_HEADER_SIZE, build_kv_batch, iter_kv_records, parse_kv_header
-from fluss_fast.codec.valuebatch import build_value_batch, iter_value_records
+from fluss_fast.codec.kv.kvbatch import KV_HEADER_SIZE, build_kv_batch, iter_kv_records, parse_kv_header
+from fluss_fast.codec.kv.valuebatch import build_value_batch, iter_value_records
 from fluss_fast.datatypes import SchemaInfo
 
 INT_STRING = SchemaInfo.from_json({"columns": [
     {"name": "a", "data_type": {"type": "INTEGER"}}, {"name": "b", "data_type": {"type": "STRING"}}]})
 
-TWINS = [pytest.param((R.CompactedRowEncoder_py, R.CompactedRowDecoder_py), id="pure"),
-         pytest.param((R.CompactedRowEncoder, R.CompactedRowDecoder), id="compiled")]
+TWINS = [pytest.param((CompactedRowEncoder_py, CompactedRowDecoder_py), id="pure"),
+         pytest.param((CompactedRowEncoder, CompactedRowDecoder), id="compiled")]
 
 
 @pytest.mark.parametrize("impl", TWINS)
@@ -65,7 +66,7 @@ def test_value_batch_bytes():
 
 @pytest.mark.parametrize("fmt", ["COMPACTED", "INDEXED"])
 def test_row_changelog_batch_carries_change_types(fmt):
-    from fluss_fast.codec.indexedlog import build_row_log_batch, decode_row_log_batch
+    from fluss_fast.codec.log.indexedlog import build_row_log_batch, decode_row_log_batch
 
     rows = [[1, "a"], [1, "a"], [1, "b"], [1, "b"]]
     b = build_row_log_batch(rows, INT_STRING.types, fmt=fmt, schema_id=1, change_types=bytes([1, 2, 3, 4]),

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from fluss_fast import datatypes as D
-from fluss_fast.codec import keys as K
-from fluss_fast.codec import lakekeys as L
-from fluss_fast.codec import murmur
+from fluss_fast.codec.kv import keys as K
+from fluss_fast.codec.kv import lakekeys as L
+from fluss_fast.codec.wire import murmur
 from fluss_fast.datatypes import Column, DataType as T, SchemaInfo, TableDescriptorInfo
 
 Dd = decimal.Decimal
@@ -404,8 +404,8 @@ def test_kv_columns_take_given_keys_and_buckets():
 
     from fluss_fast.client.write.kvrecords import kv_record
     from fluss_fast.client.write.upsert_bulk import _spec
-    from fluss_fast.codec import kvcolumns as KC
-    from fluss_fast.codec.rows import CompactedRowEncoder
+    from fluss_fast.codec.kv import kvcolumns as KC
+    from fluss_fast.codec.rows.compacted import CompactedRowEncoder
 
     ids = list(range(-20, 20))
     names = [f"n{i}" * (i % 4) for i in ids]
@@ -445,8 +445,8 @@ def bytearray_keys(keys):
 @pytest.mark.parametrize("which", [0, 1], ids=["py", "selected"])
 def test_upsert_row_fast_path_takes_lake_keys_and_buckets(fmt, which):
     from fluss_fast.client.write.kvrecords import kv_record
-    from fluss_fast.codec import upsertrow
-    from fluss_fast.codec.rows import CompactedRowEncoder
+    from fluss_fast.client.write import upsertrow
+    from fluss_fast.codec.rows.compacted import CompactedRowEncoder
 
     cls = (upsertrow.UpsertRow_py, upsertrow.UpsertRow)[which]
     names = ["id", "name"]

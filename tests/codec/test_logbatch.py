@@ -11,12 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fluss_fast.codec import logbatch as lb
-from fluss_fast.codec.crc32c import crc32c_py
+from fluss_fast.codec.log import logbatch as lb
+from fluss_fast.codec.wire.crc32c import crc32c_py
 from fluss_fast.codec.errors import CorruptBatchError
 
 try:
-    _ext = importlib.import_module("fluss_fast.codec._logbatch")
+    _ext = importlib.import_module("fluss_fast.codec.log._logbatch")
 except ImportError:
     _ext = None
 

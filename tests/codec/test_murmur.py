@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fluss_fast.codec import murmur as mm
+from fluss_fast.codec.wire import murmur as mm
 
 try:
-    _ext = importlib.import_module("fluss_fast.codec._murmur")
+    _ext = importlib.import_module("fluss_fast.codec.wire._murmur")
 except ImportError:
     _ext = None
 

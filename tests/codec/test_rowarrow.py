@@ -20,10 +20,12 @@ from hypothesis import strategies as st
 
 from fluss_fast import datatypes as D
 from fluss_fast.codec import _select
-from fluss_fast.codec import rowarrow as RA
-from fluss_fast.codec import rows as R
-from fluss_fast.codec.columns import RowBatchBuilder_py
-from fluss_fast.codec.valuebatch import build_value_batch
+from fluss_fast.codec.rows import rowarrow as RA
+from fluss_fast.codec.rows.compacted import CompactedRowDecoder_py, CompactedRowEncoder_py
+from fluss_fast.codec.rows.indexed import IndexedRowDecoder_py, IndexedRowEncoder_py
+from fluss_fast.codec.wire.varint import encode_varint
+from fluss_fast.codec.rows.columns import RowBatchBuilder_py
+from fluss_fast.codec.kv.valuebatch import build_value_batch
 from fluss_fast.datatypes import Column, RowField, SchemaInfo
 from fluss_fast.datatypes import DataType as T
 
@@ -32,7 +34,7 @@ FMTS = ["COMPACTED", "INDEXED"]
 
 PURE = types.SimpleNamespace(name="py", RTA=RA.RowsToArrow_py)
 if _select.LOADED.get("_rowarrow"):
-    from fluss_fast.codec import _rowarrow as X
+    from fluss_fast.codec.rows import _rowarrow as X
     IMPLS = [PURE, types.SimpleNamespace(name="ext", RTA=X.RowsToArrow)]
 else:  # pragma: no cover - a build without a compiler
     IMPLS = [PURE]
@@ -49,7 +51,7 @@ def schema_of(types_, names=None, ids=True) -> SchemaInfo:
 
 
 def encoder(fmt, schema):
-    cls = R.CompactedRowEncoder_py if fmt == "COMPACTED" else R.IndexedRowEncoder_py
+    cls = CompactedRowEncoder_py if fmt == "COMPACTED" else IndexedRowEncoder_py
     return cls(schema.types, schema.names)
 
 
@@ -59,7 +61,7 @@ def value(schema_id, row: bytes) -> bytes:
 
 def reference(fmt, schema, encoded_rows) -> pa.RecordBatch:
     """The old path: rows -> Python lists -> RowBatchBuilder."""
-    cls = R.CompactedRowDecoder_py if fmt == "COMPACTED" else R.IndexedRowDecoder_py
+    cls = CompactedRowDecoder_py if fmt == "COMPACTED" else IndexedRowDecoder_py
     dec = cls(schema.types, schema.names)
     b = RowBatchBuilder_py(schema, "t")
     b.extend([dec.decode(r) for r in encoded_rows])
@@ -158,8 +160,8 @@ def test_timestamp_nanos_are_kept(impl, fmt, p):
     schema = schema_of([T(D.TIMESTAMP, precision=p), T(D.TIMESTAMP_LTZ, precision=p)])
     # millis = -1, nanoOfMilli = 123456 in both formats
     if fmt == "COMPACTED":
-        millis = R.encode_varint(-1, 64)
-        nanos = R.encode_varint(123456)
+        millis = encode_varint(-1, 64)
+        nanos = encode_varint(123456)
         row = b"\x00" + millis + nanos + millis + nanos
     else:
         row = b"\x00" + struct.pack("<qi", -1, 123456) * 2
@@ -322,7 +324,7 @@ def test_null_in_not_null_column_invalid_utf8_decimal_and_time_overflow(impl):
     assert conv.rows(b"\x00" + bytes([len(ok)]) + ok, [0], [2 + len(ok)]).column(0).to_pylist() == [ok.decode()]
     conv = impl.RTA(schema_of([T(D.DECIMAL, precision=3, scale=1)], ["d"]))
     with pytest.raises(ValueError, match="'d'.*digits"):
-        conv.rows(b"\x00" + R.encode_varint(1000, 64), [0], [3])
+        conv.rows(b"\x00" + encode_varint(1000, 64), [0], [3])
     conv = impl.RTA(schema_of([T(D.DECIMAL, precision=20, scale=0)], ["d"]))
     big = (10 ** 20).to_bytes(9, "big", signed=True)
     with pytest.raises(ValueError, match="'d'.*digits"):
@@ -331,7 +333,7 @@ def test_null_in_not_null_column_invalid_utf8_decimal_and_time_overflow(impl):
         conv.rows(b"\x00\x11" + b"\x00" * 17, [0], [19])
     conv = impl.RTA(schema_of([T(D.TIME, precision=0)], ["t"]))
     with pytest.raises(ValueError, match="'t'.*outside a day"):
-        conv.rows(b"\x00" + R.encode_varint(86_400_000), [0], [5])
+        conv.rows(b"\x00" + encode_varint(86_400_000), [0], [5])
     conv = impl.RTA(schema_of([T(D.INTEGER)], ["i"]))
     with pytest.raises(ValueError, match="varint"):
         conv.rows(b"\x00\xff\xff\xff\xff\xff\x01", [0], [7])

@@ -12,19 +12,24 @@ from hypothesis import strategies as st
 
 from fluss_fast import datatypes as D
 from fluss_fast.codec import _select
-from fluss_fast.codec import rows as R
+from fluss_fast.codec.rows.binarray import decode_array, decode_map, encode_array, encode_map
+from fluss_fast.codec.rows.compacted import (CompactedKeyEncoder_py, CompactedRowDecoder_py,
+                                             CompactedRowEncoder, CompactedRowEncoder_py)
+from fluss_fast.codec.rows.indexed import IndexedRowDecoder, IndexedRowDecoder_py, IndexedRowEncoder_py
+from fluss_fast.codec.rows.scalars import bigint_bytes
+from fluss_fast.codec.wire.varint import decode_varint, encode_varint
 from fluss_fast.datatypes import DataType as T, RowField
 
 UTC = dt.timezone.utc
 
 PURE = types.SimpleNamespace(
-    name="py", CE=R.CompactedRowEncoder_py, CD=R.CompactedRowDecoder_py, IE=R.IndexedRowEncoder_py,
-    ID=R.IndexedRowDecoder_py, KE=R.CompactedKeyEncoder_py)
-EXT_LOADED = bool(_select.LOADED.get("_rows"))
+    name="py", CE=CompactedRowEncoder_py, CD=CompactedRowDecoder_py, IE=IndexedRowEncoder_py,
+    ID=IndexedRowDecoder_py, KE=CompactedKeyEncoder_py)
+EXT_LOADED = bool(_select.LOADED.get("_compacted") and _select.LOADED.get("_indexed"))
 if EXT_LOADED:
-    from fluss_fast.codec import _rows as X
-    EXT = types.SimpleNamespace(name="ext", CE=X.CompactedRowEncoder, CD=X.CompactedRowDecoder,
-                                IE=X.IndexedRowEncoder, ID=X.IndexedRowDecoder, KE=X.CompactedKeyEncoder)
+    from fluss_fast.codec.rows import _compacted as XC, _indexed as XI
+    EXT = types.SimpleNamespace(name="ext", CE=XC.CompactedRowEncoder, CD=XC.CompactedRowDecoder,
+                                IE=XI.IndexedRowEncoder, ID=XI.IndexedRowDecoder, KE=XC.CompactedKeyEncoder)
     IMPLS = [PURE, EXT]
 else:  # pragma: no cover - a build without a compiler
     EXT = None
@@ -75,8 +80,8 @@ def test_compacted_row_example(impl):
     (-1, 64, "FF FF FF FF FF FF FF FF FF 01"), (1234567890123, 64, "CB 89 EC 8F F7 23"),
 ])
 def test_varints(value, bits, expected):
-    assert R.encode_varint(value, bits) == h(expected)
-    assert R.decode_varint(h(expected), 0, bits) == (value, len(h(expected)))
+    assert encode_varint(value, bits) == h(expected)
+    assert decode_varint(h(expected), 0, bits) == (value, len(h(expected)))
 
 
 @pytest.mark.parametrize("value,expected", [
@@ -91,17 +96,17 @@ def test_compacted_smallint_is_fixed_two_bytes(impl):
 
 
 def test_binary_array_of_int_example():
-    arr = R.encode_array(INT, [1, 2, 3, 4, 5, -11, None, 444, 102234])
+    arr = encode_array(INT, [1, 2, 3, 4, 5, -11, None, 444, 102234])
     assert arr == h("09000000 40000000 01000000 02000000 03000000 04000000 05000000 F5FFFFFF 00000000"
                     "BC010000 5A8F0100 00000000")
     assert len(arr) == 48
-    assert R.decode_array(INT, arr) == [1, 2, 3, 4, 5, -11, None, 444, 102234]
+    assert decode_array(INT, arr) == [1, 2, 3, 4, 5, -11, None, 444, 102234]
 
 
 def test_binary_array_of_array_of_string_example():
     t = T(D.ARRAY, element=STRING)
     value = [["a", None, "c"], None, ["hello", "world"]]
-    arr = R.encode_array(t, value)
+    arr = encode_array(t, value)
     assert len(arr) == 88
     assert arr[8:16] == h("20 00 00 00 20 00 00 00")      # len 32 @ 32
     assert arr[24:32] == h("18 00 00 00 40 00 00 00")     # len 24 @ 64
@@ -111,45 +116,45 @@ def test_binary_array_of_array_of_string_example():
         "03000000 02000000 2000000020000000 0000000000000000 1800000040000000"
         "03000000 02000000 6100000000000081 0000000000000000 6300000000000081"
         "02000000 00000000 68656C6C6F000085 776F726C64000085")
-    assert R.decode_array(t, arr) == value
+    assert decode_array(t, arr) == value
 
 
 def test_long_strings_go_out_of_line_8_byte_aligned():
-    arr = R.encode_array(STRING, ["12345678", "x"])
+    arr = encode_array(STRING, ["12345678", "x"])
     # header 4 + null bits 4, two 8-byte slots, then "12345678" at offset 24
     assert arr[8:16] == struct.pack("<Q", (24 << 32) | 8)
     assert arr[16:24] == h("78 00 00 00 00 00 00 81")
     assert arr[24:32] == b"12345678" and len(arr) == 32
-    assert R.decode_array(STRING, arr) == ["12345678", "x"]
+    assert decode_array(STRING, arr) == ["12345678", "x"]
 
 
 def test_binary_map_layout():
     t = T(D.MAP, key=T(D.STRING, False), value=INT)
-    m = R.encode_map(t, {"a": 1, "b": None})
-    keys = R.encode_array(T(D.STRING, False), ["a", "b"])
-    vals = R.encode_array(INT, [1, None])
+    m = encode_map(t, {"a": 1, "b": None})
+    keys = encode_array(T(D.STRING, False), ["a", "b"])
+    vals = encode_array(INT, [1, None])
     assert m == struct.pack("<i", len(keys)) + keys + vals
-    assert R.decode_map(t, m) == [("a", 1), ("b", None)]
+    assert decode_map(t, m) == [("a", 1), ("b", None)]
 
 
 @pytest.mark.parametrize("unscaled,expected", [
     (10, "0A"), (128, "00 80"), (-1, "FF"), (0, "00"), (-128, "80"), (-129, "FF 7F"), (255, "00 FF")])
 def test_bigint_bytes_match_java_biginteger(unscaled, expected):
-    assert R.bigint_bytes(unscaled) == h(expected)
+    assert bigint_bytes(unscaled) == h(expected)
 
 
 def test_wide_decimal_in_every_container(impl):
     t = T(D.DECIMAL, precision=20, scale=2)
     v = decimal.Decimal("-123456789012345678.91")
     u = -12345678901234567891
-    big = R.bigint_bytes(u)
+    big = bigint_bytes(u)
     assert enc(impl, "COMPACTED", [t], [v]) == b"\x00" + bytes([len(big)]) + big
     assert enc(impl, "INDEXED", [t], [v]) == b"\x00" + struct.pack("<i", len(big)) + big
-    arr = R.encode_array(t, [v])
+    arr = encode_array(t, [v])
     # the element reserves 16 zeroed bytes in the variable part
     assert arr[8:16] == struct.pack("<Q", (16 << 32) | len(big))
     assert arr[16:32] == big + bytes(16 - len(big)) and len(arr) == 32
-    assert R.decode_array(t, arr) == [v]
+    assert decode_array(t, arr) == [v]
     for fmt in FMTS:
         assert dec(impl, fmt, [t], enc(impl, fmt, [t], [v])) == [v]
 
@@ -159,8 +164,8 @@ def test_precise_timestamps_layouts(impl):
     v = dt.datetime(1969, 12, 31, 23, 59, 59, 999_001)   # millis -1, 1000 ns into the milli... floor
     millis, nanos = -1, 1000
     assert enc(impl, "INDEXED", [t9], [v]) == b"\x00" + struct.pack("<qi", millis, nanos)
-    assert enc(impl, "COMPACTED", [t9], [v]) == b"\x00" + R.encode_varint(millis, 64) + R.encode_varint(nanos)
-    arr = R.encode_array(t9, [v])
+    assert enc(impl, "COMPACTED", [t9], [v]) == b"\x00" + encode_varint(millis, 64) + encode_varint(nanos)
+    arr = encode_array(t9, [v])
     assert arr[8:16] == struct.pack("<Q", (16 << 32) | nanos)
     assert arr[16:24] == struct.pack("<q", millis)
     for fmt in FMTS:
@@ -200,7 +205,7 @@ def test_indexed_char_and_binary_are_padded(impl):
 def test_indexed_var_slots_only_for_non_null_variable_columns(impl):
     tys = [STRING, STRING, T(D.DECIMAL, precision=30, scale=0), T(D.ARRAY, element=INT)]
     row = enc(impl, "INDEXED", tys, [None, "x", decimal.Decimal(1), [5]])
-    arr = R.encode_array(INT, [5], "INDEXED")
+    arr = encode_array(INT, [5], "INDEXED")
     assert row[:1] == b"\x01"
     assert row[1:17] == struct.pack("<iiii", 1, 1, len(arr), 0)
     assert row[17:] == b"x" + b"\x01" + arr
@@ -210,7 +215,7 @@ def test_nested_row_uses_enclosing_format(impl):
     inner = T(D.ROW, fields=(RowField("a", INT), RowField("s", STRING)))
     t = T(D.ARRAY, element=inner)
     value = [{"a": 1, "s": "q"}, None]
-    for fmt, cls in (("COMPACTED", R.CompactedRowEncoder_py), ("INDEXED", R.IndexedRowEncoder_py)):
+    for fmt, cls in (("COMPACTED", CompactedRowEncoder_py), ("INDEXED", IndexedRowEncoder_py)):
         nested = cls([INT, STRING]).encode([1, "q"])
         row = enc(impl, fmt, [t], [value])
         assert nested in row
@@ -243,7 +248,7 @@ def test_float_nan_is_canonical_and_inf_roundtrips(impl):
 def test_decimal_rounds_half_up_and_checks_precision(impl):
     t = T(D.DECIMAL, precision=5, scale=2)
     for v, unscaled in [("1.005", 101), ("-1.005", -101), ("1.004", 100), ("999.994", 99999)]:
-        assert enc(impl, "COMPACTED", [t], [decimal.Decimal(v)]) == b"\x00" + R.encode_varint(unscaled, 64)
+        assert enc(impl, "COMPACTED", [t], [decimal.Decimal(v)]) == b"\x00" + encode_varint(unscaled, 64)
     assert dec(impl, "COMPACTED", [t], enc(impl, "COMPACTED", [t], [7])) == [decimal.Decimal("7.00")]
     with pytest.raises(ValueError, match=r"999\.995.*DECIMAL|decimal\(5,2\)"):
         enc(impl, "COMPACTED", [t], [decimal.Decimal("999.995")])
@@ -453,15 +458,15 @@ def test_keys_are_compacted_fields_without_bitset(case):
     keys = [impl.KE(tys).encode(row) for impl in IMPLS]
     assert all(k == keys[0] for k in keys)
     # field-by-field concatenation of CompactedRow fields
-    expected = b"".join(R.CompactedRowEncoder_py([t]).encode([v])[1:] for t, v in zip(tys, row))
+    expected = b"".join(CompactedRowEncoder_py([t]).encode([v])[1:] for t, v in zip(tys, row))
     assert keys[0] == expected
 
 
 def test_extension_is_in_use_when_built():
     if not EXT_LOADED:
         pytest.skip("no compiled _rows")
-    assert R.CompactedRowEncoder is EXT.CE
-    assert R.IndexedRowDecoder is EXT.ID
+    assert CompactedRowEncoder is EXT.CE
+    assert IndexedRowDecoder is EXT.ID
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

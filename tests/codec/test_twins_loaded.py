@@ -64,7 +64,8 @@ def test_pure_selected_in_this_process(key):
 def test_env_var_selects_pure_twins():
     script = (
         "import importlib\n"
-        "from fluss_fast.codec import _select, crc32c\n"
+        "from fluss_fast.codec import _select\n"
+        "from fluss_fast.codec.wire import crc32c\n"
         "report = _select.load_report()\n"
         "assert _select.NO_EXTENSIONS is True\n"
         "assert set(report) == set(_select.twin_modules()), report\n"

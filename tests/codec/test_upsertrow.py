@@ -1,4 +1,4 @@
-"""The UpsertWriter's per-row fast path (codec/upsertrow.py and its compiled twin) makes the same
+"""The UpsertWriter's per-row fast path (client/write/upsertrow.py and its compiled twin) makes the same
 record and bucket as the general path (key encoder, row encoder, murmur bucket, kv_record), and
 declines rows it does not handle so the general path can word their errors."""
 from __future__ import annotations
@@ -8,9 +8,11 @@ import random
 import pytest
 
 from fluss_fast.client.write.kvrecords import kv_record
-from fluss_fast.codec import rows, upsertrow
-from fluss_fast.codec.murmur import bucket_for_key
-from fluss_fast.codec.rows import CompactedKeyEncoder, CompactedRowEncoder
+from fluss_fast.codec.rows.compacted import CompactedKeyEncoder_py, CompactedRowEncoder_py
+from fluss_fast.codec.rows.indexed import IndexedRowEncoder
+from fluss_fast.client.write import upsertrow
+from fluss_fast.codec.wire.murmur import bucket_for_key
+from fluss_fast.codec.rows.compacted import CompactedKeyEncoder, CompactedRowEncoder
 from fluss_fast.datatypes import SchemaInfo
 
 SCHEMA = SchemaInfo.from_json({"columns": [
@@ -40,9 +42,9 @@ def _expected(values, buckets):
     return kv_record(key, ROW_ENC.encode(values)), bucket_for_key(key, buckets)
 
 
-KEY_ENC_PY = rows.CompactedKeyEncoder_py([SCHEMA.columns[i].type for i in KEY_POS], [SCHEMA.names[i] for i in KEY_POS])
-ENCODERS = {"compiled": (KEY_ENC, ROW_ENC), "pure": (KEY_ENC_PY, rows.CompactedRowEncoder_py(SCHEMA.types, SCHEMA.names)),
-            "indexed": (KEY_ENC, rows.IndexedRowEncoder(SCHEMA.types, SCHEMA.names))}
+KEY_ENC_PY = CompactedKeyEncoder_py([SCHEMA.columns[i].type for i in KEY_POS], [SCHEMA.names[i] for i in KEY_POS])
+ENCODERS = {"compiled": (KEY_ENC, ROW_ENC), "pure": (KEY_ENC_PY, CompactedRowEncoder_py(SCHEMA.types, SCHEMA.names)),
+            "indexed": (KEY_ENC, IndexedRowEncoder(SCHEMA.types, SCHEMA.names))}
 
 
 @pytest.mark.parametrize("encoders", sorted(ENCODERS))

@@ -2,7 +2,7 @@
 
 One table of good and bad values for every Fluss type goes through the append path (the Arrow
 row builder of ``codec.columns``, Cython and pure) and through the upsert path (``RowShaper`` +
-the CompactedRow / IndexedRow encoders of ``codec.rows``, Cython and pure, and the upsert error
+the CompactedRow / IndexedRow encoders of ``codec.rows.compacted`` / ``indexed``, Cython and pure, and the upsert error
 frame). Both must accept the same values and, for the refused ones, say the same thing about the
 value; only the frame differs (``table 't', column 'c' (type), row 0:`` for appends, pyfluss's
 ``Field 'c':`` for upserts). The suite runs this file with and without the extensions.
@@ -17,7 +17,7 @@ import pytest
 
 from fluss_fast import datatypes as T
 from fluss_fast.client.write.upsert import RowShaper
-from fluss_fast.codec import columns, rows
+from fluss_fast.codec.rows import columns, compacted, indexed
 from fluss_fast.datatypes import Column, DataType, RowField, SchemaInfo
 from fluss_fast.errors import FlussError
 
@@ -102,8 +102,8 @@ def _impls(module, name):
 
 
 BUILDERS = _impls(columns, "RowBatchBuilder")
-ENCODERS = [("COMPACTED", c) for c in _impls(rows, "CompactedRowEncoder")] + \
-           [("INDEXED", c) for c in _impls(rows, "IndexedRowEncoder")]
+ENCODERS = [("COMPACTED", c) for c in _impls(compacted, "CompactedRowEncoder")] + \
+           [("INDEXED", c) for c in _impls(indexed, "IndexedRowEncoder")]
 
 
 def _schema(ty):
@@ -196,5 +196,5 @@ def test_extensions_are_compared_when_built():
     if NO_EXTENSIONS:
         assert len(BUILDERS) == 1 and len(ENCODERS) == 2
     else:
-        importlib.import_module("fluss_fast.codec._rows")
+        importlib.import_module("fluss_fast.codec.rows._compacted")
         assert len(BUILDERS) == 2 and len(ENCODERS) == 4

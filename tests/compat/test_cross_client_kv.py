@@ -200,7 +200,7 @@ async def test_changelog_change_types_agree(clients):
 def _rust_style_bucket(data: bytes, n: int) -> int:
     """The bucket pyfluss's Rust core picks: Fluss's murmur, but with the tail bytes widened
     without their sign (docs/contributing/formats.md §6.3 'interop bug'); Java and fluss_fast sign-extend."""
-    from fluss_fast.codec.murmur import int_murmur
+    from fluss_fast.codec.wire.murmur import int_murmur
 
     def rotl(x, r):
         return ((x << r) | (x >> (32 - r))) & 0xFFFFFFFF
@@ -231,8 +231,8 @@ async def test_bucketing_follows_java_where_pyfluss_differs(clients):
     # With several buckets a row is found by the other client exactly when both pick the same
     # bucket; they differ only for keys hit by the Rust core's tail-byte bug, where fluss_fast
     # keeps Java's (the server's and the Java client's) choice.
-    from fluss_fast.codec.keys import KeyEncoder
-    from fluss_fast.codec.murmur import bucket_for_key
+    from fluss_fast.codec.kv.keys import KeyEncoder
+    from fluss_fast.codec.wire.murmur import bucket_for_key
     from fluss_fast.datatypes import SchemaInfo
 
     f, p, db = clients

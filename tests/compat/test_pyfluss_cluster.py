@@ -403,7 +403,7 @@ async def test_nested_complex_types_round_trip(fluss_server, unique_name):
 async def test_zstd_levels(fluss_server, unique_name):
     """pyfluss writes ZSTD only at level 3 (it refuses others itself); it reads any level, so batches
     at level 19 go in raw, built by the shared codec, and come back through pyfluss."""
-    from fluss_fast.codec.arrowlog import ArrowLogCodec
+    from fluss_fast.codec.log.arrowlog import ArrowLogCodec
     from fluss_fast.datatypes import SchemaInfo
 
     conn = await connect(fluss_server.bootstrap_servers)

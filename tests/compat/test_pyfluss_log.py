@@ -12,8 +12,8 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from fluss_fast.codec.murmur import bucket_for_key
-from fluss_fast.codec.rows import encode_key
+from fluss_fast.codec.wire.murmur import bucket_for_key
+from fluss_fast.codec.rows.compacted import encode_key
 from fluss_fast.datatypes import SchemaInfo
 from pyfluss_util import call, pyfluss_fixtures, wait_for_leaders
 
@@ -451,7 +451,7 @@ async def test_resent_batch_after_lost_response_is_stored_once(fluss_server, adm
         assert [r["id"] for *_, r in got] == list(range(15))
         # the resend was acknowledged as the success it was: the writer kept its id and went on
         # with the next sequence (an error answer makes pyfluss start over with a new writer id)
-        from fluss_fast.codec import logbatch
+        from fluss_fast.codec.log import logbatch
 
         seg = _log_segments(fluss_server, db, f"lossy-{table.get_table_info().table_id}")
         with open(seg[0], "rb") as f:

@@ -308,7 +308,7 @@ def normalise(value: Any, target: Target, key: str = "") -> Any:
 
 def log_batches(buf: bytes) -> List[dict]:
     """A records blob as one dict per batch: header fields and the payload bytes after the header."""
-    from fluss_fast.codec import logbatch
+    from fluss_fast.codec.log import logbatch
 
     out = []
     for h in logbatch.iter_batches(buf):

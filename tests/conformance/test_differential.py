@@ -29,9 +29,9 @@ from typing import Dict, List
 import pyarrow as pa
 import pytest
 
-from fluss_fast.codec.arrowlog import ArrowLogCodec
-from fluss_fast.codec.kvbatch import build_kv_batch
-from fluss_fast.codec.rows import CompactedKeyEncoder, CompactedRowEncoder
+from fluss_fast.codec.log.arrowlog import ArrowLogCodec
+from fluss_fast.codec.kv.kvbatch import build_kv_batch
+from fluss_fast.codec.rows.compacted import CompactedKeyEncoder, CompactedRowEncoder
 from fluss_fast.datatypes import SchemaInfo
 from fluss_fast.rpc import fluss_api_pb2 as pb
 from fluss_fast.rpc.api import Api
@@ -693,7 +693,7 @@ async def _(t):
 
 
 def _decoded(records: bytes, arrow_schema):
-    from fluss_fast.codec import logbatch
+    from fluss_fast.codec.log import logbatch
     from differential import log_batches
     out = []
     codec = ArrowLogCodec(SchemaInfo.from_json({"columns": [LOG_COLS[1]]}), "ZSTD", 3)
@@ -888,7 +888,7 @@ async def _(t):
 
 
 def _decoded_changelog(records: bytes):
-    from fluss_fast.codec import logbatch
+    from fluss_fast.codec.log import logbatch
     from differential import log_batches
     out = []
     codec = ArrowLogCodec(PK_SCHEMA, "ZSTD", 3)

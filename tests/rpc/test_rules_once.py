@@ -3,7 +3,7 @@ partition separator are imported from where they are defined, not restated as nu
 import os
 import re
 
-from fluss_fast.codec import indexedlog
+from fluss_fast.codec.log import indexedlog
 from fluss_fast.client import lookup, snapshot
 from fluss_fast.client.cluster import partition_name_of
 from fluss_fast.client.scan import fetcher

@@ -8,9 +8,9 @@ import random
 
 import pytest
 
-from fluss_fast.codec import kvsplit
+from fluss_fast.codec.kv import kvsplit
 from fluss_fast.codec.errors import CorruptBatchError
-from fluss_fast.codec.kvbatch import build_kv_batch, iter_kv_records
+from fluss_fast.codec.kv.kvbatch import build_kv_batch, iter_kv_records
 from fluss_fast.rpc import fluss_api_pb2 as pb
 from fluss_fast.rpc.api import Api
 from fluss_fast.rpc.errors import Errors

@@ -9,7 +9,7 @@ import types
 
 import pytest
 
-from fluss_fast.codec.kvsplit import KeyFilter
+from fluss_fast.codec.kv.kvsplit import KeyFilter
 from fluss_fast.server import kvstore
 from test_kv_prewrite import _start
 from test_server_kv import Kv, changes, k, up
@@ -107,7 +107,7 @@ def test_a_store_opens_with_its_keys_in_the_filter(tmp_path, monkeypatch):
 
 
 def test_current_values_reads_only_the_keys_the_filter_cannot_rule_out():
-    from fluss_fast.codec import kvsplit
+    from fluss_fast.codec.kv import kvsplit
 
     for twin in (kvsplit.current_values, kvsplit.current_values_py):
         f = (KeyFilter if twin is kvsplit.current_values else kvsplit.KeyFilter_py)()

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from fluss_fast.codec.valuebatch import iter_value_records
+from fluss_fast.codec.kv.valuebatch import iter_value_records
 from fluss_fast.rpc import fluss_api_pb2 as pb
 from fluss_fast.rpc.api import Api
 from test_server_kv import DEC, Kv, dl, k, looked_up, same_answer as _both, up
@@ -152,7 +152,7 @@ def test_buffer_is_flushed_after_its_time(start_server, unique_name, monkeypatch
 
 
 def test_put_kv_of_several_buckets_answers_each_in_request_order(start_server, unique_name, monkeypatch):
-    from fluss_fast.codec.kvbatch import build_kv_batch
+    from fluss_fast.codec.kv.kvbatch import build_kv_batch
     from fluss_fast.rpc.errors import Errors
 
     srv = _start(start_server, monkeypatch, 10 ** 9, 3600)

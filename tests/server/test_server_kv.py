@@ -8,14 +8,14 @@ import os
 
 import pytest
 
-from fluss_fast.codec import logbatch as lb
-from fluss_fast.codec.arrowlog import ArrowLogCodec
-from fluss_fast.codec.indexedlog import decode_row_log_batch
-from fluss_fast.codec.kvbatch import build_kv_batch, decode_value
-from fluss_fast.codec.murmur import bucket_for_key
-from fluss_fast.codec.rows import (CompactedKeyEncoder, CompactedRowDecoder, CompactedRowEncoder,
-                                   IndexedRowDecoder, IndexedRowEncoder)
-from fluss_fast.codec.valuebatch import iter_value_records
+from fluss_fast.codec.log import logbatch as lb
+from fluss_fast.codec.log.arrowlog import ArrowLogCodec
+from fluss_fast.codec.log.indexedlog import decode_row_log_batch
+from fluss_fast.codec.kv.kvbatch import build_kv_batch, decode_value
+from fluss_fast.codec.wire.murmur import bucket_for_key
+from fluss_fast.codec.rows.compacted import CompactedKeyEncoder, CompactedRowDecoder, CompactedRowEncoder
+from fluss_fast.codec.rows.indexed import IndexedRowDecoder, IndexedRowEncoder
+from fluss_fast.codec.kv.valuebatch import iter_value_records
 from fluss_fast.datatypes import SchemaInfo
 from fluss_fast.rpc import fluss_api_pb2 as pb
 from fluss_fast.rpc.api import Api

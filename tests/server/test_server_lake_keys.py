@@ -10,9 +10,9 @@ import shutil
 
 import pytest
 
-from fluss_fast.codec.kvbatch import build_kv_batch, decode_value
-from fluss_fast.codec.lakekeys import IcebergKeyEncoder, PaimonKeyEncoder
-from fluss_fast.codec.rows import CompactedRowDecoder, CompactedRowEncoder
+from fluss_fast.codec.kv.kvbatch import build_kv_batch, decode_value
+from fluss_fast.codec.kv.lakekeys import IcebergKeyEncoder, PaimonKeyEncoder
+from fluss_fast.codec.rows.compacted import CompactedRowDecoder, CompactedRowEncoder
 from fluss_fast.datatypes import SchemaInfo
 from fluss_fast.rpc import fluss_api_pb2 as pb
 from fluss_fast.rpc.api import Api

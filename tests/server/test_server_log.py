@@ -9,8 +9,8 @@ import time
 import pyarrow as pa
 import pytest
 
-from fluss_fast.codec import logbatch as lb
-from fluss_fast.codec.arrowlog import ArrowLogCodec
+from fluss_fast.codec.log import logbatch as lb
+from fluss_fast.codec.log.arrowlog import ArrowLogCodec
 from fluss_fast.datatypes import SchemaInfo
 from fluss_fast.rpc import fluss_api_pb2 as pb
 from fluss_fast.rpc.api import Api

@@ -9,7 +9,7 @@ import pytest
 import pyfluss_util
 from pyfluss_util import call
 
-from fluss_fast.codec import logbatch as lb
+from fluss_fast.codec.log import logbatch as lb
 from fluss_fast.rpc import fluss_api_pb2 as pb
 from fluss_fast.rpc.api import Api
 from wire import WireClient

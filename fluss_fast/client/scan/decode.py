@@ -13,7 +13,7 @@ from typing import List, Optional
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...codec import logbatch
+from ...codec.log import logbatch
 from ...errors import FlussError
 from ...rpc.errors import CLIENT_ERROR, Errors
 from .records import Chunk, RowSource
@@ -48,7 +48,7 @@ class ScanSpec:
     """Everything fixed when a scanner is created: table, projection, filter, decoders."""
 
     def __init__(self, meta, *, projection: Optional[List[int]] = None, predicate=None):
-        from ...codec.arrowlog import ArrowLogCodec
+        from ...codec.log.arrowlog import ArrowLogCodec
 
         self.meta = meta
         self.path = meta.path
@@ -88,7 +88,7 @@ class ScanSpec:
                                        table_name=table_name)
             self.row_codec = None
         else:
-            from ...codec.indexedlog import RowLogCodec
+            from ...codec.log.indexedlog import RowLogCodec
 
             self.codec = None
             self.row_codec = RowLogCodec(self.schema.types, self.log_format, self.schema.names)
@@ -108,7 +108,7 @@ class ScanSpec:
             if self.pushdown and not full:
                 return self.codec.decode(mv, h, projected=self.decoded_schema, memory=memory)
             return self.codec.decode(mv, h, arrow_schema=self.full_arrow, memory=memory)
-        from ...codec.indexedlog import to_arrow
+        from ...codec.log.indexedlog import to_arrow
 
         decoded = self.row_codec.decode(mv, h)
         rb = to_arrow([values for _, values in decoded], self.full_arrow)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 from typing import Callable, Dict, List
 
-from ...codec import logbatch
+from ...codec.log import logbatch
 
 __all__ = ["InOrder", "decode_response", "split_response", "PART_BYTES"]
 

@@ -9,7 +9,7 @@ frees space, or fails after ``writer.buffer.wait-timeout-ms``. Nothing is ever d
 
 Rows of tables without partitions take a shorter way: they go straight into a "hot" batch (the
 sticky bucket's open batch, or for a bucket-key table the open batch of the row's bucket) through
-a ``codec.appendslot.HotSlot`` (compiled), which holds the lock only around one row-builder call;
+a ``client.write.appendslot.HotSlot`` (compiled), which holds the lock only around one row-builder call;
 the batch's byte and row counts are brought up to date lazily, under the lock, before anyone else
 looks at them, and a lease on the budget bounds how much a slot may add meanwhile.
 
@@ -24,7 +24,7 @@ import threading
 import time
 from typing import Callable, Optional
 
-from ...codec.appendslot import HotSlot
+from .appendslot import HotSlot
 from ...errors import FlussError
 from .batch import KIND_LOG, WriteBatch, WriteResultHandle
 
@@ -102,7 +102,7 @@ class RecordAccumulator:
         self.row_bytes = 64  # guess of one row's Arrow size, reserved before the row is validated
         self._runtime = runtime
         self._sticky = getattr(assigner, "sticky", False)
-        # "Hot" batches take rows through a HotSlot (codec/appendslot.py, compiled) that holds the
+        # "Hot" batches take rows through a HotSlot (client/write/appendslot.py, compiled) that holds the
         # lock only around one row-builder call and books nothing else. There is one slot per
         # (partition id, bucket), where bucket None stands for "the bucket the assigner picks"
         # (then the slot feeds the sticky bucket's open batch); ``slot`` is (None, None), the one
@@ -111,7 +111,7 @@ class RecordAccumulator:
         # changes hands. Each hot batch holds a lease on the memory budget: its slot takes rows
         # while the builder has grown less than the lease since the batch turned hot, so the
         # budget and the batch target are kept without per-row bookkeeping.
-        # KV writers use codec.upsertrow.KvSlot, the slot their compiled per-row path writes into
+        # KV writers use client.write.upsertrow.KvSlot, the slot their compiled per-row path writes into
         self._slot_class = slot_class or HotSlot
         self.slot = self._slot_class(self._lock)
         self._slots = {(None, None): self.slot}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from typing import Optional
 
-from ...codec import murmur
+from ...codec.wire import murmur
 
 
 class StickyBucketAssigner:

@@ -13,10 +13,10 @@ import concurrent.futures
 import time
 from typing import Optional
 
-from ...codec.crc32c import crc32c
+from ...codec.wire.crc32c import crc32c
 # The header layout is logbatch's (the same struct definitions); only the assembly differs: the
 # header is built on its own so the payload goes to the socket without being copied behind it.
-from ...codec.logbatch import (_CRC_FREE_V0, _HEAD, APPEND_ONLY_FLAG, LOG_OVERHEAD,
+from ...codec.log.logbatch import (_CRC_FREE_V0, _HEAD, APPEND_ONLY_FLAG, LOG_OVERHEAD,
                                V0_HEADER_SIZE)
 from ..runtime import on_runtime
 

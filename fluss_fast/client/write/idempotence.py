@@ -8,7 +8,7 @@ thread.
 """
 from __future__ import annotations
 
-from ...codec.logbatch import NO_WRITER_ID
+from ...codec.log.logbatch import NO_WRITER_ID
 
 INT32_MAX = (1 << 31) - 1
 #: the server's per-writer window; more in flight could not be de-duplicated

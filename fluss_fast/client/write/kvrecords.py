@@ -4,16 +4,16 @@ A KV batch (docs/contributing/formats.md §5) is records back to back behind a 2
 id and batch sequence; as for log batches the header is built when the batch goes out (the
 sequence is assigned then) and the payload is reused by every retry. Callers encode each record
 whole (``int32 length | varint key length | key | value``) on their own thread, straight into
-the batch's ``KvRecordBuilder`` (``codec/upsertrow.py``, compiled).
+the batch's ``KvRecordBuilder`` (``client/write/upsertrow.py``, compiled).
 """
 from __future__ import annotations
 
 import struct
 
-from ...codec.crc32c import crc32c
-from ...codec.kvbatch import KV_HEADER_SIZE, KV_MAGIC
+from ...codec.wire.crc32c import crc32c
+from ...codec.kv.kvbatch import KV_HEADER_SIZE, KV_MAGIC
 # the records and their builder live with the per-row fast path that writes into them
-from ...codec.upsertrow import KvChunk, KvRecordBuilder, kv_record
+from .upsertrow import KvChunk, KvRecordBuilder, kv_record
 from ...rpc.wire import PUT_KV
 
 __all__ = ["KvChunk", "KvRecordBuilder", "kv_record", "kv_batch_header", "encode_put_kv_request"]

@@ -16,9 +16,10 @@ from typing import List, Optional
 
 import pyarrow as pa
 
-from ...codec.keys import KeyScheme, key_columns
-from ...codec.rows import CompactedRowEncoder, IndexedRowEncoder
-from ...codec.upsertrow import KvSlot, UpsertRow
+from ...codec.kv.keys import KeyScheme, key_columns
+from ...codec.rows.compacted import CompactedRowEncoder
+from ...codec.rows.indexed import IndexedRowEncoder
+from .upsertrow import KvSlot, UpsertRow
 from ...errors import FlussError
 from ...metadata import PARTITION_SEPARATOR
 from ...rpc.errors import CLIENT_ERROR

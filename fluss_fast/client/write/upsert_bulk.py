@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ... import datatypes as T
-from ...codec import kvcolumns as K
+from ...codec.kv import kvcolumns as K
 from ...errors import FlussError
 from .batch import WriteResultHandle
 from .kvrecords import KvChunk

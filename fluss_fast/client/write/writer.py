@@ -14,10 +14,10 @@ import numpy as np
 import pyarrow as pa
 
 from ... import datatypes as T
-from ...codec.arrowlog import ArrowLogCodec
-from ...codec.columns import RowBatchBuilder
-from ...codec.indexedlog import RowLogCodec
-from ...codec.keys import KeyScheme, RowKeyEncoder
+from ...codec.log.arrowlog import ArrowLogCodec
+from ...codec.rows.columns import RowBatchBuilder
+from ...codec.log.indexedlog import RowLogCodec
+from ...codec.kv.keys import KeyScheme, RowKeyEncoder
 from ...errors import FlussError
 from ...metadata import PARTITION_SEPARATOR
 from ..runtime import on_runtime
@@ -160,7 +160,7 @@ class AppendWriter(BufferedWriter):
         self._start_sending(cfg, acks, retries, max_inflight, idem, batch_size=batch_size,
                             assigner=make_no_key_assigner(cfg.writer_bucket_no_key_assigner),
                             new_builder=lambda: RowBatchBuilder(schema, table_name))
-        self._slot_append = self._acc.slot.append  # per-row fast path (codec/appendslot.py)
+        self._slot_append = self._acc.slot.append  # per-row fast path (client/write/appendslot.py)
         self._slot_appends = {}  # (partition id, bucket) -> that slot's append, for placed rows
         self._bucket_for_key = scheme.bucketing
 

@@ -1,0 +1,1045 @@
+# cython: language_level=3, cdivision=True, boundscheck=False, wraparound=False
+"""Compiled twin of :mod:`fluss_fast.codec.rows.rowarrow` (see there for the API and the rules).
+
+Flat columns are decoded from the row bytes straight into Arrow buffers from pyarrow's memory pool
+(validity bitmap, data, int32 offsets) that become ``pa.Array.from_buffers`` without a copy; no
+Python object is made per value. Nested
+columns (ARRAY, MAP, ROW) go through the pure module's converter, one Python value each. Every read
+is bounds-checked against the row's end: a malformed row raises ValueError, never reads past it.
+
+Calls of NOGIL_MIN_ROWS rows or more on a table without nested columns (value_list, value_batch,
+values, rows) run the row loop with the GIL released: the server builds its changelogs on a worker
+thread and the event loop thread needs the GIL meanwhile. The decode functions are nogil and take
+the GIL back only to raise, for a nested field, another schema's plan or a buffer's growth, so one
+code path serves both modes and the errors are the same. No Python local may enter them: Cython
+would take the GIL at every exit to release it.
+"""
+from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t, uintptr_t
+from libc.stdlib cimport calloc, free, malloc
+from libc.string cimport memcpy, memset
+from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_CheckExact
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
+from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
+
+import array as _array
+
+import pyarrow as pa
+
+from fluss_fast.codec.rows.rowtypes import type_info as _type_info
+
+cdef extern from *:
+    """
+    #include "le_bytes.h"
+    #include "utf8_valid.h"
+    """
+    int16_t ff_le_get16(const unsigned char *p) nogil
+    int32_t ff_le_get32(const unsigned char *p) nogil
+    int64_t ff_le_get64(const unsigned char *p) nogil
+    int ff_utf8_valid(const unsigned char *s, Py_ssize_t n) nogil
+    ctypedef long long int128 "__int128"
+    ctypedef unsigned long long uint128 "unsigned __int128"
+    bint mul_overflow "__builtin_mul_overflow"(int64_t a, int64_t b, int64_t* out) nogil
+    bint add_overflow "__builtin_add_overflow"(int64_t a, int64_t b, int64_t* out) nogil
+    int popcount64 "__builtin_popcountll"(unsigned long long x) nogil
+
+from fluss_fast.codec.rows.row_type_codes cimport *  # C_BOOLEAN .. C_ROW
+
+# How a column is stored in Arrow
+cdef enum:
+    O_BOOL = 0
+    O_FIXED = 1    # little-endian values of ``width`` bytes (ints, floats, dates, times, timestamps)
+    O_VAR = 2      # utf8 / binary: int32 offsets + data
+    O_FSB = 3      # fixed_size_binary(width)
+    O_DEC = 4      # decimal128: 16 bytes
+    O_NESTED = 5   # Python values, pa.array at the end
+
+cdef enum:
+    MILLIS_PER_DAY = 86400000
+
+# Calls with at least this many rows decode them with the GIL released (flat schemas). Fewer rows
+# keep it: taking the GIL back can wait a switch interval (5 ms) behind another thread, which costs
+# more than a short loop that held it; the server's PUT_KV builds changelogs this long on a worker
+# thread (kvfast.THREAD_BUILD_ROWS), where releasing lets the event loop thread run meanwhile.
+cdef Py_ssize_t NOGIL_MIN_ROWS = 512
+
+cdef struct Buf:
+    char* p
+    Py_ssize_t n
+    Py_ssize_t cap
+    PyObject* owner  # the pa.ResizableBuffer holding p (a strong reference)
+
+cdef struct Col:
+    int out
+    int width
+    bint nullable
+    Buf valid
+    Buf data
+    Buf offs
+
+cdef struct Field:
+    int code
+    int target      # column of the latest schema, -1 when the column is gone
+    int length      # CHAR(n) / BINARY(n)
+    int precision
+    int scale
+    bint compact    # DECIMAL(p <= 18), TIMESTAMP(p <= 3)
+    bint fixed      # IndexedRow: fixed-length field
+    int size        # IndexedRow: its size
+
+cdef uint128 POW10[39]
+cdef int _i
+POW10[0] = 1
+for _i in range(1, 39):
+    POW10[_i] = POW10[_i - 1] * 10
+
+
+cdef int buf_reserve(Buf* b, Py_ssize_t need) except -1:
+    """Ensures ``need`` bytes of capacity; new bytes are zeroed (bitmaps rely on it).
+
+    The memory is a resizable Arrow buffer from pyarrow's pool: ``buf_take`` hands it to the
+    RecordBatch without a copy, and the pool keeps freed pages warm for the next batch.
+    """
+    cdef Py_ssize_t cap
+    cdef object owner
+    if need <= b.cap:
+        return 0
+    cap = b.cap * 2
+    if cap < need:
+        cap = need
+    if cap < 64:
+        cap = 64
+    if b.owner == NULL:
+        owner = pa.allocate_buffer(cap, resizable=True)
+        Py_INCREF(owner)
+        b.owner = <PyObject*>owner
+    else:
+        owner = <object>b.owner
+        owner.resize(cap)
+    b.p = <char*><uintptr_t>owner.address
+    memset(b.p + b.cap, 0, cap - b.cap)
+    b.cap = cap
+    return 0
+
+
+cdef inline void buf_free(Buf* b):
+    Py_XDECREF(b.owner)
+    b.owner = NULL
+    b.p = NULL
+    b.n = 0
+    b.cap = 0
+
+
+cdef object buf_take(Buf* b, Py_ssize_t nbytes):
+    """The first ``nbytes`` as an Arrow buffer; the Buf lets go of its memory."""
+    if b.owner == NULL:
+        return pa.py_buffer(b"")
+    out = (<object>b.owner).slice(0, nbytes)
+    buf_free(b)
+    return out
+
+
+# The per-row buffers (validity and BOOLEAN bitmaps, fixed-width data, offsets) always have room for
+# the row being added: RowArrowBuilder grows them all before a row starts (``_room``), so these
+# writers need no checks. Only variable-length data grows inside a row.
+cdef inline void set_bit(Buf* b, Py_ssize_t i, bint bit) noexcept nogil:
+    if bit:
+        (<uint8_t*>b.p)[i >> 3] |= <uint8_t>(1 << (i & 7))
+    else:
+        (<uint8_t*>b.p)[i >> 3] &= <uint8_t>~(1 << (i & 7))
+
+
+cdef inline void put_fixed(Col* c, const void* src) noexcept nogil:
+    """Appends one value of c.width bytes (src in native = little-endian order)."""
+    memcpy(c.data.p + c.data.n, src, c.width)
+    c.data.n += c.width
+
+
+cdef inline int put_var(Col* c, const uint8_t* src, Py_ssize_t n) except -1 nogil:
+    # runs without the GIL on the decode fast path: only growing the Arrow buffer (a pyarrow call,
+    # rare once the caller reserved from the input size) and raising take it back
+    cdef Py_ssize_t at = c.data.n
+    if at + n > 0x7FFFFFFF:
+        with gil:
+            raise ValueError("more than 2 GiB of variable-length data in one column")
+    if at + n > c.data.cap:
+        with gil:
+            buf_reserve(&c.data, at + n)
+    memcpy(c.data.p + at, src, n)
+    c.data.n = at + n
+    (<int32_t*>(c.offs.p + c.offs.n))[0] = <int32_t>(at + n)
+    c.offs.n += 4
+    return 0
+
+
+cdef inline void put_null(Col* c, Py_ssize_t row) noexcept nogil:
+    set_bit(&c.valid, row, 0)
+    if c.out == O_BOOL:
+        set_bit(&c.data, row, 0)
+    elif c.out == O_VAR:
+        (<int32_t*>(c.offs.p + c.offs.n))[0] = <int32_t>c.data.n
+        c.offs.n += 4
+    elif c.out != O_NESTED:
+        memset(c.data.p + c.data.n, 0, c.width)
+        c.data.n += c.width
+
+
+cdef inline Py_ssize_t count_bits(const uint8_t* b, Py_ssize_t n) noexcept nogil:
+    """Set bits among the first ``n`` of bitmap ``b`` (bits past ``n`` may be stale: masked)."""
+    cdef Py_ssize_t i, words = n >> 6, r = 0
+    cdef uint64_t w
+    for i in range(words):
+        memcpy(&w, b + (i << 3), 8)
+        r += popcount64(w)
+    for i in range(words << 3, n >> 3):
+        r += popcount64(b[i])
+    if n & 7:
+        r += popcount64(b[n >> 3] & ((1 << (n & 7)) - 1))
+    return r
+
+
+cdef inline int read_var(const uint8_t* b, Py_ssize_t* pos, Py_ssize_t end, int max_bytes,
+                         uint64_t* out) noexcept nogil:
+    """Unsigned LEB128 of at most max_bytes: 0 ok, 1 runs past end, 2 too long."""
+    cdef uint64_t r = 0
+    cdef int shift = 0
+    cdef int i
+    cdef uint8_t x
+    cdef Py_ssize_t p = pos[0]
+    for i in range(max_bytes):
+        if p >= end:
+            return 1
+        x = b[p]
+        p += 1
+        if shift < 64:
+            r |= (<uint64_t>(x & 0x7F)) << shift
+        if x < 0x80:
+            out[0] = r
+            pos[0] = p
+            return 0
+        shift += 7
+    return 2
+
+
+cdef object _as_i64(object x):
+    """A contiguous int64 buffer holding the values of ``x``."""
+    cdef object mv
+    if isinstance(x, _array.array) and x.typecode == "q":
+        return x
+    try:
+        mv = memoryview(x)
+    except TypeError:
+        return _array.array("q", x)
+    if mv.ndim == 1 and mv.itemsize == 8 and mv.format in ("q", "l", "<q", "<l", "=q", "=l") \
+            and mv.c_contiguous:
+        return x
+    return _array.array("q", [int(v) for v in x])
+
+
+cdef class _Plan:
+    """How to read rows of one (possibly older) schema into the latest schema's columns."""
+    cdef Field* fields
+    cdef int nfields
+    cdef int nbytes
+    cdef int header
+    cdef int* missing
+    cdef int nmissing
+    cdef list readers   # nested converters per field, None for flat fields
+    cdef list names
+    cdef int schema_id
+
+    def __dealloc__(self):
+        free(self.fields)
+        free(self.missing)
+
+
+cdef class RowsToArrow:
+    """Decoder of a table's stored rows into RecordBatches of its latest schema."""
+    cdef readonly object schema
+    cdef readonly str kv_format
+    cdef readonly str table_name
+    cdef readonly dict schemas
+    cdef readonly int schema_id
+    cdef readonly object arrow_schema
+    cdef list _arrow_types
+    cdef dict _plans
+    cdef bint _indexed
+    cdef int ncols
+    cdef int* _outs
+    cdef int* _widths
+    cdef bint* _nullable
+    cdef double* _var_hint  # O_VAR columns: data bytes per row of the last batch, -1 before one
+    cdef bint _has_nested   # a nested column: rows need Python, the GIL is kept
+    cdef list _names
+
+    def __cinit__(self):
+        self._outs = NULL
+        self._widths = NULL
+        self._nullable = NULL
+        self._var_hint = NULL
+
+    def __init__(self, schema, kv_format="COMPACTED", schemas=None, table_name="", schema_id=None):
+        fmt = (kv_format or "COMPACTED").upper()
+        if fmt not in ("COMPACTED", "INDEXED"):
+            raise ValueError(f"unknown kv format {kv_format!r}: COMPACTED or INDEXED")
+        self.schema = schema
+        self.kv_format = fmt
+        self._indexed = fmt == "INDEXED"
+        self.table_name = table_name
+        self.schemas = dict(schemas or {})
+        if schema_id is None:
+            schema_id = max((k for k, s in self.schemas.items() if s == schema), default=None)
+            if schema_id is None:
+                schema_id = max(self.schemas, default=0) + 1 if self.schemas else 1
+        self.schema_id = schema_id
+        self.schemas[schema_id] = schema
+        self.arrow_schema = schema.to_arrow()
+        self._arrow_types = [f.type for f in self.arrow_schema]
+        self._plans = {}
+        cols = schema.columns
+        self.ncols = len(cols)
+        self._names = [c.name for c in cols]
+        self._outs = <int*>calloc(max(self.ncols, 1), sizeof(int))
+        self._widths = <int*>calloc(max(self.ncols, 1), sizeof(int))
+        self._nullable = <bint*>calloc(max(self.ncols, 1), sizeof(bint))
+        self._var_hint = <double*>calloc(max(self.ncols, 1), sizeof(double))
+        if self._outs == NULL or self._widths == NULL or self._nullable == NULL or self._var_hint == NULL:
+            raise MemoryError()
+        for j, c in enumerate(cols):
+            self._var_hint[j] = -1
+            t = _type_info(c.type)
+            self._nullable[j] = c.type.nullable
+            code = t.code
+            if code == C_BOOLEAN:
+                self._outs[j], self._widths[j] = O_BOOL, 1
+            elif code in (C_CHAR, C_STRING, C_BYTES):
+                self._outs[j], self._widths[j] = O_VAR, 0
+            elif code == C_BINARY:
+                self._outs[j], self._widths[j] = O_FSB, t.length
+            elif code == C_DECIMAL:
+                self._outs[j], self._widths[j] = O_DEC, 16
+            elif code in (C_ARRAY, C_MAP, C_ROW):
+                self._outs[j], self._widths[j] = O_NESTED, 0
+                self._has_nested = True
+            else:
+                self._outs[j] = O_FIXED
+                if code == C_TINYINT:
+                    self._widths[j] = 1
+                elif code == C_SMALLINT:
+                    self._widths[j] = 2
+                elif code in (C_INT, C_DATE, C_FLOAT):
+                    self._widths[j] = 4
+                elif code == C_TIME:
+                    self._widths[j] = 4 if t.precision <= 3 else 8
+                else:
+                    self._widths[j] = 8
+
+    def __dealloc__(self):
+        free(self._outs)
+        free(self._widths)
+        free(self._nullable)
+        free(self._var_hint)
+
+    cdef _Plan _plan(self, int schema_id):
+        if schema_id < 0:
+            schema_id = self.schema_id
+        plan = self._plans.get(schema_id)
+        if plan is not None:
+            return <_Plan>plan
+        source = self.schemas.get(schema_id)
+        if source is None:
+            from fluss_fast.codec.rows.rowarrow import unknown_schema
+            raise unknown_schema(schema_id, self.schema_id)
+        p = self._make_plan(source, schema_id)
+        self._plans[schema_id] = p
+        return p
+
+    cdef _Plan _make_plan(self, source, int schema_id):
+        from fluss_fast.codec.rows.rowarrow import column_mapping, nested_converter
+        mapping = column_mapping(self.schema, source)
+        cdef _Plan p = _Plan()
+        cdef int k, nvar = 0, j
+        cdef Field* f
+        scols = source.columns
+        p.schema_id = schema_id
+        p.nfields = len(scols)
+        p.fields = <Field*>calloc(max(p.nfields, 1), sizeof(Field))
+        if p.fields == NULL:
+            raise MemoryError()
+        p.readers = []
+        p.names = []
+        for k, c in enumerate(scols):
+            t = _type_info(c.type)
+            f = &p.fields[k]
+            f.code = t.code
+            f.target = mapping[k]
+            f.length = t.length
+            f.precision = t.precision
+            f.scale = t.scale
+            f.compact = t.compact
+            f.fixed = t.fixed
+            f.size = t.size
+            if self._indexed and not t.fixed:
+                nvar += 1
+            p.readers.append(nested_converter(c.type, self.kv_format)
+                             if t.code in (C_ARRAY, C_MAP, C_ROW) else None)
+            p.names.append(c.name)
+        present = set(j for j in mapping if j >= 0)
+        missing = [j for j in range(self.ncols) if j not in present]
+        p.nmissing = len(missing)
+        p.missing = <int*>calloc(max(p.nmissing, 1), sizeof(int))
+        if p.missing == NULL:
+            raise MemoryError()
+        for k, j in enumerate(missing):
+            p.missing[k] = j
+        p.nbytes = (p.nfields + 7) >> 3
+        p.header = p.nbytes + 4 * nvar if self._indexed else p.nbytes
+        return p
+
+    def add_schema(self, int schema_id, schema):
+        """Makes rows written under ``schema_id`` (an older schema of the table) readable."""
+        self.schemas[schema_id] = schema
+        self._plans.pop(schema_id, None)
+
+    def builder(self):
+        return RowArrowBuilder(self)
+
+    def values(self, buf, starts, ends):
+        """Stored values (int16 LE schema id + row) at ``buf[starts[i]:ends[i]]``."""
+        return self._spans(buf, starts, ends, True, -1)
+
+    def rows(self, buf, starts, ends, int schema_id=-1):
+        """Bare rows at ``buf[starts[i]:ends[i]]``, all written under ``schema_id`` (-1: latest)."""
+        return self._spans(buf, starts, ends, False, schema_id)
+
+    cdef object _spans(self, buf, starts, ends, bint values, int schema_id):
+        cdef RowArrowBuilder b = RowArrowBuilder(self)
+        cdef Py_buffer view
+        cdef const int64_t[::1] s = _as_i64(starts)
+        cdef const int64_t[::1] e = _as_i64(ends)
+        cdef Py_ssize_t i, n = s.shape[0], total = 0
+        cdef bint release
+        if e.shape[0] != n:
+            raise ValueError(f"{n} starts but {e.shape[0]} ends")
+        PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
+        try:
+            b._reserve(n)
+            release = n >= NOGIL_MIN_ROWS and not self._has_nested
+            if release:
+                for i in range(n):
+                    if e[i] > s[i]:
+                        total += e[i] - s[i]
+                b._reserve_var(n, total)
+            if release:
+                with nogil:
+                    _add_spans(b, <const uint8_t*>view.buf, view.len, s, e, values, schema_id)
+            else:
+                _add_spans(b, <const uint8_t*>view.buf, view.len, s, e, values, schema_id)
+        finally:
+            PyBuffer_Release(&view)
+        return b._finish(False)
+
+    def value_list(self, values):
+        """Stored values given one bytes-like each."""
+        cdef RowArrowBuilder b = RowArrowBuilder(self)
+        cdef Py_ssize_t n = len(values), i = 0, total = 0
+        cdef const uint8_t** ptrs = NULL
+        cdef Py_ssize_t* lens = NULL
+        cdef tuple vals
+        b._reserve(n)
+        if n < NOGIL_MIN_ROWS or self._has_nested:
+            for v in values:
+                b.add_value(v)
+            return b._finish(False)
+        # the tuple keeps every value alive (and the list's order fixed) while the GIL is released;
+        # bytes are immutable, so their pointers stay valid. Other bytes-likes go one at a time
+        # through add_value with the GIL held (their buffers need a Py_buffer each).
+        vals = tuple(values)
+        n = len(vals)
+        ptrs = <const uint8_t**>malloc(max(n, 1) * sizeof(uint8_t*))
+        lens = <Py_ssize_t*>malloc(max(n, 1) * sizeof(Py_ssize_t))
+        try:
+            if ptrs == NULL or lens == NULL:
+                raise MemoryError()
+            for i in range(n):
+                v = vals[i]
+                if PyBytes_CheckExact(v):
+                    ptrs[i] = <const uint8_t*>PyBytes_AS_STRING(v)
+                    lens[i] = PyBytes_GET_SIZE(v)
+                    total += lens[i]
+                else:
+                    ptrs[i] = NULL
+            b._reserve(n)
+            b._reserve_var(n, total)
+            i = 0
+            while i < n:
+                with nogil:
+                    while i < n and ptrs[i] != NULL:
+                        b._add_span(ptrs[i], lens[i], 0, lens[i], True, -1)
+                        i += 1
+                if i < n:
+                    b.add_value(vals[i])
+                    i += 1
+        finally:
+            free(ptrs)
+            free(lens)
+        return b._finish(False)
+
+    def value_batch(self, records):
+        """Every row of the value batches in ``records`` (LIMIT_SCAN / SCAN_KV answers)."""
+        cdef RowArrowBuilder b = RowArrowBuilder(self)
+        cdef Py_buffer view
+        cdef const uint8_t* d
+        cdef Py_ssize_t end, pos = 0, p, stop
+        cdef int32_t length, count, i, n
+        cdef bint release
+        PyObject_GetBuffer(records, &view, PyBUF_SIMPLE)
+        try:
+            d = <const uint8_t*>view.buf
+            end = view.len
+            while pos < end:
+                if pos + 9 > end:
+                    raise ValueError(f"value batch at byte {pos}: truncated header")
+                length = ff_le_get32(d + pos)
+                count = ff_le_get32(d + pos + 5)
+                if d[pos + 4] != 0:
+                    raise ValueError(f"value batch at byte {pos}: unknown magic {d[pos + 4]}")
+                stop = pos + 4 + <Py_ssize_t>length
+                if length < 5 or stop > end or count < 0:
+                    raise ValueError(f"value batch at byte {pos}: length {length} / count {count} do "
+                                     f"not fit the {end - pos} bytes available")
+                p = pos + 9
+                b._reserve(b.n + count)
+                release = count >= NOGIL_MIN_ROWS and not self._has_nested
+                if release:
+                    b._reserve_var(count, stop - p)
+                if release:
+                    with nogil:
+                        p = _add_records(b, d, end, pos, p, stop, count)
+                else:
+                    p = _add_records(b, d, end, pos, p, stop, count)
+                if p != stop:
+                    raise ValueError(f"value batch at byte {pos}: {stop - p} bytes after the last record")
+                pos = stop
+        finally:
+            PyBuffer_Release(&view)
+        return b._finish(False)
+
+
+cdef int _add_spans(RowArrowBuilder b, const uint8_t* d, Py_ssize_t size, const int64_t[::1] s,
+                    const int64_t[::1] e, bint values, int schema_id) except -1 nogil:
+    """RowsToArrow._spans' loop (with or without the GIL)."""
+    cdef Py_ssize_t i
+    for i in range(s.shape[0]):
+        b._add_span(d, size, s[i], e[i], values, schema_id)
+    return 0
+
+
+cdef Py_ssize_t _add_records(RowArrowBuilder b, const uint8_t* d, Py_ssize_t end, Py_ssize_t pos, Py_ssize_t p,
+                             Py_ssize_t stop, int32_t count) except -1 nogil:
+    """The ``count`` records of the value batch at ``pos`` (its records from ``p`` to ``stop``), with
+    or without the GIL; returns where they end."""
+    cdef int32_t i, n
+    for i in range(count):
+        if p + 6 > stop:
+            with gil:
+                raise ValueError(f"value batch at byte {pos}: record {i} is truncated")
+        n = ff_le_get32(d + p)
+        if n < 2 or p + 4 + n > stop:
+            with gil:
+                raise ValueError(f"value batch at byte {pos}: record {i} has bad length {n}")
+        b._add_span(d, end, p + 4, p + 4 + n, True, -1)
+        p += 4 + n
+    return p
+
+
+cdef class RowArrowBuilder:
+    """Rows added one at a time (decoded at once, the bytes are not kept); ``finish()`` returns
+    them as a RecordBatch of the latest schema and starts over."""
+    cdef RowsToArrow conv
+    cdef Col* cols
+    cdef int ncols
+    cdef Py_ssize_t n
+    cdef Py_ssize_t room   # rows the per-row buffers have space for
+    cdef list nested
+    cdef int last_sid
+    cdef _Plan last_plan
+
+    def __cinit__(self, RowsToArrow conv):
+        cdef int j
+        self.conv = conv
+        self.ncols = conv.ncols
+        self.cols = <Col*>calloc(max(self.ncols, 1), sizeof(Col))
+        if self.cols == NULL:
+            raise MemoryError()
+        self.nested = [None] * self.ncols
+        for j in range(self.ncols):
+            self.cols[j].out = conv._outs[j]
+            self.cols[j].width = conv._widths[j]
+            self.cols[j].nullable = conv._nullable[j]
+            if conv._outs[j] == O_NESTED:
+                self.nested[j] = []
+        self._start()
+
+    def __dealloc__(self):
+        cdef int j
+        if self.cols != NULL:
+            for j in range(self.ncols):
+                buf_free(&self.cols[j].valid)
+                buf_free(&self.cols[j].data)
+                buf_free(&self.cols[j].offs)
+            free(self.cols)
+
+    cdef int _start(self) except -1:
+        cdef int j
+        cdef Col* c
+        self.n = 0
+        self.room = 0
+        for j in range(self.ncols):
+            c = &self.cols[j]
+            c.data.n = 0
+            c.offs.n = 0
+            if c.out == O_VAR:
+                buf_reserve(&c.offs, 4)
+                (<int32_t*>c.offs.p)[0] = 0
+                c.offs.n = 4
+            if c.out == O_NESTED:
+                self.nested[j] = []
+        return 0
+
+    cdef int _reserve(self, Py_ssize_t rows) except -1:
+        cdef int j
+        cdef Col* c
+        for j in range(self.ncols):
+            c = &self.cols[j]
+            buf_reserve(&c.valid, (rows >> 3) + 1)
+            if c.out == O_BOOL:
+                buf_reserve(&c.data, (rows >> 3) + 1)
+            elif c.out == O_VAR:
+                buf_reserve(&c.offs, (rows + 1) * 4)
+            elif c.out != O_NESTED:
+                buf_reserve(&c.data, rows * c.width)
+        if rows > self.room:
+            self.room = rows
+        return 0
+
+    cdef int _reserve_var(self, Py_ssize_t rows, Py_ssize_t total) except -1:
+        """Room in every variable-length column for ``rows`` more rows whose stored values hold
+        ``total`` bytes, so a decode without the GIL rarely has to take it back to grow one.
+
+        A column's data is at most ``total`` (a field is part of its row): the last batch's bytes
+        per row with a quarter to spare, capped there; before a first batch an even share of
+        ``total`` (all columns together never reserve more than the input holds).
+        """
+        cdef int j, nvar = 0
+        cdef Col* c
+        cdef double hint
+        cdef Py_ssize_t want
+        for j in range(self.ncols):
+            if self.cols[j].out == O_VAR:
+                nvar += 1
+        for j in range(self.ncols):
+            c = &self.cols[j]
+            if c.out != O_VAR:
+                continue
+            hint = self.conv._var_hint[j]
+            if hint < 0:
+                want = total // nvar + 256
+            elif rows * hint * 1.25 + 256 < total:
+                want = <Py_ssize_t>(rows * hint * 1.25) + 256
+            else:
+                want = total
+            if want > 0x7FFFFFFF - c.data.n:
+                want = 0x7FFFFFFF - c.data.n
+            buf_reserve(&c.data, c.data.n + want)
+        return 0
+
+    cdef void _rollback(self) noexcept nogil:
+        """Forgets a partly added row: every column back to ``self.n`` rows."""
+        cdef int j
+        cdef Col* c
+        for j in range(self.ncols):
+            c = &self.cols[j]
+            if c.out == O_VAR:
+                c.offs.n = (self.n + 1) * 4
+                c.data.n = (<int32_t*>c.offs.p)[self.n]
+            elif c.out == O_NESTED:
+                with gil:
+                    del self.nested[j][self.n:]
+            elif c.out != O_BOOL:
+                c.data.n = self.n * c.width
+
+    def __len__(self):
+        return self.n
+
+    def add_value(self, buf, Py_ssize_t start=0, end=None):
+        """A stored value ``buf[start:end]``: int16 LE schema id, then the row."""
+        self._add_obj(buf, start, end, True, -1)
+
+    def add_row(self, buf, Py_ssize_t start=0, end=None, int schema_id=-1):
+        """A bare row ``buf[start:end]`` written under ``schema_id`` (-1: the latest schema)."""
+        self._add_obj(buf, start, end, False, schema_id)
+
+    cdef int _add_obj(self, object buf, Py_ssize_t start, object end, bint value, int schema_id) except -1:
+        cdef Py_buffer view
+        cdef Py_ssize_t stop
+        if PyBytes_CheckExact(buf):
+            stop = PyBytes_GET_SIZE(buf) if end is None else end
+            return self._add_span(<const uint8_t*>PyBytes_AS_STRING(buf), PyBytes_GET_SIZE(buf), start, stop,
+                                  value, schema_id)
+        PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
+        try:
+            stop = view.len if end is None else end
+            return self._add_span(<const uint8_t*>view.buf, view.len, start, stop, value, schema_id)
+        finally:
+            PyBuffer_Release(&view)
+
+    cdef int _add_span(self, const uint8_t* d, Py_ssize_t size, int64_t start, int64_t end, bint value,
+                       int schema_id) except -1 nogil:
+        # nogil so that the value_list / value_batch / values loops can run without the GIL; the
+        # rare steps that need Python (a new schema's plan, more room, errors) take it back
+        cdef bint done = False
+        if not (0 <= start <= end <= size):
+            with gil:
+                raise ValueError(f"span {start}..{end} is outside the {size}-byte buffer")
+        if value:
+            if end - start < 2:
+                with gil:
+                    raise ValueError(f"row {self.n}: a value of {end - start} bytes has no schema id")
+            schema_id = ff_le_get16(d + start)
+            start += 2
+        if schema_id != self.last_sid or self.last_plan is None:
+            with gil:
+                self._use_plan(schema_id)
+        if self.n >= self.room:
+            with gil:
+                self._reserve(max(self.room * 2, 64))
+        try:
+            self._decode(d, start, end, self.last_plan)
+            done = True
+        finally:
+            if not done:
+                self._rollback()
+        self.n += 1
+        return 0
+
+    cdef int _use_plan(self, int schema_id) except -1:
+        cdef _Plan plan = self.conv._plan(schema_id)
+        self.last_sid = schema_id
+        self.last_plan = plan
+        return 0
+
+    cdef object _fail(self, _Plan plan, int k, detail):
+        from fluss_fast.codec.rows.rowarrow import row_error
+        name = plan.names[k] if 0 <= k < plan.nfields else "?"
+        return row_error(self.conv.kv_format, self.conv.table_name, self.n, name, detail)
+
+    cdef int _decode(self, const uint8_t* d, Py_ssize_t pos, Py_ssize_t end, _Plan plan) except -1 nogil:
+        # callable with or without the GIL: flat fields touch only C memory; raising, nested fields
+        # and growing a variable-length column take the GIL (``with gil`` nests when it is held)
+        cdef Py_ssize_t row = self.n
+        cdef bint indexed = self.conv._indexed
+        cdef Py_ssize_t p = pos + plan.header
+        cdef Py_ssize_t vslot = pos + plan.nbytes
+        cdef Py_ssize_t n, q
+        cdef int k, rc, j, code
+        cdef Field* f
+        cdef Col* c
+        cdef uint64_t u
+        cdef int64_t v64, millis, out64
+        cdef int32_t v32, nanos
+        cdef uint128 big
+        cdef int128 dec
+        cdef const uint8_t* s
+        cdef uint8_t b8
+        if pos + plan.header > end:
+            with gil:
+                raise self._fail(plan, 0 if plan.nfields else -1,
+                                 f"{end - pos} bytes, the header needs {plan.header}")
+        for k in range(plan.nfields):
+            f = &plan.fields[k]
+            c = NULL if f.target < 0 else &self.cols[f.target]
+            if d[pos + (k >> 3)] & (1 << (k & 7)):
+                if c != NULL:
+                    if not c.nullable:
+                        with gil:
+                            raise self._fail(plan, k, "NULL in a NOT NULL column")
+                    put_null(c, row)
+                    if c.out == O_NESTED:
+                        with gil:
+                            self.nested[f.target].append(None)
+                continue
+            code = f.code
+            # -- fixed-size scalars, the same bytes in both formats
+            if code == C_BOOLEAN or code == C_TINYINT:
+                if p + 1 > end:
+                    with gil:
+                        raise self._fail(plan, k, "truncated")
+                if c != NULL:
+                    if code == C_BOOLEAN:
+                        set_bit(&c.data, row, d[p] != 0)
+                    else:
+                        put_fixed(c, d + p)
+                    set_bit(&c.valid, row, 1)
+                p += 1
+                continue
+            if code == C_SMALLINT or code == C_FLOAT or code == C_DOUBLE:
+                n = 2 if code == C_SMALLINT else 4 if code == C_FLOAT else 8
+                if p + n > end:
+                    with gil:
+                        raise self._fail(plan, k, "truncated")
+                if c != NULL:
+                    put_fixed(c, d + p)
+                    set_bit(&c.valid, row, 1)
+                p += n
+                continue
+            # -- 32-bit integers: INT, DATE, TIME
+            if code == C_INT or code == C_DATE or code == C_TIME:
+                if indexed:
+                    if p + 4 > end:
+                        with gil:
+                            raise self._fail(plan, k, "truncated")
+                    v32 = ff_le_get32(d + p)
+                    p += 4
+                else:
+                    rc = read_var(d, &p, end, 5, &u)
+                    if rc:
+                        with gil:
+                            raise self._fail(plan, k, "varint runs past the row's end" if rc == 1
+                                             else "malformed varint: more than 5 bytes")
+                    v32 = <int32_t><uint32_t>u
+                if code == C_TIME:
+                    if v32 < 0 or v32 >= MILLIS_PER_DAY:
+                        with gil:
+                            raise self._fail(plan, k, f"TIME value {v32} ms is outside a day")
+                    if f.precision == 0:
+                        v32 = v32 // 1000
+                if c != NULL:
+                    if c.width == 8:
+                        v64 = <int64_t>v32 * (1000 if f.precision <= 6 else 1000000)
+                        put_fixed(c, &v64)
+                    else:
+                        put_fixed(c, &v32)
+                    set_bit(&c.valid, row, 1)
+                continue
+            # -- 64-bit integers: BIGINT, compact DECIMAL, TIMESTAMP millis (+ nanos)
+            if code == C_BIGINT or (code == C_DECIMAL and f.compact) or code == C_TIMESTAMP \
+                    or code == C_TIMESTAMP_LTZ:
+                if indexed:
+                    if p + 8 > end:
+                        with gil:
+                            raise self._fail(plan, k, "truncated")
+                    v64 = ff_le_get64(d + p)
+                    p += 8
+                else:
+                    rc = read_var(d, &p, end, 10, &u)
+                    if rc:
+                        with gil:
+                            raise self._fail(plan, k, "varint runs past the row's end" if rc == 1
+                                             else "malformed varint: more than 10 bytes")
+                    v64 = <int64_t>u
+                if code == C_BIGINT:
+                    if c != NULL:
+                        put_fixed(c, &v64)
+                        set_bit(&c.valid, row, 1)
+                    continue
+                if code == C_DECIMAL:
+                    if not (-<int64_t>POW10[f.precision] < v64 < <int64_t>POW10[f.precision]):
+                        with gil:
+                            raise self._fail(plan, k, f"unscaled decimal {v64} has more than "
+                                                      f"{f.precision} digits")
+                    if c != NULL:
+                        dec = v64
+                        put_fixed(c, &dec)
+                        set_bit(&c.valid, row, 1)
+                    continue
+                millis = v64
+                nanos = 0
+                if not f.compact:
+                    if indexed:
+                        if p + 4 > end:
+                            with gil:
+                                raise self._fail(plan, k, "truncated")
+                        nanos = ff_le_get32(d + p)
+                        p += 4
+                    else:
+                        rc = read_var(d, &p, end, 5, &u)
+                        if rc:
+                            with gil:
+                                raise self._fail(plan, k, "varint runs past the row's end" if rc == 1
+                                                 else "malformed varint: more than 5 bytes")
+                        nanos = <int32_t><uint32_t>u
+                    if nanos < 0 or nanos >= 1000000:
+                        with gil:
+                            raise self._fail(plan, k, f"nanosecond of millisecond {nanos} is outside 0..999999")
+                if f.precision == 0:
+                    out64 = millis // 1000
+                elif f.precision <= 3:
+                    out64 = millis
+                elif f.precision <= 6:
+                    if mul_overflow(millis, 1000, &out64) or add_overflow(out64, nanos // 1000, &out64):
+                        with gil:
+                            raise self._fail(plan, k, f"timestamp {millis} ms + {nanos} ns is out of range "
+                                                      f"for precision {f.precision}")
+                else:
+                    if mul_overflow(millis, 1000000, &out64) or add_overflow(out64, nanos, &out64):
+                        with gil:
+                            raise self._fail(plan, k, f"timestamp {millis} ms + {nanos} ns is out of range "
+                                                      f"for precision {f.precision}")
+                if c != NULL:
+                    put_fixed(c, &out64)
+                    set_bit(&c.valid, row, 1)
+                continue
+            # -- everything else is a span of bytes
+            if indexed:
+                if f.fixed:
+                    n = f.size
+                else:
+                    n = ff_le_get32(d + vslot)
+                    vslot += 4
+                if n < 0 or p + n > end:
+                    with gil:
+                        raise self._fail(plan, k, f"length {n} at byte {p - pos} runs past the row's end")
+                q = p
+            else:
+                q = p
+                rc = read_var(d, &q, end, 5, &u)
+                if rc:
+                    with gil:
+                        raise self._fail(plan, k, "varint runs past the row's end" if rc == 1
+                                         else "malformed varint: more than 5 bytes")
+                n = <int32_t><uint32_t>u
+                if n < 0 or q + n > end:
+                    with gil:
+                        raise self._fail(plan, k, f"length {n} at byte {p - pos} runs past the row's end")
+            p = q + n
+            s = d + q
+            if code == C_STRING or code == C_CHAR:
+                if indexed and code == C_CHAR:
+                    while n > 0 and s[n - 1] == 0:
+                        n -= 1
+                if not ff_utf8_valid(s, n):
+                    with gil:
+                        raise self._fail(plan, k, "invalid UTF-8")
+                if c != NULL:
+                    put_var(c, s, n)
+                    set_bit(&c.valid, row, 1)
+            elif code == C_BYTES:
+                if c != NULL:
+                    put_var(c, s, n)
+                    set_bit(&c.valid, row, 1)
+            elif code == C_BINARY:
+                if n > f.length:
+                    with gil:
+                        raise self._fail(plan, k, f"{n} bytes do not fit BINARY({f.length})")
+                if c != NULL:
+                    if c.data.n + c.width > c.data.cap:
+                        with gil:
+                            buf_reserve(&c.data, c.data.n + c.width)
+                    memcpy(c.data.p + c.data.n, s, n)
+                    memset(c.data.p + c.data.n + n, 0, c.width - n)
+                    c.data.n += c.width
+                    set_bit(&c.valid, row, 1)
+            elif code == C_DECIMAL:
+                if n > 16:
+                    with gil:
+                        raise self._fail(plan, k, f"decimal of {n} bytes, at most 16")
+                big = <uint128>0
+                if n > 0 and s[0] & 0x80:
+                    big = ~big
+                for j in range(n):
+                    big = (big << 8) | s[j]
+                dec = <int128>big
+                if not (-<int128>POW10[f.precision] < dec < <int128>POW10[f.precision]):
+                    with gil:
+                        raise self._fail(plan, k, f"unscaled decimal {_i128(dec)} has more than "
+                                                  f"{f.precision} digits")
+                if c != NULL:
+                    put_fixed(c, &dec)
+                    set_bit(&c.valid, row, 1)
+            else:  # ARRAY, MAP, ROW
+                with gil:
+                    self._nested_value(plan, k, s, n, f.target if c != NULL else -1)
+                if c != NULL:
+                    set_bit(&c.valid, row, 1)
+        if p > end:
+            with gil:
+                raise self._fail(plan, plan.nfields - 1, f"fields run {p - end} bytes past the row's end")
+        for k in range(plan.nmissing):
+            j = plan.missing[k]
+            c = &self.cols[j]
+            if not c.nullable:
+                with gil:
+                    raise self._missing(plan, j)
+            put_null(c, row)
+            if c.out == O_NESTED:
+                with gil:
+                    self.nested[j].append(None)
+        return 0
+
+    cdef object _missing(self, _Plan plan, int j):
+        # a helper, not an import inside _decode: a Python local there would make every call take
+        # the GIL at its exit to release it
+        from fluss_fast.codec.rows.rowarrow import row_error
+        return row_error(self.conv.kv_format, self.conv.table_name, self.n, self.conv._names[j],
+                         f"schema {plan.schema_id} has no value for this NOT NULL column")
+
+    cdef int _nested_value(self, _Plan plan, int k, const uint8_t* s, Py_ssize_t n, int target) except -1:
+        """An ARRAY / MAP / ROW field through the pure module's reader (needs the GIL)."""
+        try:
+            value = plan.readers[k](PyBytes_FromStringAndSize(<const char*>s, n), 0, n)
+        except Exception as e:  # noqa: BLE001 - ValueError, struct.error, IndexError, BadValue...
+            raise self._fail(plan, k, e) from None
+        if target >= 0:
+            self.nested[target].append(value)
+        return 0
+
+    def finish(self):
+        """The rows added so far as a RecordBatch of the latest schema; then starts over."""
+        return self._finish(True)
+
+    cdef object _finish(self, bint restart):
+        """``finish``; ``restart`` False for a builder about to go (RowsToArrow's one-call
+        methods): it then does not allocate the next batch's first offsets."""
+        cdef int j
+        cdef Col* c
+        cdef Py_ssize_t n = self.n, nulls, nb = (self.n + 7) >> 3
+        arrays = []
+        try:
+            for j in range(self.ncols):
+                c = &self.cols[j]
+                t = self.conv._arrow_types[j]
+                if c.out == O_NESTED:
+                    try:
+                        arrays.append(pa.array(self.nested[j], type=t))
+                    except (pa.ArrowException, ValueError, TypeError, OverflowError) as e:
+                        raise ValueError(f"column '{self.conv._names[j]}': cannot build the Arrow "
+                                         f"column: {e}") from None
+                    continue
+                if c.out == O_VAR and n > 0:
+                    self.conv._var_hint[j] = <double>c.data.n / n
+                nulls = n - count_bits(<const uint8_t*>c.valid.p, n)
+                validity = None if nulls == 0 else buf_take(&c.valid, nb)
+                if c.out == O_BOOL:
+                    bufs = [validity, buf_take(&c.data, nb)]
+                elif c.out == O_VAR:
+                    bufs = [validity, buf_take(&c.offs, (n + 1) * 4), buf_take(&c.data, c.data.n)]
+                else:
+                    bufs = [validity, buf_take(&c.data, c.data.n)]
+                arrays.append(pa.Array.from_buffers(t, n, bufs, null_count=nulls))
+        finally:
+            if restart:
+                self._start()
+            else:
+                self.n = 0
+                self.room = 0
+        return pa.RecordBatch.from_arrays(arrays, schema=self.conv.arrow_schema)
+
+
+cdef object _i128(int128 v):
+    """A Python int of an int128 (only for error messages)."""
+    cdef bint neg = v < 0
+    cdef uint128 m = <uint128>v
+    if neg:
+        m = (~m) + 1
+    r = int(<uint64_t>(m >> 64)) * (1 << 64) + int(<uint64_t>m)
+    return -r if neg else r
