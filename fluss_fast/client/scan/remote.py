@@ -208,8 +208,8 @@ class _Cursor:
         self.index = 0                      # segment being read
         self.pos = self.first_pos           # byte position inside it
         self.view = None                    # memoryview of the mapped segment
-        self.downloads: Dict[int, concurrent.futures.Future] = {}
-        self.streaming = None               # download of the current segment still arriving
+        self.downloads: Dict[int, _Download] = {}
+        self.streaming: Optional[_Download] = None  # download of the current segment still arriving
         self.busy = False
         self.closed = False
         self._scheduled = False
@@ -251,26 +251,22 @@ class _Cursor:
             fs, path = self.reader.filesystem(url, token)
             if isinstance(fs, pafs.LocalFileSystem):
                 # a local remote dir needs no copy: the segment is mapped where it lies
-                fut = concurrent.futures.Future()
+                fut: concurrent.futures.Future = concurrent.futures.Future()
                 try:
                     fut.set_result(os.path.getsize(path))
                 except OSError as exc:
                     fut.set_exception(exc)
-                fut.dest = path
-                fut.local = True
-                self.downloads[k] = fut
+                self.downloads[k] = _Download(fut, path, None)
                 continue
             tb = self.tb
             pid = "" if tb.partition_id is None else f"{tb.partition_id}-"
             dest = os.path.join(self.reader.tmp, f"{tb.table_id}-{pid}{tb.bucket_id}-{seg.remote_log_segment_id}.log")
             progress = _Progress(asyncio.get_running_loop())
-            self.downloads[k] = self.reader.pool.submit(self.reader.download, fs, path, dest,
-                                                         seg.segment_size_in_bytes, progress)
+            fut = self.reader.pool.submit(self.reader.download, fs, path, dest, seg.segment_size_in_bytes,
+                                          progress)
             # the end of a download (or its failure) wakes a reader waiting for more bytes
-            self.downloads[k].add_done_callback(progress.finished)
-            self.downloads[k].dest = dest
-            self.downloads[k].local = False
-            self.downloads[k].progress = progress
+            fut.add_done_callback(progress.finished)
+            self.downloads[k] = _Download(fut, dest, progress)
 
     async def step(self) -> None:
         """Hand over slices of the segments as buffered results while the bucket has room."""
@@ -296,31 +292,32 @@ class _Cursor:
         seg = self.segments[self.index]
         if self.view is None:
             await self._ensure_downloads()
-            fut = self.downloads[self.index]
-            progress = getattr(fut, "progress", None)
-            if not fut.done() and progress is not None and seg.segment_size_in_bytes > 0:
+            dl = self.downloads[self.index]
+            progress = dl.progress
+            if not dl.fut.done() and progress is not None and seg.segment_size_in_bytes > 0:
                 # decode while it streams in: map the preallocated file once the download has it
                 await progress.wait(lambda: progress.ready)
-                if not fut.done() or fut.exception() is None:
-                    self.view = _map(fut.dest, seg.segment_size_in_bytes)
-                    self.streaming = fut
+                if not dl.fut.done() or dl.fut.exception() is None:
+                    self.view = _map(dl.dest, seg.segment_size_in_bytes)
+                    self.streaming = dl
             if self.view is None:
-                size = await self._finished(fut)
-                self.view = _map(fut.dest, size, unlink=not fut.local)
+                size = await self._finished(dl.fut)
+                self.view = _map(dl.dest, size, unlink=not dl.local)
         limit = len(self.view)
         partial = False
-        if self.streaming is not None:
-            fut = self.streaming
-            if fut.done():
-                await self._finished(fut)
+        streaming = self.streaming
+        if streaming is not None and streaming.progress is not None:
+            if streaming.fut.done():
+                await self._finished(streaming.fut)
                 self.streaming = None
             else:
-                limit = fut.progress.written
+                sp = streaming.progress
+                limit = sp.written
                 partial = True
                 need = _batch_end(self.view, self.pos, limit)
                 if limit < need:
                     # nothing whole to decode yet: back once the first batch has fully arrived
-                    await fut.progress.wait(lambda: fut.progress.written >= need)
+                    await sp.wait(lambda: sp.written >= need)
                     return
         view = self.view if limit == len(self.view) else self.view[:limit]
         job = (fetcher.spec, self.tb, view, self.pos, self.offset, self.label(self.index), partial,
@@ -330,9 +327,9 @@ class _Cursor:
             return
         if partial and end == self.pos:
             # the batch at pos claims more bytes than arrived when _batch_end looked: wait for more
-            progress = self.streaming.progress if self.streaming is not None else None
-            if progress is not None:
-                await progress.wait(lambda: progress.written > limit)
+            if streaming is not None and streaming.progress is not None:
+                grown = streaming.progress
+                await grown.wait(lambda: grown.written > limit)
             return
         view = self.view
         start_offset = self.offset
@@ -403,17 +400,34 @@ class _Cursor:
         self.reader.forget(self)
         self.view = None
         self.streaming = None
-        for fut in self.downloads.values():
-            if fut.local:
+        for dl in self.downloads.values():
+            if dl.local:
                 continue
-            if not fut.cancel():
-                fut.add_done_callback(lambda f, d=fut.dest: _unlink(d))
-            _unlink(fut.dest)
+            if not dl.fut.cancel():
+                dl.fut.add_done_callback(lambda f, d=dl.dest: _unlink(d))
+            _unlink(dl.dest)
         self.downloads.clear()
 
 
 class _Gone(FlussError):
     pass
+
+
+class _Download:
+    """One segment's bytes: ``fut`` (its size once complete), the file they go to (``dest``), and
+    the progress of a streamed download (None for a segment mapped in place from a local dir)."""
+
+    __slots__ = ("fut", "dest", "progress")
+
+    def __init__(self, fut: concurrent.futures.Future, dest: str, progress: Optional["_Progress"]):
+        self.fut = fut
+        self.dest = dest
+        self.progress = progress
+
+    @property
+    def local(self) -> bool:
+        # not downloaded: the file is the remote dir's own, never unlinked
+        return self.progress is None
 
 
 class _Progress:
