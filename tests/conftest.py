@@ -136,6 +136,22 @@ def java_only_skip(reason: str):
     pytest.skip(f"embedded server only: {reason}")
 
 
+_EMBEDDED_SERVER_TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "server") + os.sep
+
+
+def pytest_collection_modifyitems(config, items):
+    # tests/server checks the embedded server's own choices (a fresh catalog holding only 'fluss',
+    # one node serving both roles, its answers to garbage frames, its storage); what the Java
+    # servers answer to the same requests is compared field by field by tests/conformance.
+    if server_kind(config) != "java":
+        return
+    mark = pytest.mark.skip(reason="embedded server only: tests the embedded server itself "
+                                   "(tests/conformance compares its answers with the Java cluster's)")
+    for item in items:
+        if str(item.path).startswith(_EMBEDDED_SERVER_TESTS):
+            item.add_marker(mark)
+
+
 class JavaClusterServer:
     """The session's Java cluster, seen through ServerProcess's attributes; the per-process controls
     (kill, restart, data_dir) belong to embedded servers, so a test that reaches for them is skipped

@@ -147,6 +147,9 @@ class _Recorder:
                     from fluss_fast.rpc.api import response_class
 
                     resp = response_class(key)()
+                    if key in (Api.TABLE_EXISTS, Api.DATABASE_EXISTS):
+                        # pyfluss sometimes asks around a create; the answer's one field is required
+                        resp.exists = False
                 writer.write(frame.encode_response(rid, resp.SerializeToString()))
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
