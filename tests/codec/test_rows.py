@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
+import subprocess
+import sys
 import decimal
 import struct
 import types
@@ -546,3 +549,26 @@ def test_any_decimal_input_encodes_identically_in_both_twins(v, p, data):
             got = dec(PURE, fmt, [t], results[0])[0]
             expected = v.quantize(decimal.Decimal(1).scaleb(-s), decimal.ROUND_HALF_UP, decimal.Context(prec=80))
             assert got == expected
+
+
+@pytest.mark.parametrize("first", ["CompactedRowDecoder", "IndexedRowDecoder", "CompactedRowEncoder",
+                                   "IndexedRowEncoder"])
+def test_a_codec_made_first_in_a_process_handles_decimals(first):
+    # each compiled row module keeps its own handles on the pure decimal helpers: a process whose
+    # first row codec is this one must have them too
+    script = (
+        "import decimal\n"
+        "from fluss_fast.codec.rows import compacted, indexed\n"
+        "from fluss_fast.datatypes import DataType as T\n"
+        "from fluss_fast import datatypes as D\n"
+        "types = [T(D.DECIMAL, precision=10, scale=2), T(D.DECIMAL, precision=30, scale=2)]\n"
+        "mod = compacted if 'Compacted' in %r else indexed\n"
+        "row = [decimal.Decimal('1.25'), decimal.Decimal('-3.50')]\n"
+        "if %r.endswith('Decoder'):\n"
+        "    enc = (mod.CompactedRowEncoder_py if mod is compacted else mod.IndexedRowEncoder_py)(types)\n"
+        "    print(getattr(mod, %r)(types).decode(enc.encode(row)))\n"
+        "else:\n"
+        "    print(len(getattr(mod, %r)(types).encode(row)))\n" % (first, first, first, first))
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                         cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    assert out.returncode == 0, out.stderr

@@ -1,7 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """Compiled twin of :mod:`fluss_fast.client.write.upsertrow`."""
 from libc.stdint cimport int32_t, uint32_t
-from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
@@ -10,10 +9,8 @@ from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.ref cimport PyObject, Py_INCREF
 
 from fluss_fast.client.write._appendslot cimport HotSlot
-from fluss_fast.codec.wire.bytebuf cimport ff_le_put32
-from fluss_fast.codec.wire.bytebuf cimport ff_put_varint
 from fluss_fast.codec.rows._rowbase cimport _RowEncoder
-from fluss_fast.codec.wire.bytebuf cimport WBuf, wb_free, wb_init
+from fluss_fast.codec.wire.bytebuf cimport WBuf, ff_le_put32, ff_put_varint, wb_free, wb_grow_to, wb_init
 
 cdef extern from "fluss_murmur.h":
     int32_t ffm_bucket(const unsigned char *p, Py_ssize_t n, int32_t nb) nogil
@@ -46,38 +43,32 @@ cdef bytes _record(const unsigned char *kp, Py_ssize_t kn, const unsigned char *
 
 
 cdef class KvRecordBuilder:
-    cdef unsigned char *_p
-    cdef Py_ssize_t _n
-    cdef Py_ssize_t _cap
+    cdef WBuf _buf
     cdef Py_ssize_t _count
 
     def __cinit__(self, Py_ssize_t capacity=0):
-        self._p = NULL
-        self._n = self._cap = self._count = 0
+        wb_init(&self._buf)
+        self._count = 0
         # the batch's size up front: growing by copies would move each byte several times
         # (untouched pages of a big block cost no memory until rows reach them)
         if capacity > 0:
             self._reserve(capacity)
 
     def __dealloc__(self):
-        free(self._p)
+        wb_free(&self._buf)
 
     cdef int _reserve(self, Py_ssize_t extra) except -1:
-        cdef Py_ssize_t want = self._n + extra
+        cdef Py_ssize_t want = self._buf.n + extra
         cdef Py_ssize_t cap
-        cdef unsigned char *p
-        if want <= self._cap:
+        if want <= self._buf.cap:
             return 0
-        # a quarter more: big blocks are mmap'd and grow in place, while spare capacity of the
-        # batches waiting for the server would count against the process, not the write budget
+        # a quarter more, not double: big blocks are mmap'd and grow in place, while spare capacity
+        # of the batches waiting for the server would count against the process, not the write budget
         cap = want + (want >> 2)
         if cap < 65536:
             cap = 65536
-        p = <unsigned char *>realloc(self._p, cap)
-        if p == NULL:
+        if wb_grow_to(&self._buf, cap):
             raise MemoryError()
-        self._p = p
-        self._cap = cap
         return 0
 
     cdef Py_ssize_t _put(self, const unsigned char *k, Py_ssize_t kn, const unsigned char *v,
@@ -87,32 +78,32 @@ cdef class KvRecordBuilder:
         cdef Py_ssize_t w
         cdef unsigned char *p
         self._reserve(9 + body)
-        p = self._p + self._n
+        p = self._buf.p + self._buf.n
         w = ff_put_varint(p + 4, <uint32_t>kn)
         ff_le_put32(p, <int32_t>w + body)
         memcpy(p + 4 + w, k, kn)
         if vn > 0:
             memcpy(p + 4 + w + kn, v, vn)
-        self._n += 4 + w + body
+        self._buf.n += 4 + w + body
         self._count += 1
-        return self._n
+        return self._buf.n
 
     def append(self, record):
         cdef Py_buffer view
         if PyBytes_CheckExact(record):
             self._reserve(PyBytes_GET_SIZE(record))
-            memcpy(self._p + self._n, PyBytes_AS_STRING(record), PyBytes_GET_SIZE(record))
-            self._n += PyBytes_GET_SIZE(record)
+            memcpy(self._buf.p + self._buf.n, PyBytes_AS_STRING(record), PyBytes_GET_SIZE(record))
+            self._buf.n += PyBytes_GET_SIZE(record)
         else:
             PyObject_GetBuffer(record, &view, PyBUF_SIMPLE)
             try:
                 self._reserve(view.len)
-                memcpy(self._p + self._n, view.buf, view.len)
-                self._n += view.len
+                memcpy(self._buf.p + self._buf.n, view.buf, view.len)
+                self._buf.n += view.len
             finally:
                 PyBuffer_Release(&view)
         self._count += 1
-        return self._n
+        return self._buf.n
 
     def put(self, key, value):
         cdef bytes k = key if PyBytes_CheckExact(key) else bytes(key)
@@ -127,11 +118,11 @@ cdef class KvRecordBuilder:
         return self._count
 
     def build(self):
-        data = b"" if self._p == NULL else PyBytes_FromStringAndSize(<char *>self._p, self._n)
+        data = PyBytes_FromStringAndSize(<char *>self._buf.p, self._buf.n)
         n = self._count
-        free(self._p)  # builders live for one batch: give the memory back now
-        self._p = NULL
-        self._n = self._cap = self._count = 0
+        wb_free(&self._buf)  # builders live for one batch: give the memory back now
+        wb_init(&self._buf)
+        self._count = 0
         return _chunk_class()(data, n)
 
 

@@ -1,11 +1,11 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """Compiled twin of :mod:`fluss_fast.codec.kv.kvcolumns` (see there for the column specs)."""
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from libc.stdlib cimport calloc, malloc, realloc, free
+from libc.stdlib cimport calloc, malloc, free
 from libc.string cimport memcpy
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE, PyBytes_CheckExact
 
-from fluss_fast.codec.wire.bytebuf cimport ff_put_varint
+from fluss_fast.codec.wire.bytebuf cimport WBuf, ff_put_varint, wb_free, wb_init, wb_reserve_nogil
 
 import numpy as np
 
@@ -35,30 +35,6 @@ cdef struct Col:
     const uint8_t *valid
     const uint8_t *a
     const uint8_t *b
-
-
-cdef struct Buf:
-    unsigned char *p
-    Py_ssize_t n
-    Py_ssize_t cap
-
-
-cdef int _reserve(Buf *buf, Py_ssize_t extra) noexcept nogil:
-    """Room for ``extra`` more bytes; -1 when memory ran out (the caller raises, with the GIL)."""
-    cdef Py_ssize_t want = buf.n + extra
-    cdef Py_ssize_t cap
-    cdef unsigned char *p
-    if want <= buf.cap:
-        return 0
-    cap = buf.cap * 2 if buf.cap else 4096
-    while cap < want:
-        cap *= 2
-    p = <unsigned char *>realloc(buf.p, cap)
-    if p == NULL:
-        return -1
-    buf.p = p
-    buf.cap = cap
-    return 0
 
 
 cdef inline Py_ssize_t _bound(Col *c, Py_ssize_t r) noexcept nogil:
@@ -120,7 +96,7 @@ cdef inline bint _null(Col *c, Py_ssize_t r) noexcept nogil:
     return c.kind == K_NULL or (c.valid != NULL and not c.valid[r])
 
 
-cdef int _put_key(Buf *buf, Col *cols, int *idx, Py_ssize_t n, Py_ssize_t r, int *null_col) noexcept nogil:
+cdef int _put_key(WBuf *buf, Col *cols, int *idx, Py_ssize_t n, Py_ssize_t r, int *null_col) noexcept nogil:
     """Row r's key over the columns idx[0..n) into buf, replacing what it held. 0, or
     _NULL_KEY with the column in ``null_col``, or _NO_MEMORY."""
     cdef Py_ssize_t i, bound = 0
@@ -130,7 +106,7 @@ cdef int _put_key(Buf *buf, Col *cols, int *idx, Py_ssize_t n, Py_ssize_t r, int
             return _NULL_KEY
         bound += _bound(&cols[idx[i]], r)
     buf.n = 0
-    if _reserve(buf, bound):
+    if wb_reserve_nogil(buf, bound):
         return _NO_MEMORY
     for i in range(n):
         buf.n += _field(buf.p + buf.n, &cols[idx[i]], r)
@@ -177,7 +153,7 @@ def encode_kv_columns(specs, key_cols, bucket_cols, value_cols, Py_ssize_t nrows
     cdef Py_ssize_t nv = -1 if value_cols is None else len(value_cols)
     cdef Py_ssize_t nbits, r, i, klen, bound, start, w, nb
     cdef int32_t bucket
-    cdef Buf out, key, bkey
+    cdef WBuf out, key, bkey
     cdef int32_t *rec_bucket = NULL
     cdef Py_ssize_t *rec_start = NULL
     cdef unsigned char *row
@@ -186,9 +162,9 @@ def encode_kv_columns(specs, key_cols, bucket_cols, value_cols, Py_ssize_t nrows
     cdef int64_t *bsize = NULL
     cdef int64_t *bcount = NULL
     cdef unsigned char **bptr = NULL
-    out.p = NULL; out.n = 0; out.cap = 0
-    key.p = NULL; key.n = 0; key.cap = 0
-    bkey.p = NULL; bkey.n = 0; bkey.cap = 0
+    wb_init(&out)
+    wb_init(&key)
+    wb_init(&bkey)
     try:
         if cols == NULL:
             raise MemoryError()
@@ -246,7 +222,7 @@ def encode_kv_columns(specs, key_cols, bucket_cols, value_cols, Py_ssize_t nrows
                 bound = 4 + 5 + kn + nbits
                 for i in range(nv if nv > 0 else 0):
                     bound += _bound(&cols[vc[i]], r)
-                if _reserve(&out, bound):
+                if wb_reserve_nogil(&out, bound):
                     rc = _NO_MEMORY
                     break
                 start = out.n
@@ -309,7 +285,7 @@ def encode_kv_columns(specs, key_cols, bucket_cols, value_cols, Py_ssize_t nrows
         free(vc)
         free(rec_bucket)
         free(rec_start)
-        free(out.p)
-        free(key.p)
-        free(bkey.p)
+        wb_free(&out)
+        wb_free(&key)
+        wb_free(&bkey)
 

@@ -12,10 +12,12 @@ cdef extern from "Python.h":
     PyObject *PyDict_SetDefault(object d, object key, object default_value) except NULL
 
 from cpython.object cimport PyObject_Hash
+
+from fluss_fast.codec.wire.bytebuf cimport ff_le_get32, read_varint_status
 from fluss_fast.codec.errors import CorruptBatchError
 from fluss_fast.codec.log.indexedlog import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
 from fluss_fast.codec.kv.kvsplit import (FILTER_BITS_PER_KEY, FILTER_FIRST_KEYS, FILTER_MAX_KEYS,
-                                      FILTER_PROBES)
+                                         FILTER_PROBES)
 
 cdef extern from "crc32c_impl.h":
     void ff_crc32c_init()
@@ -29,17 +31,12 @@ cdef unsigned char CT_UB = UPDATE_BEFORE
 cdef unsigned char CT_UA = UPDATE_AFTER
 
 
-cdef inline int32_t _i32(const unsigned char *p) noexcept nogil:
-    return <int32_t>(<uint32_t>p[0] | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24))
-
-
 def split_kv_records(buf, bytes prefix):
     cdef Py_buffer view
     cdef const unsigned char *d
     cdef Py_ssize_t end, p, rec_end, kp, vlen, plen = PyBytes_GET_SIZE(prefix)
     cdef int32_t count, n, i
     cdef uint64_t klen
-    cdef int shift
     cdef uint32_t crc
     cdef list keys = [], values = []
     cdef bytes v
@@ -52,14 +49,14 @@ def split_kv_records(buf, bytes prefix):
             raise CorruptBatchError(f"KV batch at byte 0: truncated header ({end} of 28 bytes)", position=0)
         with nogil:
             crc = ff_crc32c_update(0, d + 9, <size_t>(end - 9))
-        if crc != <uint32_t>_i32(d + 5):
+        if crc != <uint32_t>ff_le_get32(d + 5):
             raise CorruptBatchError("KV batch at byte 0: CRC mismatch", position=0)
-        count = _i32(d + 24)
+        count = ff_le_get32(d + 24)
         p = 28
         for i in range(count):
             if p + 4 > end:
                 raise CorruptBatchError(f"KV batch at byte 0: record {i} is truncated", position=0)
-            n = _i32(d + p)
+            n = ff_le_get32(d + p)
             p += 4
             rec_end = p + n
             if n < 1 or rec_end > end:
@@ -67,18 +64,10 @@ def split_kv_records(buf, bytes prefix):
             klen = d[p]
             kp = p + 1
             if klen >= 0x80:
-                klen = 0
-                shift = 0
                 kp = p
-                while True:
-                    if kp >= end or shift > 28:
-                        raise CorruptBatchError(f"KV batch at byte 0: record {i} has a bad key length",
-                                                position=0)
-                    klen |= (<uint64_t>(d[kp] & 0x7F)) << shift
-                    kp += 1
-                    if d[kp - 1] < 0x80:
-                        break
-                    shift += 7
+                if read_varint_status(d, &kp, end, 5, &klen):
+                    raise CorruptBatchError(f"KV batch at byte 0: record {i} has a bad key length",
+                                            position=0)
             if klen > <uint64_t>(rec_end - kp):
                 raise CorruptBatchError(f"KV batch at byte 0: record {i} key of {klen} bytes overruns the record",
                                         position=0)

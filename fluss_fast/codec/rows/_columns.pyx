@@ -17,9 +17,11 @@ from cpython.datetime cimport (
     import_datetime, PyDateTime_CheckExact, PyDate_CheckExact, PyTime_CheckExact,
     datetime_tzinfo, time_tzinfo,
 )
-from libc.stdlib cimport calloc, realloc, free
+from libc.stdlib cimport calloc, free
 from libc.string cimport memcpy, memset
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint64_t
+
+from fluss_fast.codec.wire.bytebuf cimport HeapBuf, bitmap_set, heapbuf_free, heapbuf_reserve
 
 import sys
 
@@ -119,48 +121,13 @@ cdef enum Kind:
     K_DEC
     K_OBJ
 
-cdef struct Buf:
-    char* p
-    Py_ssize_t n
-    Py_ssize_t cap
-
-cdef int buf_reserve(Buf* b, Py_ssize_t need) except -1:
-    """Ensures ``need`` bytes of capacity; new bytes are zeroed (bitmaps rely on it)."""
-    cdef Py_ssize_t cap
-    cdef char* p
-    if need <= b.cap:
-        return 0
-    cap = b.cap * 2
-    if cap < need:
-        cap = need
-    if cap < 64:
-        cap = 64
-    p = <char*>realloc(b.p, cap)
-    if p == NULL:
-        raise MemoryError()
-    memset(p + b.cap, 0, cap - b.cap)
-    b.p = p
-    b.cap = cap
-    return 0
-
-cdef inline void buf_free(Buf* b):
-    free(b.p)
-    b.p = NULL
-    b.n = 0
-    b.cap = 0
-
-cdef inline object buf_take(Buf* b, Py_ssize_t n):
+cdef inline object buf_take(HeapBuf* b, Py_ssize_t n):
+    # a copy: the builder keeps its memory for the next batch
     return pa.py_buffer(PyBytes_FromStringAndSize(b.p, n))
 
-cdef inline int buf_set_bit(Buf* b, Py_ssize_t i, bint bit) except -1:
-    """Arrow bitmaps (validity and BOOLEAN data): bit i, LSB first, growing the buffer as needed."""
-    cdef uint8_t* p
-    buf_reserve(b, (i >> 3) + 1)
-    p = <uint8_t*>b.p
-    if bit:
-        p[i >> 3] |= <uint8_t>(1 << (i & 7))
-    else:
-        p[i >> 3] &= <uint8_t>~(1 << (i & 7))
+cdef inline int buf_set_bit(HeapBuf* b, Py_ssize_t i, bint bit) except -1:
+    heapbuf_reserve(b, (i >> 3) + 1)
+    bitmap_set(b.p, i, bit)
     return 0
 
 cdef extern from "civil_days.h":
@@ -384,7 +351,7 @@ cdef class _Col:
     cdef bint nullable
     cdef int64_t lo, hi
     cdef Py_ssize_t count, nulls
-    cdef Buf data, offsets, valid
+    cdef HeapBuf data, offsets, valid
     cdef object conv
     cdef object arrow_type
     cdef list objs
@@ -397,9 +364,9 @@ cdef class _Col:
     cdef dict tz_offsets  # tzinfo -> fixed offset (timedelta) or None when it varies
 
     def __dealloc__(self):
-        buf_free(&self.data)
-        buf_free(&self.offsets)
-        buf_free(&self.valid)
+        heapbuf_free(&self.data)
+        heapbuf_free(&self.offsets)
+        heapbuf_free(&self.valid)
 
     cdef int reset(self) except -1:
         self.count = 0
@@ -408,7 +375,7 @@ cdef class _Col:
         self.valid.n = 0
         self.offsets.n = 0
         if self.kind == K_STR or self.kind == K_BIN:
-            buf_reserve(&self.offsets, 4)
+            heapbuf_reserve(&self.offsets, 4)
             (<int32_t*>self.offsets.p)[0] = 0
             self.offsets.n = 4
         if self.kind == K_OBJ:
@@ -422,7 +389,7 @@ cdef class _Col:
         cdef int k = self.kind
         if self.nulls == 0:
             # the bitmap is only kept once a null shows up: mark every earlier row valid now
-            buf_reserve(&self.valid, (self.count >> 3) + 1)
+            heapbuf_reserve(&self.valid, (self.count >> 3) + 1)
             memset(self.valid.p, 0xFF, (self.count >> 3) + 1)
         self.set_valid(False)
         if k == K_OBJ:
@@ -432,7 +399,7 @@ cdef class _Col:
         elif k == K_BOOL:
             self.put_bit(False)
         else:
-            buf_reserve(&self.data, self.data.n + self.width)
+            heapbuf_reserve(&self.data, self.data.n + self.width)
             memset(self.data.p + self.data.n, 0, self.width)
             self.data.n += self.width
         self.nulls += 1
@@ -445,20 +412,20 @@ cdef class _Col:
     cdef inline int push_offset(self) except -1:
         if self.data.n > 0x7FFFFFFF:
             raise OverflowError("more than 2 GiB of string data in one batch")
-        buf_reserve(&self.offsets, self.offsets.n + 4)
+        heapbuf_reserve(&self.offsets, self.offsets.n + 4)
         (<int32_t*>(self.offsets.p + self.offsets.n))[0] = <int32_t>self.data.n
         self.offsets.n += 4
         return 0
 
     cdef inline int put_bytes(self, const char* p, Py_ssize_t n) except -1:
-        buf_reserve(&self.data, self.data.n + n)
+        heapbuf_reserve(&self.data, self.data.n + n)
         memcpy(self.data.p + self.data.n, p, n)
         self.data.n += n
         return 0
 
     cdef inline int put_i64(self, int64_t x) except -1:
         cdef char* at
-        buf_reserve(&self.data, self.data.n + 8)
+        heapbuf_reserve(&self.data, self.data.n + 8)
         at = self.data.p + self.data.n
         if self.width == 8:
             (<int64_t*>at)[0] = x
@@ -540,7 +507,7 @@ cdef class _Col:
                 d = PyFloat_AS_DOUBLE(v)
             else:
                 d = self.conv(v)
-            buf_reserve(&self.data, self.data.n + 8)
+            heapbuf_reserve(&self.data, self.data.n + 8)
             if k == K_DOUBLE:
                 (<double*>(self.data.p + self.data.n))[0] = d
             else:
@@ -616,7 +583,7 @@ cdef class _Col:
                 c = self.conv(v)  # raises, or gives the rounded Decimal
                 if parse_decimal(str(c), self.precision, self.scale, &big) != 0:
                     raise AssertionError(f"decimal {c!r} rejected after conversion")
-            buf_reserve(&self.data, self.data.n + 16)
+            heapbuf_reserve(&self.data, self.data.n + 16)
             (<int128*>(self.data.p + self.data.n))[0] = big
             self.data.n += 16
         else:

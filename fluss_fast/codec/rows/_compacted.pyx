@@ -66,6 +66,7 @@ cdef class CompactedRowEncoder(_RowEncoder):
     """``encode(values) -> bytes``: one CompactedRow (null bitset + fields, no padding)."""
 
     def __init__(self, types, names=None):
+        _pure()  # this module's own handles on the pure helpers (decimals), before any row
         self._setup(types, names, "COMPACTED")
         self._key = False
 
@@ -110,6 +111,7 @@ cdef class CompactedRowDecoder(_RowDecoder):
     """``decode(buf, pos=0, end=None) -> list``: the values of one CompactedRow."""
 
     def __init__(self, types, names=None):
+        _pure()  # this module's own handles on the pure helpers (decimals), before any row
         self._setup(types, names, "COMPACTED")
 
     def decode_with_end(self, buf, Py_ssize_t pos=0, end=None):

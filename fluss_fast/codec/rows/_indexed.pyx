@@ -94,6 +94,7 @@ cdef class IndexedRowEncoder(_RowEncoder):
     """``encode(values) -> bytes``: one IndexedRow (null bitset, var-length list, packed fields)."""
 
     def __init__(self, types, names=None):
+        _pure()  # this module's own handles on the pure helpers (decimals), before any row
         self._setup(types, names, "INDEXED")
 
     cdef int _put(self, WBuf *b, object values) except -1:
@@ -135,6 +136,7 @@ cdef class IndexedRowDecoder(_RowDecoder):
     """``decode(buf, pos=0, end=None) -> list``: the values of one IndexedRow."""
 
     def __init__(self, types, names=None):
+        _pure()  # this module's own handles on the pure helpers (decimals), before any row
         self._setup(types, names, "INDEXED")
 
     cdef list _values(self, bytes buf, Py_ssize_t pos, Py_ssize_t end):

@@ -29,12 +29,8 @@ from fluss_fast.codec.rows.rowtypes import type_info as _type_info
 
 cdef extern from *:
     """
-    #include "le_bytes.h"
     #include "utf8_valid.h"
     """
-    int16_t ff_le_get16(const unsigned char *p) nogil
-    int32_t ff_le_get32(const unsigned char *p) nogil
-    int64_t ff_le_get64(const unsigned char *p) nogil
     int ff_utf8_valid(const unsigned char *s, Py_ssize_t n) nogil
     ctypedef long long int128 "__int128"
     ctypedef unsigned long long uint128 "unsigned __int128"
@@ -43,6 +39,8 @@ cdef extern from *:
     int popcount64 "__builtin_popcountll"(unsigned long long x) nogil
 
 from fluss_fast.codec.rows.row_type_codes cimport *  # C_BOOLEAN .. C_ROW
+from fluss_fast.codec.wire.bytebuf cimport (ColBuf, bitmap_set, colbuf_free, colbuf_reserve, colbuf_take,
+                                           ff_le_get16, ff_le_get32, ff_le_get64, read_varint_status)
 
 # How a column is stored in Arrow
 cdef enum:
@@ -62,19 +60,13 @@ cdef enum:
 # thread (kvfast.THREAD_BUILD_ROWS), where releasing lets the event loop thread run meanwhile.
 cdef Py_ssize_t NOGIL_MIN_ROWS = 512
 
-cdef struct Buf:
-    char* p
-    Py_ssize_t n
-    Py_ssize_t cap
-    PyObject* owner  # the pa.ResizableBuffer holding p (a strong reference)
-
 cdef struct Col:
     int out
     int width
     bint nullable
-    Buf valid
-    Buf data
-    Buf offs
+    ColBuf valid
+    ColBuf data
+    ColBuf offs
 
 cdef struct Field:
     int code
@@ -93,61 +85,9 @@ for _i in range(1, 39):
     POW10[_i] = POW10[_i - 1] * 10
 
 
-cdef int buf_reserve(Buf* b, Py_ssize_t need) except -1:
-    """Ensures ``need`` bytes of capacity; new bytes are zeroed (bitmaps rely on it).
-
-    The memory is a resizable Arrow buffer from pyarrow's pool: ``buf_take`` hands it to the
-    RecordBatch without a copy, and the pool keeps freed pages warm for the next batch.
-    """
-    cdef Py_ssize_t cap
-    cdef object owner
-    if need <= b.cap:
-        return 0
-    cap = b.cap * 2
-    if cap < need:
-        cap = need
-    if cap < 64:
-        cap = 64
-    if b.owner == NULL:
-        owner = pa.allocate_buffer(cap, resizable=True)
-        Py_INCREF(owner)
-        b.owner = <PyObject*>owner
-    else:
-        owner = <object>b.owner
-        owner.resize(cap)
-    b.p = <char*><uintptr_t>owner.address
-    memset(b.p + b.cap, 0, cap - b.cap)
-    b.cap = cap
-    return 0
-
-
-cdef inline void buf_free(Buf* b):
-    Py_XDECREF(b.owner)
-    b.owner = NULL
-    b.p = NULL
-    b.n = 0
-    b.cap = 0
-
-
-cdef object buf_take(Buf* b, Py_ssize_t nbytes):
-    """The first ``nbytes`` as an Arrow buffer; the Buf lets go of its memory."""
-    if b.owner == NULL:
-        return pa.py_buffer(b"")
-    out = (<object>b.owner).slice(0, nbytes)
-    buf_free(b)
-    return out
-
-
 # The per-row buffers (validity and BOOLEAN bitmaps, fixed-width data, offsets) always have room for
 # the row being added: RowArrowBuilder grows them all before a row starts (``_room``), so these
 # writers need no checks. Only variable-length data grows inside a row.
-cdef inline void set_bit(Buf* b, Py_ssize_t i, bint bit) noexcept nogil:
-    if bit:
-        (<uint8_t*>b.p)[i >> 3] |= <uint8_t>(1 << (i & 7))
-    else:
-        (<uint8_t*>b.p)[i >> 3] &= <uint8_t>~(1 << (i & 7))
-
-
 cdef inline void put_fixed(Col* c, const void* src) noexcept nogil:
     """Appends one value of c.width bytes (src in native = little-endian order)."""
     memcpy(c.data.p + c.data.n, src, c.width)
@@ -163,7 +103,7 @@ cdef inline int put_var(Col* c, const uint8_t* src, Py_ssize_t n) except -1 nogi
             raise ValueError("more than 2 GiB of variable-length data in one column")
     if at + n > c.data.cap:
         with gil:
-            buf_reserve(&c.data, at + n)
+            colbuf_reserve(&c.data, at + n)
     memcpy(c.data.p + at, src, n)
     c.data.n = at + n
     (<int32_t*>(c.offs.p + c.offs.n))[0] = <int32_t>(at + n)
@@ -172,9 +112,9 @@ cdef inline int put_var(Col* c, const uint8_t* src, Py_ssize_t n) except -1 nogi
 
 
 cdef inline void put_null(Col* c, Py_ssize_t row) noexcept nogil:
-    set_bit(&c.valid, row, 0)
+    bitmap_set(c.valid.p, row, 0)
     if c.out == O_BOOL:
-        set_bit(&c.data, row, 0)
+        bitmap_set(c.data.p, row, 0)
     elif c.out == O_VAR:
         (<int32_t*>(c.offs.p + c.offs.n))[0] = <int32_t>c.data.n
         c.offs.n += 4
@@ -195,29 +135,6 @@ cdef inline Py_ssize_t count_bits(const uint8_t* b, Py_ssize_t n) noexcept nogil
     if n & 7:
         r += popcount64(b[n >> 3] & ((1 << (n & 7)) - 1))
     return r
-
-
-cdef inline int read_var(const uint8_t* b, Py_ssize_t* pos, Py_ssize_t end, int max_bytes,
-                         uint64_t* out) noexcept nogil:
-    """Unsigned LEB128 of at most max_bytes: 0 ok, 1 runs past end, 2 too long."""
-    cdef uint64_t r = 0
-    cdef int shift = 0
-    cdef int i
-    cdef uint8_t x
-    cdef Py_ssize_t p = pos[0]
-    for i in range(max_bytes):
-        if p >= end:
-            return 1
-        x = b[p]
-        p += 1
-        if shift < 64:
-            r |= (<uint64_t>(x & 0x7F)) << shift
-        if x < 0x80:
-            out[0] = r
-            pos[0] = p
-            return 0
-        shift += 7
-    return 2
 
 
 cdef object _as_i64(object x):
@@ -584,9 +501,9 @@ cdef class RowArrowBuilder:
         cdef int j
         if self.cols != NULL:
             for j in range(self.ncols):
-                buf_free(&self.cols[j].valid)
-                buf_free(&self.cols[j].data)
-                buf_free(&self.cols[j].offs)
+                colbuf_free(&self.cols[j].valid)
+                colbuf_free(&self.cols[j].data)
+                colbuf_free(&self.cols[j].offs)
             free(self.cols)
 
     cdef int _start(self) except -1:
@@ -599,7 +516,7 @@ cdef class RowArrowBuilder:
             c.data.n = 0
             c.offs.n = 0
             if c.out == O_VAR:
-                buf_reserve(&c.offs, 4)
+                colbuf_reserve(&c.offs, 4)
                 (<int32_t*>c.offs.p)[0] = 0
                 c.offs.n = 4
             if c.out == O_NESTED:
@@ -611,13 +528,13 @@ cdef class RowArrowBuilder:
         cdef Col* c
         for j in range(self.ncols):
             c = &self.cols[j]
-            buf_reserve(&c.valid, (rows >> 3) + 1)
+            colbuf_reserve(&c.valid, (rows >> 3) + 1)
             if c.out == O_BOOL:
-                buf_reserve(&c.data, (rows >> 3) + 1)
+                colbuf_reserve(&c.data, (rows >> 3) + 1)
             elif c.out == O_VAR:
-                buf_reserve(&c.offs, (rows + 1) * 4)
+                colbuf_reserve(&c.offs, (rows + 1) * 4)
             elif c.out != O_NESTED:
-                buf_reserve(&c.data, rows * c.width)
+                colbuf_reserve(&c.data, rows * c.width)
         if rows > self.room:
             self.room = rows
         return 0
@@ -650,7 +567,7 @@ cdef class RowArrowBuilder:
                 want = total
             if want > 0x7FFFFFFF - c.data.n:
                 want = 0x7FFFFFFF - c.data.n
-            buf_reserve(&c.data, c.data.n + want)
+            colbuf_reserve(&c.data, c.data.n + want)
         return 0
 
     cdef void _rollback(self) noexcept nogil:
@@ -776,10 +693,10 @@ cdef class RowArrowBuilder:
                         raise self._fail(plan, k, "truncated")
                 if c != NULL:
                     if code == C_BOOLEAN:
-                        set_bit(&c.data, row, d[p] != 0)
+                        bitmap_set(c.data.p, row, d[p] != 0)
                     else:
                         put_fixed(c, d + p)
-                    set_bit(&c.valid, row, 1)
+                    bitmap_set(c.valid.p, row, 1)
                 p += 1
                 continue
             if code == C_SMALLINT or code == C_FLOAT or code == C_DOUBLE:
@@ -789,7 +706,7 @@ cdef class RowArrowBuilder:
                         raise self._fail(plan, k, "truncated")
                 if c != NULL:
                     put_fixed(c, d + p)
-                    set_bit(&c.valid, row, 1)
+                    bitmap_set(c.valid.p, row, 1)
                 p += n
                 continue
             # -- 32-bit integers: INT, DATE, TIME
@@ -801,7 +718,7 @@ cdef class RowArrowBuilder:
                     v32 = ff_le_get32(d + p)
                     p += 4
                 else:
-                    rc = read_var(d, &p, end, 5, &u)
+                    rc = read_varint_status(d, &p, end, 5, &u)
                     if rc:
                         with gil:
                             raise self._fail(plan, k, "varint runs past the row's end" if rc == 1
@@ -819,7 +736,7 @@ cdef class RowArrowBuilder:
                         put_fixed(c, &v64)
                     else:
                         put_fixed(c, &v32)
-                    set_bit(&c.valid, row, 1)
+                    bitmap_set(c.valid.p, row, 1)
                 continue
             # -- 64-bit integers: BIGINT, compact DECIMAL, TIMESTAMP millis (+ nanos)
             if code == C_BIGINT or (code == C_DECIMAL and f.compact) or code == C_TIMESTAMP \
@@ -831,7 +748,7 @@ cdef class RowArrowBuilder:
                     v64 = ff_le_get64(d + p)
                     p += 8
                 else:
-                    rc = read_var(d, &p, end, 10, &u)
+                    rc = read_varint_status(d, &p, end, 10, &u)
                     if rc:
                         with gil:
                             raise self._fail(plan, k, "varint runs past the row's end" if rc == 1
@@ -840,7 +757,7 @@ cdef class RowArrowBuilder:
                 if code == C_BIGINT:
                     if c != NULL:
                         put_fixed(c, &v64)
-                        set_bit(&c.valid, row, 1)
+                        bitmap_set(c.valid.p, row, 1)
                     continue
                 if code == C_DECIMAL:
                     if not (-<int64_t>POW10[f.precision] < v64 < <int64_t>POW10[f.precision]):
@@ -850,7 +767,7 @@ cdef class RowArrowBuilder:
                     if c != NULL:
                         dec = v64
                         put_fixed(c, &dec)
-                        set_bit(&c.valid, row, 1)
+                        bitmap_set(c.valid.p, row, 1)
                     continue
                 millis = v64
                 nanos = 0
@@ -862,7 +779,7 @@ cdef class RowArrowBuilder:
                         nanos = ff_le_get32(d + p)
                         p += 4
                     else:
-                        rc = read_var(d, &p, end, 5, &u)
+                        rc = read_varint_status(d, &p, end, 5, &u)
                         if rc:
                             with gil:
                                 raise self._fail(plan, k, "varint runs past the row's end" if rc == 1
@@ -887,7 +804,7 @@ cdef class RowArrowBuilder:
                                                       f"for precision {f.precision}")
                 if c != NULL:
                     put_fixed(c, &out64)
-                    set_bit(&c.valid, row, 1)
+                    bitmap_set(c.valid.p, row, 1)
                 continue
             # -- everything else is a span of bytes
             if indexed:
@@ -902,7 +819,7 @@ cdef class RowArrowBuilder:
                 q = p
             else:
                 q = p
-                rc = read_var(d, &q, end, 5, &u)
+                rc = read_varint_status(d, &q, end, 5, &u)
                 if rc:
                     with gil:
                         raise self._fail(plan, k, "varint runs past the row's end" if rc == 1
@@ -922,11 +839,11 @@ cdef class RowArrowBuilder:
                         raise self._fail(plan, k, "invalid UTF-8")
                 if c != NULL:
                     put_var(c, s, n)
-                    set_bit(&c.valid, row, 1)
+                    bitmap_set(c.valid.p, row, 1)
             elif code == C_BYTES:
                 if c != NULL:
                     put_var(c, s, n)
-                    set_bit(&c.valid, row, 1)
+                    bitmap_set(c.valid.p, row, 1)
             elif code == C_BINARY:
                 if n > f.length:
                     with gil:
@@ -934,11 +851,11 @@ cdef class RowArrowBuilder:
                 if c != NULL:
                     if c.data.n + c.width > c.data.cap:
                         with gil:
-                            buf_reserve(&c.data, c.data.n + c.width)
+                            colbuf_reserve(&c.data, c.data.n + c.width)
                     memcpy(c.data.p + c.data.n, s, n)
                     memset(c.data.p + c.data.n + n, 0, c.width - n)
                     c.data.n += c.width
-                    set_bit(&c.valid, row, 1)
+                    bitmap_set(c.valid.p, row, 1)
             elif code == C_DECIMAL:
                 if n > 16:
                     with gil:
@@ -955,12 +872,12 @@ cdef class RowArrowBuilder:
                                                   f"{f.precision} digits")
                 if c != NULL:
                     put_fixed(c, &dec)
-                    set_bit(&c.valid, row, 1)
+                    bitmap_set(c.valid.p, row, 1)
             else:  # ARRAY, MAP, ROW
                 with gil:
                     self._nested_value(plan, k, s, n, f.target if c != NULL else -1)
                 if c != NULL:
-                    set_bit(&c.valid, row, 1)
+                    bitmap_set(c.valid.p, row, 1)
         if p > end:
             with gil:
                 raise self._fail(plan, plan.nfields - 1, f"fields run {p - end} bytes past the row's end")
@@ -1018,13 +935,13 @@ cdef class RowArrowBuilder:
                 if c.out == O_VAR and n > 0:
                     self.conv._var_hint[j] = <double>c.data.n / n
                 nulls = n - count_bits(<const uint8_t*>c.valid.p, n)
-                validity = None if nulls == 0 else buf_take(&c.valid, nb)
+                validity = None if nulls == 0 else colbuf_take(&c.valid, nb)
                 if c.out == O_BOOL:
-                    bufs = [validity, buf_take(&c.data, nb)]
+                    bufs = [validity, colbuf_take(&c.data, nb)]
                 elif c.out == O_VAR:
-                    bufs = [validity, buf_take(&c.offs, (n + 1) * 4), buf_take(&c.data, c.data.n)]
+                    bufs = [validity, colbuf_take(&c.offs, (n + 1) * 4), colbuf_take(&c.data, c.data.n)]
                 else:
-                    bufs = [validity, buf_take(&c.data, c.data.n)]
+                    bufs = [validity, colbuf_take(&c.data, c.data.n)]
                 arrays.append(pa.Array.from_buffers(t, n, bufs, null_count=nulls))
         finally:
             if restart:

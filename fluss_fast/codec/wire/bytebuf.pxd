@@ -6,14 +6,21 @@
 # - ``ff_put_varint``: an unsigned LEB128 varint into memory the caller has reserved;
 # - ``WBuf``: a growable write buffer that starts in 256 bytes of its own (a row, a key: no malloc),
 #   with reserve / write / varint / little-endian puts, and patch32 for a length written after its body;
-#   ``wb_reserve_nogil`` grows without the GIL (0, or -1 when out of memory);
-# - ``grown_capacity``: the one growth policy, also for buffers whose memory someone else allocates;
+#   ``wb_reserve_nogil`` grows without the GIL (0, or -1 when out of memory), ``wb_grow_to`` to a size
+#   the caller chose;
+# - ``ColBuf``: a growable, zero-filled column buffer whose memory is a resizable Arrow buffer from
+#   pyarrow's pool, for column builders that keep it across rows and hand it to an Arrow array
+#   without a copy (``colbuf_take``); ``HeapBuf``, the same zero-filled growth on the heap, for builders
+#   that reuse their memory batch after batch; ``bitmap_set`` for the Arrow bitmaps in either;
+# - ``grown_capacity``: the one growth policy of all three;
 # - a bounded reader over ``(p, *pos, end)``: need / read_varint / read_v32 / read_v64 / read_len,
-#   each raising ValueError (with the byte offset) instead of reading past ``end``.
-from libc.stdint cimport int16_t, int32_t, int64_t, uint32_t, uint64_t
+#   each raising ValueError (with the byte offset) instead of reading past ``end``, and
+#   read_varint_status, the same varint read without the GIL (a status instead of an exception).
+from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t, uintptr_t
 from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
 
 cdef extern from "le_bytes.h":
     int16_t ff_le_get16(const unsigned char *p) nogil
@@ -65,13 +72,10 @@ cdef inline void wb_free(WBuf *b) noexcept nogil:
     b.p = b.small
 
 
-cdef inline int wb_reserve_nogil(WBuf *b, Py_ssize_t k) noexcept nogil:
-    # the first buffer is ``small`` (never freed); growth leaves it for the heap
-    cdef Py_ssize_t cap
+cdef inline int wb_grow_to(WBuf *b, Py_ssize_t cap) noexcept nogil:
+    # to ``cap`` bytes exactly (a caller with its own sizing policy); 0, or -1 when out of memory.
+    # The first buffer is ``small`` (never freed): growth leaves it for the heap.
     cdef unsigned char *q
-    if b.n + k <= b.cap:
-        return 0
-    cap = grown_capacity(b.cap, b.n + k, 0)
     if b.p == b.small:
         q = <unsigned char *> malloc(cap)
         if q != NULL:
@@ -83,6 +87,12 @@ cdef inline int wb_reserve_nogil(WBuf *b, Py_ssize_t k) noexcept nogil:
     b.p = q
     b.cap = cap
     return 0
+
+
+cdef inline int wb_reserve_nogil(WBuf *b, Py_ssize_t k) noexcept nogil:
+    if b.n + k <= b.cap:
+        return 0
+    return wb_grow_to(b, grown_capacity(b.cap, b.n + k, 0))
 
 
 cdef inline int wb_reserve(WBuf *b, Py_ssize_t k) except -1:
@@ -134,29 +144,132 @@ cdef inline void wb_patch32(WBuf *b, Py_ssize_t at, int32_t x) noexcept nogil:
     ff_le_put32(b.p + at, x)
 
 
+# ---- column buffer --------------------------------------------------------------------------
+cdef struct ColBuf:
+    char *p
+    Py_ssize_t n
+    Py_ssize_t cap
+    PyObject *owner  # the pa.ResizableBuffer holding p (a strong reference)
+
+
+cdef inline int colbuf_reserve(ColBuf *b, Py_ssize_t need) except -1:
+    # new bytes are zeroed: validity and BOOLEAN bitmaps rely on it; the pool keeps freed pages
+    # warm for the next batch
+    cdef Py_ssize_t cap
+    cdef object owner
+    if need <= b.cap:
+        return 0
+    cap = grown_capacity(b.cap, need, 64)
+    if b.owner == NULL:
+        import pyarrow
+        owner = pyarrow.allocate_buffer(cap, resizable=True)
+        Py_INCREF(owner)
+        b.owner = <PyObject *> owner
+    else:
+        owner = <object> b.owner
+        owner.resize(cap)
+    b.p = <char *> <uintptr_t> owner.address
+    memset(b.p + b.cap, 0, cap - b.cap)
+    b.cap = cap
+    return 0
+
+
+cdef inline void colbuf_free(ColBuf *b) noexcept:
+    Py_XDECREF(b.owner)
+    b.owner = NULL
+    b.p = NULL
+    b.n = 0
+    b.cap = 0
+
+
+cdef inline object colbuf_take(ColBuf *b, Py_ssize_t nbytes):
+    """The first ``nbytes`` as an Arrow buffer; the ColBuf lets go of its memory."""
+    if b.owner == NULL:
+        import pyarrow
+        return pyarrow.py_buffer(b"")
+    out = (<object> b.owner).slice(0, nbytes)
+    colbuf_free(b)
+    return out
+
+
+# ---- zero-filled heap buffer ---------------------------------------------------------------
+# For builders that keep their buffers across batches and copy out what they hand over: cheaper
+# to grow than an Arrow buffer (no Python call), and the memory is reused batch after batch.
+cdef struct HeapBuf:
+    char *p
+    Py_ssize_t n
+    Py_ssize_t cap
+
+
+cdef inline int heapbuf_reserve(HeapBuf *b, Py_ssize_t need) except -1:
+    # new bytes are zeroed, as ColBuf's
+    cdef Py_ssize_t cap
+    cdef char *q
+    if need <= b.cap:
+        return 0
+    cap = grown_capacity(b.cap, need, 64)
+    q = <char *> realloc(b.p, cap)
+    if q == NULL:
+        raise MemoryError()
+    memset(q + b.cap, 0, cap - b.cap)
+    b.p = q
+    b.cap = cap
+    return 0
+
+
+cdef inline void heapbuf_free(HeapBuf *b) noexcept nogil:
+    free(b.p)
+    b.p = NULL
+    b.n = 0
+    b.cap = 0
+
+
+cdef inline void bitmap_set(char *p, Py_ssize_t i, bint bit) noexcept nogil:
+    # Arrow bitmaps (validity, BOOLEAN data), LSB first; the caller reserved the byte
+    if bit:
+        (<uint8_t *> p)[i >> 3] |= <uint8_t> (1 << (i & 7))
+    else:
+        (<uint8_t *> p)[i >> 3] &= <uint8_t> ~(1 << (i & 7))
+
+
 # ---- bounded reader -------------------------------------------------------------------------
 cdef inline void need(Py_ssize_t pos, Py_ssize_t k, Py_ssize_t end) except *:
     if pos + k > end:
         raise ValueError(f"needs {k} bytes at byte {pos}, {end - pos} left")
 
 
-cdef inline int read_varint(const unsigned char *p, Py_ssize_t *pos, Py_ssize_t end, int maxb,
-                            uint64_t *out) except -1:
+cdef inline int read_varint_status(const unsigned char *p, Py_ssize_t *pos, Py_ssize_t end, int maxb,
+                                   uint64_t *out) noexcept nogil:
+    # for loops that run without the GIL: 0 read (``pos`` moves past it), 1 runs past ``end``,
+    # 2 longer than ``maxb`` bytes (``pos`` stays)
     cdef uint64_t r = 0
     cdef int shift = 0
     cdef int k
     cdef unsigned char c
+    cdef Py_ssize_t q = pos[0]
     for k in range(maxb):
-        if pos[0] >= end:
-            raise ValueError(f"truncated varint at byte {pos[0]}")
-        c = p[pos[0]]
-        pos[0] += 1
+        if q >= end:
+            return 1
+        c = p[q]
+        q += 1
         r |= (<uint64_t> (c & 0x7F)) << shift
         if c < 0x80:
             out[0] = r
+            pos[0] = q
             return 0
         shift += 7
-    raise ValueError(f"malformed varint ending at byte {pos[0]}: more than {maxb} bytes")
+    return 2
+
+
+cdef inline int read_varint(const unsigned char *p, Py_ssize_t *pos, Py_ssize_t end, int maxb,
+                            uint64_t *out) except -1:
+    cdef Py_ssize_t start = pos[0]
+    cdef int rc = read_varint_status(p, pos, end, maxb, out)
+    if rc == 0:
+        return 0
+    if rc == 1:
+        raise ValueError(f"truncated varint at byte {start if start >= end else end}")
+    raise ValueError(f"malformed varint ending at byte {start + maxb}: more than {maxb} bytes")
 
 
 cdef inline int32_t read_v32(const unsigned char *p, Py_ssize_t *pos, Py_ssize_t end) except? -1:
