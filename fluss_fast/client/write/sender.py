@@ -47,6 +47,9 @@ _BACKOFF_BASE = 0.1
 _BACKOFF_MAX = 1.0
 DELIVERY_TIMEOUTS = 2
 _MIN_SEND_S = 0.05
+# Pause after a metadata refresh that left buckets without a leader, doubling up to _BACKOFF_BASE:
+# a new table's leaders are elected tens of milliseconds after CREATE_TABLE answers.
+_REFRESH_FIRST_S = 0.01
 
 # Batches are encoded on the shared codec threads (client/workers.py; zstandard, lz4 and pyarrow
 # compress without the GIL), several requests at once. Encodes finish in any order, but requests
@@ -98,6 +101,7 @@ class Sender:
         self._task = None
         self._tasks = set()
         self._refreshing = False
+        self._refresh_pause = _REFRESH_FIRST_S
         self._stall_since = None
         self._stall_error = None
         self.requests_sent = 0
@@ -184,6 +188,7 @@ class Sender:
                     next_wake = soon if next_wake is None else min(next_wake, soon)
                 elif by_node:
                     self._stall_since = None
+                    self._refresh_pause = _REFRESH_FIRST_S
                 for node, batches in by_node.items():
                     sendable = []
                     for b in batches:
@@ -314,7 +319,13 @@ class Sender:
         except Exception as e:  # keep retrying; the stall timer bounds how long
             self._stall_error = FlussError(f"table '{self._table_name}': metadata refresh failed: {e!r}")
         finally:
-            await asyncio.sleep(_BACKOFF_BASE)
+            # batches whose leaders the refresh found go now; the next refresh, should leaders
+            # still be missing, waits out a growing pause (waiting before this wake held a new
+            # table's first write ~100 ms)
+            self.wake()
+            pause = self._refresh_pause
+            self._refresh_pause = min(pause * 2, _BACKOFF_BASE)
+            await asyncio.sleep(pause)
             self._refreshing = False
             self.wake()
 
