@@ -15,6 +15,7 @@ from typing import List, Optional, Tuple
 
 from google.protobuf.descriptor import FieldDescriptor
 
+from ..codec.wire.varint import encode_varint, read_varint
 from . import fluss_api_pb2 as pb
 
 __all__ = [
@@ -28,7 +29,6 @@ VARINT, FIXED64, LENGTH_DELIMITED, FIXED32 = 0, 1, 2, 5
 
 _U32 = (1 << 32) - 1
 _U64 = (1 << 64) - 1
-_MAX_VARINT_SHIFT = 63  # a tenth byte (shift 63) is the last one a 64-bit varint may have
 
 _FIXED64_TYPES = (FieldDescriptor.TYPE_FIXED64, FieldDescriptor.TYPE_SFIXED64, FieldDescriptor.TYPE_DOUBLE)
 _FIXED32_TYPES = (FieldDescriptor.TYPE_FIXED32, FieldDescriptor.TYPE_SFIXED32, FieldDescriptor.TYPE_FLOAT)
@@ -37,38 +37,6 @@ _ZIGZAG_TYPES = (FieldDescriptor.TYPE_SINT32, FieldDescriptor.TYPE_SINT64)
 
 
 # -- primitives -----------------------------------------------------------------------------------
-def encode_varint(value: int) -> bytes:
-    """Base-128 varint of an int32/int64/uint value; negative ones take ten bytes, as protobuf
-    sign-extends them to 64 bits."""
-    if value < 0:
-        value += 1 << 64
-    if value < 0x80:
-        return bytes((value,))
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def read_varint(buf, pos: int, end: int) -> Tuple[int, int]:
-    """(unsigned value, position after it) of the varint at ``pos``; ValueError when it runs past
-    ``end`` or past ten bytes."""
-    result = 0
-    shift = 0
-    while pos < end:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, pos
-        shift += 7
-        if shift > _MAX_VARINT_SHIFT:
-            raise ValueError("varint longer than 10 bytes")
-    raise ValueError("truncated varint")
-
-
 def int32(v: int) -> int:
     """A decoded varint as protobuf reads an int32: its low 32 bits, two's complement."""
     v &= _U32

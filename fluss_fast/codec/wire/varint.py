@@ -1,5 +1,5 @@
-"""Unsigned LEB128 varints of CompactedRow fields and KV records: the bits-wide two's-complement
-pattern, no zigzag."""
+"""Unsigned LEB128 varints, the one definition: CompactedRow fields, KV records and the protobuf
+fields ``rpc.wire`` frames by hand all write the ``bits``-wide two's-complement pattern, no zigzag."""
 from __future__ import annotations
 
 from typing import Tuple
@@ -7,6 +7,8 @@ from typing import Tuple
 
 _U32 = 0xFFFFFFFF
 _U64 = 0xFFFFFFFFFFFFFFFF
+_MAX_SHIFT = 63  # a tenth byte (shift 63) is the last one a 64-bit varint may have
+_ONE_BYTE = [bytes((i,)) for i in range(0x80)]
 
 
 def _put_varint(out: bytearray, u: int) -> None:
@@ -16,11 +18,39 @@ def _put_varint(out: bytearray, u: int) -> None:
     out.append(u)
 
 
-def encode_varint(value: int, bits: int = 32) -> bytes:
-    """Unsigned LEB128 of the ``bits``-bit two's-complement pattern (no zigzag)."""
+def encode_varint(value: int, bits: int = 64) -> bytes:
+    """Unsigned LEB128 of the ``bits``-bit two's-complement pattern (no zigzag).
+
+    The default is protobuf's rule for int32 / int64 / uint64 fields (a negative value takes ten
+    bytes); a 32-bit CompactedRow field passes ``bits=32``. Lengths and other small non-negative
+    values encode the same either way."""
+    if 0 <= value < 0x80:  # tags, lengths, ids: most varints on the wire
+        return _ONE_BYTE[value]
+    if value < 0 or bits != 64:
+        value &= _U64 if bits == 64 else (1 << bits) - 1
     out = bytearray()
-    _put_varint(out, value & ((1 << bits) - 1))
+    while value > 0x7F:  # _put_varint's loop, inlined: protobuf framing calls this per field
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
     return bytes(out)
+
+
+def read_varint(buf, pos: int, end: int) -> Tuple[int, int]:
+    """(unsigned value, position after it) of the varint at ``pos``; ValueError when it runs past
+    ``end`` or past ten bytes."""
+    result = 0
+    shift = 0
+    while pos < end:
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos
+        shift += 7
+        if shift > _MAX_SHIFT:
+            raise ValueError("varint longer than 10 bytes")
+    raise ValueError("truncated varint")
 
 
 def _get_varint(buf, pos: int, max_bytes: int) -> Tuple[int, int]:
