@@ -9,7 +9,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PAGES = {"formats.md": ROOT / "docs/contributing/formats.md", "protocol.md": ROOT / "docs/contributing/protocol.md"}
 # "formats.md §1.5, §1.6, §9.1" or "protocol.md §3.7": every § number that follows the page name
 REF = re.compile(r"(formats|protocol)\.md((?:,? ?§\d+(?:\.\d+)?)+)")
-SOURCES = ("*.py", "*.pyx", "*.pxd", "*.h", "*.proto")
+SOURCES = ("*.py", "*.pyx", "*.pxd", "*.pxi", "*.h", "*.proto")
 
 
 def anchors(page: Path) -> set:

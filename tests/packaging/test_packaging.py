@@ -93,7 +93,7 @@ def _covered(path: str, patterns) -> bool:
 def test_package_data_ships_every_source_header_and_stub_but_no_generated_c():
     data = PYPROJECT["tool"]["setuptools"]["package-data"]
     everywhere = data["*"]
-    for ext in ("pyx", "pxd", "h", "pyi"):
+    for ext in ("pyx", "pxd", "pxi", "h", "pyi"):
         for path in glob.glob(str(ROOT / "fluss_fast" / "**" / f"*.{ext}"), recursive=True):
             assert _covered(path, everywhere), path
     assert "py.typed" in data["fluss_fast"]
