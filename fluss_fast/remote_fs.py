@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
@@ -62,7 +62,7 @@ class RemoteStore:
 
 def s3_filesystem(access_key=None, secret_key=None, session_token=None, region=None, endpoint=None,
                   path_style=None, timeout_s: float = 10.0):
-    kw = dict(connect_timeout=timeout_s, request_timeout=max(timeout_s, 30.0))
+    kw: Dict[str, Any] = dict(connect_timeout=timeout_s, request_timeout=max(timeout_s, 30.0))
     if access_key:
         kw.update(access_key=access_key, secret_key=secret_key or "")
         if session_token:
@@ -98,7 +98,7 @@ def open_store(location: str, settings=None) -> RemoteStore:
         return RemoteStore(pafs.LocalFileSystem(), root, "file://" + root, "file")
     if scheme in ("s3", "s3a"):
         get = (lambda k: settings.get(k)) if settings is not None else (lambda k: None)
-        s3 = dict(access_key=get("s3.access-key"), secret_key=get("s3.secret-key"),
+        s3: Dict[str, Any] = dict(access_key=get("s3.access-key"), secret_key=get("s3.secret-key"),
                   region=get("s3.region"), endpoint=get("s3.endpoint"), path_style=get("s3.path-style-access"))
         fs = s3_filesystem(**s3)
         root = parsed.netloc + parsed.path.rstrip("/")

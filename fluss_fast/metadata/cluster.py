@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from ._args import rust_map, rust_str, want_instance, want_int, want_str, want_str_dict
 from .table import TableBucket
@@ -89,7 +89,7 @@ class DatabaseDescriptor:
 
     def to_json_bytes(self) -> bytes:
         """The descriptor as the JSON the CREATE_DATABASE request carries."""
-        out = {"version": 1}
+        out: Dict[str, Any] = {"version": 1}
         if self._comment is not None:
             out["comment"] = self._comment
         out["custom_properties"] = dict(self._custom)

@@ -44,7 +44,7 @@ class Schema:
             raise FlussError("Failed to build schema: Fluss API Error: ApiError { code: 15, message: "
                              + rust_str(f"Primary key columns {rust_set(dict.fromkeys(pk))} not found in schema")
                              + " }.")
-        auto = ()
+        auto: Tuple[str, ...] = ()
         if auto_increment_column is not None:
             if not pk:
                 raise FlussError("Failed to build schema: Fluss hitting illegal argument error "

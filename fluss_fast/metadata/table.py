@@ -79,7 +79,7 @@ class TableBucket:
 
     def __init__(self, table_id: int, bucket: int):
         self._table_id = want_int("table_id", table_id)
-        self._partition_id = None
+        self._partition_id: Optional[int] = None
         self._bucket = want_int("bucket", bucket, I32)
 
     @staticmethod

@@ -82,7 +82,7 @@ def drain(buf: collections.deque, state_of: Callable[[Any], Optional[BucketState
             break
         comp = buf[0]
         tb = comp.bucket
-        st = comp.state
+        st: BucketState = comp.state
         current = state_of(tb)
         if current is not st or st.offset != comp.fetch_offset:
             buf.popleft()
