@@ -1,7 +1,7 @@
 """FlussError and ErrorCode, shaped exactly like pyfluss's (``str(e)`` == ``"FlussError(code=7): msg"``)."""
 from __future__ import annotations
 
-from .rpc import errors as _table
+from . import error_codes as _table
 
 
 class FlussError(Exception):

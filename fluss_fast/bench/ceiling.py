@@ -17,7 +17,7 @@ from ..datatypes import TableDescriptorInfo
 from ..errors import FlussError
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
-from ..rpc.errors import default_message
+from ..error_codes import default_message
 from .raw import RawConnection, split_address
 from .harness import (DATABASE, Client, Env, Mismatch, Outcome, Scenario, create_table, drop_table, register,
                       table_name)

@@ -10,7 +10,7 @@ from ..errors import FlussError
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc import frame
 from ..rpc.api import Api
-from ..rpc.errors import default_message
+from ..error_codes import default_message
 
 
 class RawConnection:

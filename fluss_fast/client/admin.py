@@ -6,7 +6,7 @@ import asyncio
 from typing import Dict, List, Optional
 
 from ..errors import FlussError
-from ..rpc.errors import CLIENT_ERROR, Errors
+from ..error_codes import CLIENT_ERROR, Errors
 from ..metadata._args import type_name as _type_name, want_instance as _check, want_str_dict as _want_str_dict
 from ..metadata.cluster import DatabaseDescriptor, DatabaseInfo, LakeSnapshot, ServerNode
 from ..metadata.log import OffsetSpec

@@ -16,7 +16,7 @@ from ..metadata.cluster import COORDINATOR_SERVER, TABLET_SERVER, ServerNode
 from ..metadata.table import PARTITION_SEPARATOR, TablePath
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
-from ..rpc.errors import Errors
+from ..error_codes import Errors
 
 PARTITION_NOT_EXISTS = Errors.PARTITION_NOT_EXISTS
 _METADATA_BACKOFF_S = (0.05, 0.1, 0.2, 0.4)

@@ -9,7 +9,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 from ..config import Config
 from ..errors import FlussError
-from ..rpc.errors import CLIENT_ERROR
+from ..error_codes import CLIENT_ERROR
 from ..metadata.table import TablePath
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import API_KEYS, Api, COORDINATOR, TABLET_SERVER

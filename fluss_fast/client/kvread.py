@@ -19,7 +19,7 @@ from ..datatypes import SchemaInfo
 from ..errors import FlussError
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
-from ..rpc.errors import Errors
+from ..error_codes import Errors
 
 _MAX_SCHEMA_FETCHES = 8  # distinct older schema ids one answer may need
 

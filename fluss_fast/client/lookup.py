@@ -18,7 +18,7 @@ from typing import Dict, List, Optional
 from ..codec.rows.compacted import CompactedRowDecoder
 from ..codec.rows.indexed import IndexedRowDecoder
 from ..errors import FlussError
-from ..rpc import errors as codes
+from .. import error_codes as codes
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
 from .runtime import on_runtime

@@ -20,7 +20,7 @@ from typing import List, Optional
 import pyarrow as pa
 
 from ..errors import FlussError
-from ..rpc.errors import CLIENT_ERROR, REFRESH_METADATA_CODES, Errors
+from ..error_codes import CLIENT_ERROR, REFRESH_METADATA_CODES, Errors
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
 from .kvread import ValueRows

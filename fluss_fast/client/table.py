@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, List, Optional
 import pyarrow as pa
 
 from ..errors import FlussError
-from ..rpc.errors import CLIENT_ERROR
+from ..error_codes import CLIENT_ERROR
 from ..metadata.table import TableBucket, TableInfo
 from .deferred import deferred
 from .lookup import Lookuper, PrefixLookuper

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import FlussError
-from ..rpc.errors import CLIENT_ERROR
+from ..error_codes import CLIENT_ERROR
 from ..metadata.log import EARLIEST_OFFSET
 from ..metadata.table import TablePath
 from .runtime import on_runtime

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..rpc.errors import Errors
+from ..error_codes import Errors
 
 # Fluss server error code of CorruptRecordException, so the server can answer with it directly.
 CORRUPT_MESSAGE = Errors.CORRUPT_MESSAGE

@@ -17,7 +17,7 @@ from typing import Optional
 from ..errors import FlussError
 from . import fluss_api_pb2 as pb
 from .api import API_KEYS, Api, COORDINATOR, TABLET_SERVER, response_class
-from .errors import Errors, default_message
+from ..error_codes import Errors, default_message
 from .frame_pool import FramePool
 from .frame import (ERROR_RESPONSE, LENGTH as _LEN, REQUEST_HEADER as _HDR, REQUEST_HEADER_SIZE,
                     RESPONSE_HEADER_SIZE, SERVER_FAILURE, SUCCESS_RESPONSE)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..errors import FlussError
 from . import fluss_api_pb2 as pb
 from .api import Api
-from .errors import Errors
+from ..error_codes import Errors
 
 MECHANISM = "PLAIN"
 

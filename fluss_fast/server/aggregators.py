@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 from ..datatypes import Column
 from ..errors import FlussError
-from ..rpc.errors import Errors
+from ..error_codes import Errors
 
 Aggregator = Callable[[Any, Any], Any]
 

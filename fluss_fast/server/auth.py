@@ -5,7 +5,7 @@ import hmac
 import os
 
 from ..errors import FlussError
-from ..rpc.errors import Errors
+from ..error_codes import Errors
 from ..rpc.sasl import parse_user_spec
 
 PLAIN = "PLAIN"

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 from ..codec.log import logbatch
 from ..codec.errors import CorruptBatchError
 from ..errors import FlussError
-from ..rpc.errors import Errors
+from ..error_codes import Errors
 from .segment import BATCH_PREFIX, INDEX_ENTRY, TIME_ENTRY, Segment, batch_headers
 from .segment_read import read_segment
 from .writer_state import WriterState, expected_last_sequence, in_sequence, load_snapshot, write_snapshot

@@ -3,7 +3,7 @@ PutKv, Lookup, PrefixLookup): the acks check and the reply entry of each bucket 
 from __future__ import annotations
 
 from ..errors import FlussError
-from ..rpc.errors import Errors
+from ..error_codes import Errors
 
 
 def check_acks(req) -> None:

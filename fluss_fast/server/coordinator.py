@@ -18,7 +18,7 @@ from ..errors import FlussError
 from ..metadata import PARTITION_SEPARATOR
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
-from ..rpc.errors import Errors
+from ..error_codes import Errors
 from ..rpc.wire import partition_metadata_field, table_metadata_field
 from .auto_partition import AutoPartition
 from .catalog import BUILTIN_DATABASE, PartitionEntry, TableEntry, now_ms

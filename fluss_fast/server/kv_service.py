@@ -17,7 +17,7 @@ from ..codec.kv.valuebatch import build_value_batch
 from ..errors import FlussError
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
-from ..rpc.errors import Errors
+from ..error_codes import Errors
 from ..rpc.wire import PUT_KV
 from .bucket_reqs import bucket_reply, check_acks, set_error
 from .kvstore import FIRST_KEY, put_batch

@@ -18,7 +18,7 @@ from ..codec.errors import CorruptBatchError
 from ..codec.kv.kvsplit import plan_changes, split_kv_records
 from ..codec.rows.rowtypes import INDEXED
 from ..errors import FlussError
-from ..rpc.errors import Errors
+from ..error_codes import Errors
 from .row_merger import Merger
 from .table_kv import TableKv
 from .table_options import deletes_disabled

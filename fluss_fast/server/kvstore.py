@@ -41,7 +41,7 @@ from ..codec.rows.compacted import CompactedRowEncoder
 from ..codec.rows.indexed import IndexedRowEncoder
 from ..codec.rows.rowtypes import INDEXED
 from ..errors import FlussError
-from ..rpc.errors import Errors
+from ..error_codes import Errors
 from . import kvfast
 from .bucket_log import BucketLog
 from .logstore import LogManager

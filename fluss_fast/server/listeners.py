@@ -10,7 +10,7 @@ from ..errors import FlussError
 from ..rpc import api as _api
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import API_KEYS, COORDINATOR, Api
-from ..rpc.errors import Errors
+from ..error_codes import Errors
 from .protocol import Handler, HandlerEntry, RawParsed
 
 if TYPE_CHECKING:

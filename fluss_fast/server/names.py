@@ -5,7 +5,7 @@ import re
 from typing import Optional
 
 from ..errors import FlussError
-from ..rpc.errors import Errors
+from ..error_codes import Errors
 
 MAX_NAME_LENGTH = 200
 INTERNAL_PREFIX = "__"

@@ -34,7 +34,7 @@ from ..errors import FlussError
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc import frame as _frame
 from ..rpc.api import API_KEYS, Api
-from ..rpc.errors import Errors
+from ..error_codes import Errors
 from .auth import PLAINTEXT
 from .utf8 import repair_strings
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from ..errors import FlussError
-from ..rpc.errors import Errors
+from ..error_codes import Errors
 from .table_kv import TableKv
 
 

@@ -10,7 +10,7 @@ import threading
 
 from ..codec.log import logbatch
 from ..errors import FlussError
-from ..rpc.errors import Errors
+from ..error_codes import Errors
 from ..rpc.frame_pool import FramePool
 from .segment import BATCH_PREFIX, Segment
 

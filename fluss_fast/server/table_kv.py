@@ -16,7 +16,7 @@ from ..codec.rows.compacted import CompactedRowDecoder, CompactedRowEncoder
 from ..codec.rows.indexed import IndexedRowDecoder, IndexedRowEncoder
 from ..codec.rows.rowtypes import INDEXED
 from ..errors import FlussError
-from ..rpc.errors import Errors
+from ..error_codes import Errors
 from .aggregators import Aggregator, aggregator
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from ..errors import FlussError
-from ..rpc.errors import Errors
+from ..error_codes import Errors
 
 MAX_BUCKET_NUM = 4096
 MAX_PARTITION_NUM = 1000

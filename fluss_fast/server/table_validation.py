@@ -10,7 +10,7 @@ from typing import Optional
 from ..datatypes import (ARRAY, BIGINT, DATE, INTEGER, MAP, NESTED, PARTITION_KEY_ROOTS, ROW, TIMESTAMP,
                          TIMESTAMP_LTZ, DataType, SchemaInfo, TableDescriptorInfo)
 from ..errors import FlussError
-from ..rpc.errors import Errors
+from ..error_codes import Errors
 from .names import invalid_name_reason, prefix_reason
 from .table_options import (DEFAULT_BUCKET_NUMBER, DEFAULT_REPLICATION_FACTOR, MAX_BUCKET_NUM, RESERVED_COLUMNS,
                             TableOptions, invalid_config, invalid_table)

@@ -24,7 +24,7 @@ from ..codec.errors import CorruptBatchError
 from ..errors import FlussError
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
-from ..rpc.errors import Errors
+from ..error_codes import Errors
 from ..rpc.wire import FetchLogBucket as _Bucket
 from ..rpc.wire import encode_fetch_response, parse_produce_request
 from ..rpc.wire import encode_varint as _varint  # noqa: F401 - tests frame raw requests with it

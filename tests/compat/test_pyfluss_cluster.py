@@ -15,7 +15,7 @@ from pyfluss_util import call
 
 from fluss_fast.rpc import fluss_api_pb2 as pb
 from fluss_fast.rpc.api import Api
-from fluss_fast.rpc.errors import Errors
+from fluss_fast.error_codes import Errors
 from wire import WireClient
 
 fluss = pytest.importorskip("fluss")

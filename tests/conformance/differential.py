@@ -31,7 +31,7 @@ from fluss_fast.errors import FlussError
 from fluss_fast.rpc import fluss_api_pb2 as pb
 from fluss_fast.rpc.api import Api, COORDINATOR, TABLET_SERVER
 from fluss_fast.rpc.connection import Connection
-from fluss_fast.rpc.errors import default_message
+from fluss_fast.error_codes import default_message
 from fluss_fast.rpc.frame import ERROR_RESPONSE, SERVER_FAILURE, SUCCESS_RESPONSE, encode_request
 
 REQUEST_TIMEOUT_MS = 10_000

@@ -10,8 +10,8 @@ from fluss_fast.client.scan import fetcher
 from fluss_fast.client.write import sender
 from fluss_fast.errors import ErrorCode
 from fluss_fast.metadata import PARTITION_SEPARATOR, ChangeType
-from fluss_fast.rpc import errors as table
-from fluss_fast.rpc.errors import CLIENT_ERROR, ERRORS, REFRESH_METADATA_CODES, Errors
+from fluss_fast import error_codes as table
+from fluss_fast.error_codes import CLIENT_ERROR, ERRORS, REFRESH_METADATA_CODES, Errors
 from fluss_fast.server import kvstore
 
 PKG = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "fluss_fast")
@@ -49,7 +49,7 @@ def test_writers_and_readers_use_the_table():
 def test_client_error_defined_once():
     assert CLIENT_ERROR == ErrorCode.CLIENT_ERROR == Errors.CLIENT_ERROR == -2
     redefined = [path for path, text in _sources()
-                 if re.search(r"^\s*CLIENT_ERROR\s*=\s*-2\b", text, re.M) and path != os.path.join("rpc", "errors.py")]
+                 if re.search(r"^\s*CLIENT_ERROR\s*=\s*-2\b", text, re.M) and path != "error_codes.py"]
     assert redefined == []
 
 

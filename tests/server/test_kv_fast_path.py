@@ -13,7 +13,7 @@ from fluss_fast.codec.errors import CorruptBatchError
 from fluss_fast.codec.kv.kvbatch import build_kv_batch, iter_kv_records
 from fluss_fast.rpc import fluss_api_pb2 as pb
 from fluss_fast.rpc.api import Api
-from fluss_fast.rpc.errors import Errors
+from fluss_fast.error_codes import Errors
 from test_server_kv import Kv, changes, dl, k, looked_up, same_answer as _both, up
 
 

@@ -153,7 +153,7 @@ def test_buffer_is_flushed_after_its_time(start_server, unique_name, monkeypatch
 
 def test_put_kv_of_several_buckets_answers_each_in_request_order(start_server, unique_name, monkeypatch):
     from fluss_fast.codec.kv.kvbatch import build_kv_batch
-    from fluss_fast.rpc.errors import Errors
+    from fluss_fast.error_codes import Errors
 
     srv = _start(start_server, monkeypatch, 10 ** 9, 3600)
     kv = Kv(srv)

@@ -147,7 +147,7 @@ def test_store_of_an_older_server_is_taken_over(start_server, unique_name):
 
 @pytest.mark.parametrize("props", [{}, {"table.merge-engine": "first_row"}])  # fast path, general path
 def test_an_empty_key_cannot_reach_the_applied_offset_entry(start_server, unique_name, props):
-    from fluss_fast.rpc.errors import Errors
+    from fluss_fast.error_codes import Errors
 
     srv = start_server(sasl=False)
     kv = Kv(srv)

@@ -9,7 +9,7 @@ import pytest
 
 from fluss_fast.codec.log import logbatch as lb
 from fluss_fast.errors import FlussError
-from fluss_fast.rpc.errors import Errors
+from fluss_fast.error_codes import Errors
 from fluss_fast.server import bucket_log, segment, segment_read
 from fluss_fast.server.logstore import LogManager
 

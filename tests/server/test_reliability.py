@@ -72,7 +72,7 @@ async def test_produce_with_foreign_schema_id_is_refused_like_java(fluss_server,
     from fluss_fast.codec.log.arrowlog import ArrowLogCodec
     from fluss_fast.rpc import fluss_api_pb2 as pb
     from fluss_fast.rpc.api import Api
-    from fluss_fast.rpc.errors import Errors
+    from fluss_fast.error_codes import Errors
     conn = await connect(fluss_server.bootstrap_servers)
     _, a = await make_table(conn, unique_name(), schema=pa.schema([("s", pa.string())]), bucket_count=1)
     _, b = await make_table(conn, unique_name(), bucket_count=1)
@@ -266,7 +266,7 @@ def _field(num, data):
 
 def test_non_utf8_names_get_name_errors(fluss_server):
     from fluss_fast.rpc.api import Api
-    from fluss_fast.rpc.errors import Errors
+    from fluss_fast.error_codes import Errors
 
     from wire import WireClient, WireError
 

@@ -9,7 +9,7 @@ import pytest
 
 from fluss_fast.rpc import fluss_api_pb2 as pb
 from fluss_fast.rpc.api import API_KEYS, Api
-from fluss_fast.rpc.errors import Errors
+from fluss_fast.error_codes import Errors
 from wire import WireClient, WireError, spec, table_path
 
 

@@ -20,7 +20,7 @@ from fluss_fast.codec.log.arrowlog import ArrowLogCodec
 from fluss_fast.rpc import fluss_api_pb2 as pb
 from fluss_fast.rpc import frame as F
 from fluss_fast.rpc.api import Api
-from fluss_fast.rpc.errors import Errors
+from fluss_fast.error_codes import Errors
 from fluss_fast.rpc.frame_pool import FramePool
 from fluss_fast.server.local import LocalServer
 from fluss_fast.server.tablet import _varint, parse_produce_request

@@ -19,7 +19,7 @@ from fluss_fast.codec.kv.valuebatch import iter_value_records
 from fluss_fast.datatypes import SchemaInfo
 from fluss_fast.rpc import fluss_api_pb2 as pb
 from fluss_fast.rpc.api import Api
-from fluss_fast.rpc.errors import Errors
+from fluss_fast.error_codes import Errors
 from wire import WireClient, spec, table_path
 
 I, UB, UA, D = 1, 2, 3, 4

@@ -14,7 +14,7 @@ from fluss_fast.codec.log.arrowlog import ArrowLogCodec
 from fluss_fast.datatypes import SchemaInfo
 from fluss_fast.rpc import fluss_api_pb2 as pb
 from fluss_fast.rpc.api import Api
-from fluss_fast.rpc.errors import Errors
+from fluss_fast.error_codes import Errors
 from wire import WireClient, WireError, spec, table_path
 
 MB = 1 << 20

@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from ...codec.log import logbatch
 from ...errors import FlussError
-from ...rpc.errors import CLIENT_ERROR, Errors
+from ...error_codes import CLIENT_ERROR, Errors
 from .records import Chunk, RowSource
 
 __all__ = ["ScanSpec", "pyfluss_labels"]

@@ -64,7 +64,7 @@ from ...metadata.log import EARLIEST_OFFSET, LATEST_OFFSET
 from ...metadata.table import TableBucket
 from ...rpc import fluss_api_pb2 as pb
 from ...rpc.api import Api
-from ...rpc.errors import CLIENT_ERROR, Errors
+from ...error_codes import CLIENT_ERROR, Errors
 from ...rpc.wire import parse_fetch_response
 from ..workers import codec_workers
 from .buckets import BucketState as _BucketState, Completed as _Completed, drain

@@ -13,7 +13,7 @@ from ...errors import FlussError
 from ...metadata.table import TableBucket
 from ...rpc import fluss_api_pb2 as pb
 from ...rpc.api import Api
-from ...rpc.errors import Errors
+from ...error_codes import Errors
 from .retry import MAX_BACKOFF_S, REFRESH_CODES, RETRY_BACKOFF_S, RETRY_CODES
 
 __all__ = ["list_offsets"]

@@ -39,7 +39,7 @@ from ...codec.log import logbatch
 from ...errors import FlussError
 from ...rpc import fluss_api_pb2 as pb
 from ...rpc.api import Api
-from ...rpc.errors import CLIENT_ERROR, Errors
+from ...error_codes import CLIENT_ERROR, Errors
 from ...remote_fs import client_filesystem
 
 NETWORK_EXCEPTION = Errors.NETWORK_EXCEPTION

@@ -1,7 +1,7 @@
 """How the read path treats per-bucket error codes: which re-resolve the leader, which are retried."""
 from __future__ import annotations
 
-from ...rpc.errors import Errors
+from ...error_codes import Errors
 
 __all__ = ["REFRESH_CODES", "RETRY_CODES", "RETRY_BACKOFF_S", "MAX_BACKOFF_S"]
 

@@ -15,7 +15,7 @@ from ...errors import FlussError
 from ...metadata import PARTITION_SEPARATOR
 from ...rpc import fluss_api_pb2 as pb
 from ...rpc.api import Api
-from ...rpc.errors import Errors
+from ...error_codes import Errors
 from ..runtime import on_runtime
 from .accumulator import RecordAccumulator
 from .batch import KIND_LOG

@@ -29,8 +29,8 @@ import time
 from typing import Callable, Optional
 
 from ...errors import FlussError
-from ...rpc import errors as codes
-from ...rpc.errors import Errors
+from ... import error_codes as codes
+from ...error_codes import Errors
 from ...rpc import fluss_api_pb2 as pb
 from ...rpc.api import Api
 from ...rpc.wire import PRODUCE_LOG

@@ -22,7 +22,7 @@ from ...codec.rows.indexed import IndexedRowEncoder
 from .upsertrow import KvSlot, UpsertRow
 from ...errors import FlussError
 from ...metadata import PARTITION_SEPARATOR
-from ...rpc.errors import CLIENT_ERROR
+from ...error_codes import CLIENT_ERROR
 from ..runtime import on_runtime
 from .assigners import make_no_key_assigner
 from .batch import KIND_KV, WriteResultHandle
