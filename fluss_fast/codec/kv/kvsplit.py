@@ -49,7 +49,7 @@ from .._select import pick
 from ..wire.crc32c import crc32c
 from ..errors import CorruptBatchError
 from ..log.indexedlog import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
-from ..wire.varint import decode_varint
+from ..wire.bytebuf import read_varint
 
 __all__ = ["split_kv_records", "plan_changes", "fill_batch", "read_through", "current_values", "KeyFilter"]
 
@@ -89,9 +89,9 @@ def split_kv_records(buf, prefix: bytes) -> Tuple[List[bytes], List[Optional[byt
         if klen < 0x80:
             kp = p + 1
         else:
-            try:
-                klen, kp = decode_varint(data, p)
-            except (ValueError, IndexError):
+            try:  # unsigned and bounded by the batch, as the compiled twin reads it
+                klen, kp = read_varint(data, p, end, 5)
+            except ValueError:
                 raise CorruptBatchError(f"KV batch at byte 0: record {i} has a bad key length",
                                         position=0) from None
         if klen < 0 or kp + klen > rec_end:

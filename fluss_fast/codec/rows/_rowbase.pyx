@@ -9,6 +9,8 @@ values, produce the same bytes and raise the same messages.
 """
 include "rowcore.pxi"
 
+from fluss_fast.codec.wire.bytebuf cimport wb_patch32, wb_skip
+
 
 # ----------------------------------------------------------------------------------------------
 # per-field plan
@@ -116,14 +118,12 @@ cdef object _encode_records(object encoder, object rows, object change_types):
             ct = 0 if change_types is None else change_types[i]
             if ct < 0 or ct > 4:
                 raise ValueError(f"row {i}: change type {ct} is not one of 0..4")
-            wb_reserve(&b, 5)
-            start = b.n
-            b.n += 5
+            start = wb_skip(&b, 5)
             try:
                 (<_RowEncoder> encoder)._put(&b, rows[i])
             except (TypeError, ValueError) as exc:
                 raise type(exc)(f"row {i}: {exc}") from None
-            ff_le_put32(b.p + start, <int32_t> (b.n - start - 4))
+            wb_patch32(&b, start, <int32_t> (b.n - start - 4))
             b.p[start + 4] = <unsigned char> ct
         return PyBytes_FromStringAndSize(<char *> b.p, b.n)
     finally:

@@ -6,8 +6,8 @@ import struct
 from typing import Optional, Sequence, Tuple
 
 from .._select import pick
+from ..wire.bytebuf import wb_le32
 from .rowtypes import TypeInfo, type_info
-from .scalars import _pk_i
 
 
 def _field_label(names, i: int) -> str:
@@ -50,7 +50,6 @@ def _encode_records(encode, rows, change_types) -> bytes:
     if change_types is not None and len(change_types) != n:
         raise ValueError(f"{len(change_types)} change types for {n} rows")
     out = bytearray()
-    pack = _pk_i.pack
     for i in range(n):
         ct = 0 if change_types is None else change_types[i]
         if not 0 <= ct <= 4:
@@ -59,7 +58,7 @@ def _encode_records(encode, rows, change_types) -> bytes:
             row = encode(rows[i])
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"row {i}: {exc}") from None
-        out += pack(len(row) + 1)
+        wb_le32(out, len(row) + 1)
         out.append(ct)
         out += row
     return bytes(out)

@@ -5,7 +5,8 @@
 # - little-endian loads and stores on raw pointers (``le_bytes.h``): ff_le_get16/32/64, ff_le_put16/32/64;
 # - ``ff_put_varint``: an unsigned LEB128 varint into memory the caller has reserved;
 # - ``WBuf``: a growable write buffer that starts in 256 bytes of its own (a row, a key: no malloc),
-#   with reserve / write / varint / little-endian puts, and patch32 for a length written after its body;
+#   with reserve / write / varint / little-endian puts, and skip + patch32 for a length written after
+#   its body;
 #   ``wb_reserve_nogil`` grows without the GIL (0, or -1 when out of memory), ``wb_grow_to`` to a size
 #   the caller chose;
 # - ``ColBuf``: a growable, zero-filled column buffer whose memory is a resizable Arrow buffer from
@@ -137,6 +138,15 @@ cdef inline int wb_le64(WBuf *b, int64_t x) except -1:
     ff_le_put64(b.p + b.n, x)
     b.n += 8
     return 0
+
+
+cdef inline Py_ssize_t wb_skip(WBuf *b, Py_ssize_t k) except -1:
+    # room for ``k`` bytes written later (a length before its body): where they start
+    cdef Py_ssize_t start
+    wb_reserve(b, k)
+    start = b.n
+    b.n += k
+    return start
 
 
 cdef inline void wb_patch32(WBuf *b, Py_ssize_t at, int32_t x) noexcept nogil:
