@@ -143,9 +143,9 @@ def test_big_receive_buffers_fill_whole_blocks_with_huge_pages(monkeypatch):
     class adds no memory."""
     import pytest
 
-    from fluss_fast.rpc import frame_pool
+    from fluss_fast.codec.wire import memory
 
-    monkeypatch.setattr(frame_pool.HUGE_PAGES, "earned", True)
+    monkeypatch.setattr(memory.HUGE_PAGES, "earned", True)
 
     if not _thp_madvise_works():
         pytest.skip("transparent huge pages are off here")
@@ -173,9 +173,10 @@ def test_a_fresh_process_asks_for_no_huge_pages_until_a_pool_gives_buffers_back(
     """The first big frames of a process land in small pages (a huge page of memory the host took
     back costs more than the 512 small faults it saves); once a pool trims its spares, the process
     reuses memory and fresh buffers are advised again."""
+    from fluss_fast.codec.wire import memory
     from fluss_fast.rpc import frame_pool
 
-    monkeypatch.setattr(frame_pool.HUGE_PAGES, "earned", False)
+    monkeypatch.setattr(memory.HUGE_PAGES, "earned", False)
     asked = []
     real = frame_pool.advise_huge_pages
     monkeypatch.setattr(frame_pool, "advise_huge_pages", lambda *a: asked.append(real(*a)) or asked[-1])
@@ -188,6 +189,6 @@ def test_a_fresh_process_asks_for_no_huge_pages_until_a_pool_gives_buffers_back(
     bufs.clear()
     assert pool.take(5 << 20) is not None and pool.stats()["reused"] == 1  # still reuses
     pool.trim()
-    assert frame_pool.HUGE_PAGES.earned
+    assert memory.HUGE_PAGES.earned
     pool.take(5 << 20)
-    assert len(asked) == 3 and asked[-1] == (frame_pool._MADV_HUGEPAGE is not None)
+    assert len(asked) == 3 and asked[-1] == (memory._MADV_HUGEPAGE is not None)

@@ -10,6 +10,7 @@ import pytest
 
 from fluss_fast.codec.log import bodypool
 from fluss_fast.codec.log.bodypool import BodyPool
+from fluss_fast.codec.wire import memory
 
 pytestmark = pytest.mark.skipif(bodypool.BODY_POOL is None, reason="no private anonymous mappings here")
 
@@ -169,9 +170,7 @@ def test_after_the_reads_the_pool_holds_on_to_no_more_than_its_idle_limit():
 
 
 def _spy_advice(monkeypatch, earned):
-    from fluss_fast.rpc import frame_pool
-
-    monkeypatch.setattr(frame_pool.HUGE_PAGES, "earned", earned)
+    monkeypatch.setattr(memory.HUGE_PAGES, "earned", earned)
     asked = []
     real = bodypool.advise_huge_pages
     monkeypatch.setattr(bodypool, "advise_huge_pages", lambda *a: asked.append(real(*a)) or asked[-1])
@@ -181,8 +180,6 @@ def _spy_advice(monkeypatch, earned):
 def test_the_first_read_of_a_process_asks_for_no_huge_pages_and_the_pool_still_reuses(monkeypatch):
     """Chunks of a process's first bounded read stay in small pages; its end earns huge pages for
     the fresh chunks of later reads, while idle chunks are reused as before."""
-    from fluss_fast.rpc import frame_pool
-
     asked = _spy_advice(monkeypatch, False)
     pool = BodyPool(chunk_bytes=4 * MB)
     pool.begin()
@@ -194,7 +191,7 @@ def test_the_first_read_of_a_process_asks_for_no_huge_pages_and_the_pool_still_r
     del b, v
     assert pool.created == 3 and asked == [False] * 3
     pool.end(_Loop())
-    assert frame_pool.HUGE_PAGES.earned
+    assert memory.HUGE_PAGES.earned
     kept = bodies.pop()   # one result still held: its chunk is not reused
     bodies.clear()
     gc.collect()
@@ -206,19 +203,17 @@ def test_the_first_read_of_a_process_asks_for_no_huge_pages_and_the_pool_still_r
     del b, v
     assert pool.reused == 2 and pool.created == 4
     # only the one fresh chunk of the second read was advised
-    assert asked == [False] * 3 + [frame_pool._MADV_HUGEPAGE is not None]
+    assert asked == [False] * 3 + [memory._MADV_HUGEPAGE is not None]
     assert kept.to_pybytes()[:3] == b"\x01" * 3
     pool.end(_Loop())
 
 
 def test_an_earned_process_advises_every_fresh_chunk(monkeypatch):
-    from fluss_fast.rpc import frame_pool
-
     asked = _spy_advice(monkeypatch, True)
     pool = BodyPool(chunk_bytes=4 * MB)
     pool.begin()
     held = [pool.take(3 * MB)[0] for _ in range(2)]
-    assert pool.created == 2 and asked == [frame_pool._MADV_HUGEPAGE is not None] * 2
+    assert pool.created == 2 and asked == [memory._MADV_HUGEPAGE is not None] * 2
     del held
     pool.end(_Loop())
 
@@ -228,7 +223,7 @@ import asyncio, sys
 import pyarrow as pa
 import fluss_fast as ff
 from fluss_fast.codec.log.bodypool import BODY_POOL
-from fluss_fast.rpc.frame_pool import HUGE_PAGES
+from fluss_fast.codec.wire.memory import HUGE_PAGES
 
 def mapping_kb(address, field):
     # the field of the mapping holding address (pyarrow's own allocator may use huge pages too)

@@ -28,7 +28,7 @@ import zstandard
 
 from ...datatypes import SchemaInfo
 from ...errors import FlussError
-from ...rpc.frame_pool import HUGE_PAGE, PRIVATE_MAP_FLAGS, advise_huge_pages, aligned_mapping
+from ..wire.memory import HUGE_PAGE, PRIVATE_MAP_FLAGS, advise_huge_pages, aligned_mapping
 from ..errors import CorruptBatchError
 from .ipcbody import ALIGN as _BODY_ALIGN, decompress_body, plan_body
 from .logbatch import (

@@ -35,7 +35,7 @@ from typing import List, Optional, Tuple
 
 import pyarrow as pa
 
-from ...rpc.frame_pool import HUGE_PAGE, PRIVATE_MAP_FLAGS, advise_huge_pages, aligned_mapping, earn_huge_pages
+from ..wire.memory import HUGE_PAGE, PRIVATE_MAP_FLAGS, advise_huge_pages, aligned_mapping, earn_huge_pages
 
 __all__ = ["BodyPool", "BODY_POOL", "CHUNK_BYTES"]
 
