@@ -16,8 +16,8 @@ from typing import Optional
 from ...codec.wire.crc32c import crc32c
 # The header layout is logbatch's (the same struct definitions); only the assembly differs: the
 # header is built on its own so the payload goes to the socket without being copied behind it.
-from ...codec.log.logbatch import (_CRC_FREE_V0, _HEAD, APPEND_ONLY_FLAG, LOG_OVERHEAD,
-                               V0_HEADER_SIZE)
+from ...codec.log.logbatch import (_CRC_FREE_V0, _CRC_FREE_V1, _HEAD, APPEND_ONLY_FLAG, LOG_OVERHEAD,
+                                   V0_HEADER_SIZE, V1_HEADER_SIZE)
 from ..runtime import on_runtime
 
 #: batch kinds; the sender picks the request type (ProduceLog now, PutKv later) from the kind
@@ -26,15 +26,28 @@ KIND_KV = "KV"
 
 
 def log_batch_header(payload, *, schema_id: int, record_count: int, writer_id: int = -1,
-                     batch_sequence: int = -1, append_only: bool = True) -> bytes:
+                     batch_sequence: int = -1, append_only: bool = True, statistics=None) -> bytes:
     """The V0 header (docs/contributing/formats.md §1) of a batch holding ``payload``: ``header + payload`` equals
-    ``logbatch.build_batch(payload, ...)`` byte for byte, without copying the payload."""
+    ``logbatch.build_batch(payload, ...)`` byte for byte, without copying the payload.
+
+    With ``statistics`` (bytes, possibly empty: codec.log.batchstats) the header is V1's followed by
+    the statistics block, as Java's Arrow writer makes it for a table with
+    ``table.statistics.columns``."""
     if record_count <= 0:
         raise ValueError(f"a write batch needs records, got record_count={record_count}")
+    attributes = APPEND_ONLY_FLAG if append_only else 0
+    if statistics is not None:
+        total = V1_HEADER_SIZE + len(statistics) + memoryview(payload).nbytes
+        if total - LOG_OVERHEAD > 0x7FFFFFFF:
+            raise OverflowError(f"batch of {total} bytes is too large")
+        checked = _CRC_FREE_V1.pack(schema_id, attributes, record_count - 1, writer_id, batch_sequence,
+                                    record_count, len(statistics))
+        crc = crc32c(payload, crc32c(statistics, crc32c(checked)))
+        return _HEAD.pack(0, total - LOG_OVERHEAD, 1, 0, crc) + checked + statistics
     total = V0_HEADER_SIZE + memoryview(payload).nbytes
     if total - LOG_OVERHEAD > 0x7FFFFFFF:
         raise OverflowError(f"batch of {total} bytes is too large")
-    checked = _CRC_FREE_V0.pack(schema_id, APPEND_ONLY_FLAG if append_only else 0, record_count - 1,
+    checked = _CRC_FREE_V0.pack(schema_id, attributes, record_count - 1,
                                 writer_id, batch_sequence, record_count)
     crc = crc32c(payload, crc32c(checked))
     return _HEAD.pack(0, total - LOG_OVERHEAD, 0, 0, crc) + checked
@@ -52,7 +65,7 @@ class WriteBatch:
         "kind", "partition_id", "bucket", "chunks", "builder", "record_count", "est_bytes",
         "created", "writer_id", "sequence", "attempts", "first_attempt", "future", "payload",
         "header", "header_key", "ambiguous", "requeued", "state", "builder_bytes", "target", "handle",
-        "hot", "hot_rows", "lease", "encoding", "__weakref__",
+        "hot", "hot_rows", "lease", "encoding", "stats", "__weakref__",
     )
 
     def __init__(self, kind: str, state, partition_id: Optional[int], bucket: int):
@@ -79,6 +92,8 @@ class WriteBatch:
         self.hot_rows = 0
         self.lease = 0
         self.payload = None  # encoded records without the batch header
+        # the V1 statistics block (codec.log.batchstats) when the table collects statistics
+        self.stats = None
         # the loop future of its encode once one was started (result: None or the exception)
         self.encoding = None
         self.header = None  # the batch header for (writer_id, sequence) == header_key
@@ -101,7 +116,8 @@ class WriteBatch:
                 return self.header
             self.header = log_batch_header(self.payload, schema_id=schema_id,
                                            record_count=self.record_count,
-                                           writer_id=self.writer_id, batch_sequence=self.sequence)
+                                           writer_id=self.writer_id, batch_sequence=self.sequence,
+                                           statistics=self.stats)
             self.header_key = key
         return self.header
 

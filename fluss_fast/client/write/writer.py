@@ -9,11 +9,13 @@ calling thread, so calling them from inside an event loop cannot deadlock the cl
 from __future__ import annotations
 
 import datetime as _dt
+import logging
 
 import numpy as np
 import pyarrow as pa
 
 from ... import datatypes as T
+from ...codec.log import batchstats
 from ...codec.log.arrowlog import ArrowLogCodec
 from ...codec.rows.columns import RowBatchBuilder
 from ...codec.log.indexedlog import RowLogCodec
@@ -25,6 +27,8 @@ from .assigners import buckets_of_keys, make_no_key_assigner
 from .batch import WriteResultHandle
 from .by_name import by_name
 from .pipeline import BufferedWriter, delivery_settings
+
+_log = logging.getLogger(__name__)
 
 
 def _done_future():
@@ -136,6 +140,15 @@ class AppendWriter(BufferedWriter):
             self._row_codec = RowLogCodec(schema.types, self._format, schema.names)
         else:
             raise FlussError(f"table '{self._table_name}': unsupported log format {self._format}")
+        # V1 batches with column statistics when the table asks for them (ARROW only, as Java's
+        # writers; INDEXED / COMPACTED batches stay V0)
+        self._stats_columns = None
+        self._stats_types = schema.types
+        if self._format == "ARROW":
+            try:
+                self._stats_columns = batchstats.statistics_columns(schema, desc.properties)
+            except ValueError as e:
+                raise FlussError(f"table '{self._table_name}': {e}") from None
         # partitions
         self._partition_keys = list(desc.partition_keys)
         self._part_pos = [schema.index_of(k) for k in self._partition_keys]
@@ -467,11 +480,22 @@ class AppendWriter(BufferedWriter):
             rb = pa.concat_batches(chunks)
         if self._row_codec is None:
             b.payload = self._codec.encode(rb)
+            if self._stats_columns is not None:
+                b.stats = self._statistics(rb)
         else:
             cols = [c.to_pylist() for c in rb.columns]
             b.payload = self._row_codec.encode_records(list(zip(*cols)))
         b.record_count = rb.num_rows
         b.chunks = None
+
+    def _statistics(self, rb) -> bytes:
+        """The statistics block of a batch of ``rb``'s rows. A failure leaves the batch V1 without
+        statistics, as Java's builder does (readers and servers then treat it as unprunable)."""
+        try:
+            return batchstats.statistics_of(rb, self._stats_types, self._stats_columns)
+        except Exception as e:  # noqa: BLE001 - statistics are an optimisation, never a write failure
+            _log.warning("table '%s': could not collect batch statistics: %s", self._table_name, e)
+            return b""
 
     # -- close --------------------------------------------------------------------------------
     @on_runtime
