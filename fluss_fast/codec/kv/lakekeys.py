@@ -38,11 +38,11 @@ from typing import Any, Callable, List, Optional, Sequence
 from .._select import pick
 from ..rows.rowbase import _field_label, _infos, _with_field
 from ..rows.rowtypes import (T_ARRAY, T_BIGINT, T_BINARY, T_BOOLEAN, T_BYTES, T_CHAR, T_DATE, T_DECIMAL, T_DOUBLE,
-                       T_FLOAT, T_INT, T_MAP, T_SMALLINT, T_STRING, T_TIME, T_TIMESTAMP, T_TIMESTAMP_LTZ,
-                       T_TINYINT, TypeInfo)
+                             T_FLOAT, T_INT, T_MAP, T_SMALLINT, T_STRING, T_TIME, T_TIMESTAMP, T_TIMESTAMP_LTZ,
+                             T_TINYINT, TypeInfo)
 from ..rows.scalars import (bigint_bytes, conv_bool, conv_bytes, conv_date, conv_decimal, conv_float, conv_int,
-                      conv_str, conv_time, conv_timestamp, conv_timestamp_ltz, make_date, make_decimal,
-                      make_time, make_timestamp, make_timestamp_ltz, pack_f32, pack_f64)
+                            conv_str, conv_time, conv_timestamp, conv_timestamp_ltz, make_date, make_decimal,
+                            make_time, make_timestamp, make_timestamp_ltz, pack_f32, pack_f64)
 
 __all__ = ["PaimonKeyEncoder", "IcebergKeyEncoder", "PaimonKeyDecoder", "IcebergKeyDecoder",
            "paimon_null_bytes"]

@@ -15,7 +15,7 @@ from .scalars import (_FIXED_READ, _FIXED_WRITE, bigint_bytes, conv_bool, conv_b
                       conv_timestamp, conv_timestamp_ltz, make_date, make_decimal, make_time, make_timestamp,
                       make_timestamp_ltz)
 from ..wire.varint import (_U32, _U64, _get_length, _get_varint32, _get_varint32_at, _get_varint64,
-                     _get_varint64_at, _put_varint)
+                           _get_varint64_at, _put_varint)
 
 
 @_per_type("cw")
