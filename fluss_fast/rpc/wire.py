@@ -330,13 +330,14 @@ _F_HIGH_WATERMARK = field_number(pb.PbFetchLogRespForBucket, "high_watermark")
 _F_REMOTE = field_number(pb.PbFetchLogRespForBucket, "remote_log_fetch_info")
 _F_RECORDS = field_number(pb.PbFetchLogRespForBucket, "records")
 _F_FILTERED_END = field_number(pb.PbFetchLogRespForBucket, "filtered_end_offset")
+_FILTERED_END_TAG = field_tag(pb.PbFetchLogRespForBucket, "filtered_end_offset")
 
 
 class FetchLogBucket:
     """One bucket of the server's fetch answer: an error, or the high watermark and record chunks."""
 
     __slots__ = ("partition_id", "bucket_id", "error_code", "error_message", "high_watermark", "chunks",
-                 "size", "remote", "batch_sizes")
+                 "size", "remote", "batch_sizes", "filtered_end_offset")
 
     def __init__(self, partition_id, bucket_id):
         self.partition_id = partition_id
@@ -348,6 +349,8 @@ class FetchLogBucket:
         self.size = 0
         self.remote = None  # PbRemoteLogFetchInfo: the data is only in remote storage
         self.batch_sizes = None  # projected answers: (bytes, chunks) of each batch in ``chunks``
+        # filter push-down: the offset the client resumes at past batches the filter skipped
+        self.filtered_end_offset = None
 
     def fail(self, code: int, message: str) -> None:
         self.error_code = code
@@ -355,6 +358,14 @@ class FetchLogBucket:
         self.chunks = []
         self.size = 0
         self.batch_sizes = None
+        self.filtered_end_offset = None
+
+    def tail(self) -> bytes:
+        """The fields after the records (field 9, filtered_end_offset), as SerializeToString
+        orders them."""
+        if self.filtered_end_offset is None or self.error_code or self.remote is not None:
+            return b""
+        return _FILTERED_END_TAG + encode_varint(self.filtered_end_offset & 0xFFFFFFFFFFFFFFFF)
 
     def head(self) -> bytes:
         m = pb.PbFetchLogRespForBucket(bucket_id=self.bucket_id)
@@ -386,9 +397,10 @@ def encode_fetch_response(tables) -> list:
         body_len += len(tid)
         for b in buckets:
             head = b.head()
-            blen = len(head) + b.size
+            tail = b.tail()
+            blen = len(head) + b.size + len(tail)
             prefix = _TABLE_BUCKETS_TAG + encode_varint(blen)
-            parts.append((prefix + head, b.chunks))
+            parts.append((prefix + head, b.chunks + [tail] if tail else b.chunks))
             body_len += len(prefix) + blen
         pending += _RESP_TABLES_TAG
         pending += encode_varint(body_len)

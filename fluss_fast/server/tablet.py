@@ -28,7 +28,7 @@ from ..error_codes import Errors
 from ..rpc.wire import FetchLogBucket as _Bucket
 from ..rpc.wire import encode_fetch_response, parse_produce_request
 from ..rpc.wire import encode_varint as _varint  # noqa: F401 - tests frame raw requests with it
-from . import segment_read
+from . import fetch_filter, segment_read
 from .bucket_log import now_ms
 from .bucket_reqs import bucket_reply, check_acks, set_error
 from .kv_service import KvService
@@ -231,6 +231,8 @@ class TabletService:
             proj_error = None
             if treq.projection_pushdown_enabled and entry is not None:
                 projection, proj_error = self._projection(entry, list(treq.projected_fields))
+            # filter push-down: batches whose statistics rule the predicate out are skipped
+            bfilter = fetch_filter.filter_of(entry, treq)
             buckets = []
             tables.append((treq.table_id, buckets))
             for breq in treq.buckets_req:
@@ -283,7 +285,8 @@ class TabletService:
                 # the budget is charged what was planned (as Java charges a cut batch); only
                 # the bytes of the whole batches are read
                 reads.append((res, blog, entry, offset, seg, pos,
-                              segment_read.indexed_whole_span(seg, pos, n), projection, limit, total == 0))
+                              segment_read.indexed_whole_span(seg, pos, n), projection, limit, total == 0,
+                              bfilter))
                 charged = n if projection is None else max(1, int(n / ratio))
                 total += charged
                 budget -= charged
@@ -309,16 +312,28 @@ class TabletService:
                     _keep_within(res, left, total == 0)
                 total += res.size
                 left -= res.size
+                if res.filtered_end_offset is not None and not res.size:
+                    errors = True  # not an error: an all-skipped read answers at once, as Java's
         return tables, total, touched, errors
 
     async def _read_bucket(self, res: _Bucket, blog, entry, offset: int, seg, pos: int, n: int,
-                           projection, limit: int, min_one: bool) -> None:
+                           projection, limit: int, min_one: bool, bfilter=None) -> None:
         """Reads (and projects) one bucket's planned bytes into ``res``: projected, at most
-        ``limit`` bytes, but at least the first batch when ``min_one``."""
+        ``limit`` bytes, but at least the first batch when ``min_one``; without the batches
+        ``bfilter`` rules out (server/fetch_filter.py)."""
         try:
             data = await read_segment(seg, pos, n)
         except FlussError as e:
             return e
+        if bfilter is not None:
+            try:
+                data, filtered_end = fetch_filter.keep_matching(bfilter, entry, data)
+            except CorruptBatchError as e:
+                return FlussError(f"Cannot read {blog.name} at offset {offset}: {e}", Errors.CORRUPT_MESSAGE)
+            # a projected answer may still be cut below (max bytes): then only an all-skipped read
+            # may tell the client to move on
+            if filtered_end is not None and (projection is None or not data):
+                res.filtered_end_offset = filtered_end
         if projection is None:
             whole = segment_read.whole_batches_end(data)
             if 0 < whole < len(data):
