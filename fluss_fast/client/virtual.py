@@ -143,6 +143,9 @@ class VirtualTableScan(TableScan):
     def filter(self, predicate) -> NoReturn:
         raise self._unsupported("filter")
 
+    def where(self, predicate) -> NoReturn:
+        raise self._unsupported("filter")
+
     def limit(self, n: int) -> NoReturn:
         raise self._unsupported("limit")
 

@@ -134,7 +134,7 @@ def read_range(opts: SourceOptions, r: BucketRange, projection: Optional[Sequenc
     if projection is not None:
         scan = scan.project(list(projection))
     if predicate is not None:
-        scan = scan.filter(predicate)
+        scan = scan.where(predicate)  # Spark is told the pushed filters are handled
     scanner = scan.create_record_batch_log_scanner()
     if r.partition_id is None:
         scanner.subscribe(r.bucket, r.start)

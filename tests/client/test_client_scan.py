@@ -188,41 +188,42 @@ FILTERS = [
 ]
 
 
-async def test_filter_returns_exactly_the_matching_rows(conn, db):
+async def test_where_returns_exactly_the_matching_rows(conn, db):
     t = await _table(conn, db, "filt", buckets=2)
     rows = [_row(i) for i in range(120)]
     await _write(t, rows[:60])
     await _write(t, rows[60:])
     for pred, ref in FILTERS:
         expected = sorted(r["id"] for r in rows if ref(r))
-        bs = await t.new_scan().filter(pred).create_record_batch_log_scanner()
+        bs = await t.new_scan().where(pred).create_record_batch_log_scanner()
         bs.subscribe_buckets({0: ff.EARLIEST_OFFSET, 1: ff.EARLIEST_OFFSET})
         tab = await bs.to_arrow()
         assert sorted(tab.column("id").to_pylist()) == expected, repr(pred)
     # filter columns need not be projected; record offsets stay the log's offsets
     t1 = await _table(conn, db, "filt1")
     await _write(t1, rows)
-    sc = await t1.new_scan().project_by_name(["name"]).filter(col("id") >= 100).create_log_scanner()
+    sc = await t1.new_scan().project_by_name(["name"]).where(col("id") >= 100).create_log_scanner()
     sc.subscribe(0, ff.EARLIEST_OFFSET)
     recs = await _poll_all(sc, 20)
     assert [r.offset for r in recs] == list(range(100, 120))
     assert [r.row for r in recs] == [{"name": _row(i)["name"]} for i in range(100, 120)]
-    sc2 = await t1.new_scan().filter(col("id").is_in([3, 50, 51, 119])).create_log_scanner()
+    sc2 = await t1.new_scan().where(col("id").is_in([3, 50, 51, 119])).create_log_scanner()
     sc2.subscribe(0, ff.EARLIEST_OFFSET)
     recs = await _poll_all(sc2, 4)
     assert [(r.offset, r.row["id"]) for r in recs] == [(3, 3), (50, 50), (51, 51), (119, 119)]
-    with pytest.raises(ff.FlussError, match="filter column 'nope'"):
-        t1.new_scan().filter(col("nope") == 1)
+    for method in ("filter", "where"):
+        with pytest.raises(ff.FlussError, match="filter column 'nope'"):
+            getattr(t1.new_scan(), method)(col("nope") == 1)
     with pytest.raises(ff.FlussError, match="doesn't support filter"):
         t1.new_scan().filter(col("id") == 1).limit(3).create_bucket_batch_scanner(
             ff.TableBucket(t1.get_table_info().table_id, 0))
 
 
 async def test_filter_never_drops_a_batch_without_statistics(conn, db):
-    # The official test_filter_without_statistics_returns_all_rows writes these two batches with no
-    # table.statistics.columns and expects pyfluss's superset (all six ids). On the embedded server
-    # and on Java 0.9.1 alike every batch comes back (records_fetched 6): nothing is pruned, and the
-    # exact client-side filter (docs/guide/differences.md) keeps the three matching rows.
+    # As the official test_filter_without_statistics_returns_all_rows: two batches written with no
+    # table.statistics.columns. On the embedded server and on Java 0.9.1 alike every batch comes
+    # back (records_fetched 6): filter() returns them whole, as pyfluss does; where() keeps only
+    # the matching rows.
     schema = pa.schema([pa.field("id", pa.int32()), pa.field("name", pa.string())])
     t = await _table(conn, db, "nostats", schema=schema)
     w = t.new_append().create_writer()
@@ -230,12 +231,15 @@ async def test_filter_never_drops_a_batch_without_statistics(conn, db):
         w.write_arrow_batch(pa.record_batch([pa.array(ids, pa.int32()), pa.array([f"v{i}" for i in ids])],
                                             schema=schema))
     await w.flush()
+    every = [1, 2, 3, 100, 101, 102]
     for pred, want in ((col("id") >= 100, [100, 101, 102]), (col("id") >= 3, [3, 100, 101, 102])):
-        sc = await t.new_scan().filter(pred).create_log_scanner()
-        sc.subscribe(0, ff.EARLIEST_OFFSET)
-        got = await _poll_all(sc, len(want))
-        assert sorted(r.row["id"] for r in got) == want
-        assert sc.records_fetched == 6
+        for method, expect in (("filter", every), ("where", want)):
+            sc = await getattr(t.new_scan(), method)(pred).create_log_scanner()
+            sc.subscribe(0, ff.EARLIEST_OFFSET)
+            got = await _poll_all(sc, len(expect))
+            assert sorted(r.row["id"] for r in got) == expect, method
+            assert sc.records_fetched == 6
+
 
 async def test_bounded_reads_to_arrow_pandas_reader(conn, db):
     t = await _table(conn, db, "bounded", buckets=3)
@@ -445,7 +449,7 @@ async def test_indexed_log_format_reads_through_the_same_api(conn, db):
     t = await _table(conn, db, "indexed", buckets=2, log_format="INDEXED")
     rows = [_row(i) for i in range(50)]
     await _write(t, rows)
-    bs = await t.new_scan().project_by_name(["name", "id"]).filter(col("id") >= 40).create_record_batch_log_scanner()
+    bs = await t.new_scan().project_by_name(["name", "id"]).where(col("id") >= 40).create_record_batch_log_scanner()
     bs.subscribe_buckets({0: ff.EARLIEST_OFFSET, 1: ff.EARLIEST_OFFSET})
     tab = await bs.to_arrow()
     assert tab.schema.names == ["name", "id"]

@@ -14,9 +14,8 @@ those variables at it, and runs pytest.
 ``--client fluss`` (default) uses the installed pyfluss; ``--client fluss_fast`` puts a ``fluss`` module
 that IS ``fluss_fast`` first on the path, so every ``import fluss`` of the suite gets the drop-in.
 
-Four tests are deselected for fluss_fast, each a deliberate difference: ``test_rejects_non_arrow_log_format``
-checks that pyfluss refuses to read INDEXED logs into Arrow (fluss_fast reads them); three filter tests
-expect the non-matching rows of batches a filter could not prune (fluss_fast filters rows exactly).
+One test is deselected for fluss_fast, the deliberate difference: ``test_rejects_non_arrow_log_format``
+checks that pyfluss refuses to read INDEXED logs into Arrow (fluss_fast reads them).
 
 Exit status: pytest's. Extra arguments after ``--`` go to pytest.
 """
@@ -41,11 +40,6 @@ SUITE_USERS = {"admin": "admin-secret", "alice": "alice-secret"}
 READY_TIMEOUT_S = 60
 FLUSS_FAST_ONLY_SKIPS = [
     "test_batch_scanner.py::test_rejects_non_arrow_log_format",
-    # These expect the rows of every batch whose statistics might match, non-matching rows included:
-    # pyfluss prunes whole batches only. fluss_fast applies the filter exactly (docs/guide/differences.md).
-    "test_log_table.py::test_filter_with_overlapping_statistics_returns_whole_batch",
-    "test_log_table.py::test_filter_without_statistics_returns_all_rows",
-    "test_log_table.py::test_filter_set_and_string_predicates",
 ]
 
 # Tests that create tables with `table.statistics.columns`, a property Fluss 0.9.1 does not know (the

@@ -163,7 +163,7 @@ async def test_limit_scan_matches_pyfluss(clients):
     assert ours.batch.equals(theirs.batch)
 
 
-async def test_filter_is_exact_where_pyfluss_returns_a_superset(clients):
+async def test_filter_returns_what_pyfluss_does_and_where_is_exact(clients):
     py, fast, db = clients
     schema = pa.schema([("id", pa.int64()), ("name", pa.string())])
     await _create(py, db, "flt", schema)
@@ -178,7 +178,9 @@ async def test_filter_is_exact_where_pyfluss_returns_a_superset(clients):
     theirs = await theirs_sc.to_arrow()
     ours_sc = await fast_table.new_scan().filter(ff.col("id") >= 90).create_record_batch_log_scanner()
     ours_sc.subscribe(0, 0)
-    ours = await ours_sc.to_arrow()
-    assert ours.column("id").to_pylist() == list(range(90, 100))
-    assert set(ours.column("id").to_pylist()) <= set(theirs.column("id").to_pylist())
-    assert theirs.filter(pa.compute.greater_equal(theirs.column("id"), 90)).equals(ours)
+    assert (await ours_sc.to_arrow()).equals(theirs)
+    exact_sc = await fast_table.new_scan().where(ff.col("id") >= 90).create_record_batch_log_scanner()
+    exact_sc.subscribe(0, 0)
+    exact = await exact_sc.to_arrow()
+    assert exact.column("id").to_pylist() == list(range(90, 100))
+    assert theirs.filter(pa.compute.greater_equal(theirs.column("id"), 90)).equals(exact)

@@ -26,6 +26,7 @@ class TableScan:
         self._fixed_schema = True
         self._limit: Optional[int] = None
         self._predicate = None           # BoundPredicate
+        self._exact = False              # where(): drop the non-matching rows too
 
     # -- configuration ---------------------------------------------------------------------------
     def project(self, indices: List[int]) -> "TableScan":
@@ -116,11 +117,13 @@ class TableScan:
         return self
 
     def filter(self, predicate: Predicate) -> "TableScan":
-        """Return only the rows that match ``predicate``.
+        """Skip the batches that cannot hold a row matching ``predicate``.
 
-        The predicate is also sent to the server, which skips batches that cannot match; the client
-        then drops every row that does not match, so the result is exact (pyfluss returns whole
-        batches that may match).
+        The predicate goes to the server, which skips every batch whose column statistics rule it
+        out; the batches it does send come back whole, with their non-matching rows, as pyfluss
+        and the Java client return them. Batches without statistics (tables without
+        ``table.statistics.columns``, or not in the ARROW log format) are all sent. Use `where` for
+        only the matching rows.
 
         Args:
             predicate: Built with `col`, e.g. ``fluss.col("amount") > 100``.
@@ -133,11 +136,37 @@ class TableScan:
 
         Example:
             ```python
-            scan = table.new_scan().filter((fluss.col("amount") > 100) & fluss.col("city").is_in(["Oslo", "Rome"]))
+            scan = table.new_scan().filter(fluss.col("amount") > 100)
             ```
         """
         meta = self._meta
         self._predicate = bind_predicate(predicate, meta.schema, meta.schema_id)
+        self._exact = False
+        return self
+
+    def where(self, predicate: Predicate) -> "TableScan":
+        """Return only the rows that match ``predicate``.
+
+        As `filter`, the server skips the batches that cannot match; the client then drops every
+        row of the other batches that does not match, so the result is exact. A fluss_fast
+        addition: pyfluss has `filter` only.
+
+        Args:
+            predicate: Built with `col`, e.g. ``fluss.col("amount") > 100``.
+
+        Returns:
+            This builder.
+
+        Raises:
+            FlussError: The predicate names an unknown column or compares with a value of the wrong type.
+
+        Example:
+            ```python
+            scan = table.new_scan().where((fluss.col("amount") > 100) & fluss.col("city").is_in(["Oslo", "Rome"]))
+            ```
+        """
+        self.filter(predicate)
+        self._exact = True
         return self
 
     # -- resolution ------------------------------------------------------------------------------
@@ -164,7 +193,7 @@ class TableScan:
 
     def _spec(self, with_predicate: bool = True) -> ScanSpec:
         return ScanSpec(self._meta, projection=self._resolve_projection(),
-                        predicate=self._predicate if with_predicate else None)
+                        predicate=self._predicate if with_predicate else None, exact=self._exact)
 
     # -- scanners --------------------------------------------------------------------------------
     def create_bucket_batch_scanner(self, bucket: TableBucket) -> BatchScanner:

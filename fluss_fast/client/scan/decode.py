@@ -47,7 +47,7 @@ def pyfluss_labels(schema: pa.Schema) -> pa.Schema:
 class ScanSpec:
     """Everything fixed when a scanner is created: table, projection, filter, decoders."""
 
-    def __init__(self, meta, *, projection: Optional[List[int]] = None, predicate=None):
+    def __init__(self, meta, *, projection: Optional[List[int]] = None, predicate=None, exact: bool = True):
         from ...codec.log.arrowlog import ArrowLogCodec
 
         self.meta = meta
@@ -62,9 +62,13 @@ class ScanSpec:
         self.full_arrow = pyfluss_labels(self.schema.to_arrow())
         ncols = len(self.schema.columns)
         self.user_fields = list(projection) if projection is not None else None
+        # sent to the server, which skips the batches whose statistics rule it out
         self.predicate = predicate
+        # applied to every row here as well (TableScan.where); TableScan.filter leaves the rows of
+        # the batches the server sent as they are, as pyfluss and the Java client do
+        self.row_filter = predicate if exact else None
         needed = set(range(ncols)) if projection is None else set(projection)
-        if predicate is not None:
+        if self.row_filter is not None:
             needed |= set(predicate.columns)
         fetch = sorted(needed)
         self.arrow_format = self.log_format == "ARROW"
@@ -181,8 +185,8 @@ class ScanSpec:
                 cts = cts[skip:]
             base = fetch_offset
         offsets = None
-        if self.predicate is not None and rb.num_rows:
-            mask = self.predicate.mask(rb, self.pred_positions)
+        if self.row_filter is not None and rb.num_rows:
+            mask = self.row_filter.mask(rb, self.pred_positions)
             kept = mask.true_count
             if kept == 0:
                 return None

@@ -355,8 +355,11 @@ class RecordAccumulator:
             self._seal(st, True, num_buckets)
         return b
 
-    def append_chunk(self, rb, nbytes: int, partition_id, bucket: Optional[int], num_buckets: int):
-        """Add an Arrow record batch (already conformed to the table schema and sized to fit)."""
+    def append_chunk(self, rb, nbytes: int, partition_id, bucket: Optional[int], num_buckets: int,
+                     alone: bool = False):
+        """Add an Arrow record batch (already conformed to the table schema and sized to fit).
+        ``alone``: the chunk goes out as a batch of its own (a table collecting batch statistics:
+        each Arrow write keeps its own min / max, as pyfluss sends it)."""
         with self._lock:
             if self.closing:
                 raise FlussError(f"table '{self.table_name}': the writer was closed")
@@ -365,7 +368,7 @@ class RecordAccumulator:
                 bucket = self.assigner.bucket(partition_id, num_buckets)
             st = self._states.get((partition_id, bucket)) or self._state(partition_id, bucket)
             b = st.open
-            if b is not None and b.record_count and b.est_bytes + nbytes > b.target:
+            if b is not None and b.record_count and (alone or b.est_bytes + nbytes > b.target):
                 self._seal(st, True, num_buckets)
                 b = None
             if b is None:
@@ -378,7 +381,7 @@ class RecordAccumulator:
             b.chunks.append(rb)
             b.record_count += rb.num_rows
             b.est_bytes += nbytes
-            if b.est_bytes >= b.target:
+            if alone or b.est_bytes >= b.target:
                 self._seal(st, True, num_buckets)
             return b.future
 

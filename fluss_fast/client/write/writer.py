@@ -396,8 +396,9 @@ class AppendWriter(BufferedWriter):
         n = rb.num_rows
         total = rb.nbytes
         target = self._acc.target_size(pid)
+        alone = self._stats_columns is not None
         if total <= target or n <= 1:
-            futures.append(self._acc.append_chunk(rb, total, pid, bucket, self._num_buckets))
+            futures.append(self._acc.append_chunk(rb, total, pid, bucket, self._num_buckets, alone))
             return
         # Equal pieces, not target-sized ones plus a remainder: a 2.1 MB chunk against a 2 MB
         # target used to become 63 k + 2 k rows, and the tiny batch cost ~10 % more CPU per
@@ -407,7 +408,7 @@ class AppendWriter(BufferedWriter):
         per = max(1, -(-n // pieces))
         for start in range(0, n, per):
             chunk = rb.slice(start, per)
-            futures.append(self._acc.append_chunk(chunk, chunk.nbytes, pid, bucket, self._num_buckets))
+            futures.append(self._acc.append_chunk(chunk, chunk.nbytes, pid, bucket, self._num_buckets, alone))
 
     def _split_partitions(self, rb: pa.RecordBatch):
         if not self._part_pos:
