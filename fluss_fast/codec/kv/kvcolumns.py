@@ -29,7 +29,7 @@ column raises ``KeyNullError(column position, row)``. ``_kvcolumns.pyx`` is the 
 
 ``keys`` and ``buckets`` (both or neither: a list of ``nrows`` key bytes and one of ``nrows``
 buckets in ``0 .. num_buckets - 1``) give every row's key and bucket, computed by the caller: a
-data-lake table's keys and buckets follow the lake's layout (``codec.keys.KeyScheme``), which this
+data-lake table's keys and buckets follow the lake's layout (``codec.kv.keys.KeyScheme``), which this
 module does not know; ``key_cols`` and ``bucket_cols`` are then not read.
 """
 from __future__ import annotations

@@ -10,7 +10,7 @@ compression with the table's codec; the Fluss header never says which codec was 
 must use exactly the table's.
 
 Encoding goes through pyarrow's IPC writer or our per-buffer compressor; decoding of a compressed
-message decompresses its body with ``codec.ipcbody`` into one aligned buffer that pyarrow's IPC
+message decompresses its body with ``codec.log.ipcbody`` into one aligned buffer that pyarrow's IPC
 reader then reads without copying (uncompressed messages go to pyarrow's reader directly).
 Besides that, this module implements the server-side column projection of a stored batch on the
 Arrow metadata alone: it parses and rewrites the small ``Message``/``RecordBatch`` flatbuffer and
@@ -311,7 +311,7 @@ def _canonical(t: pa.DataType):
     return t
 
 
-# Compressed messages of this size or more are decompressed by ``codec.ipcbody`` (one allocation,
+# Compressed messages of this size or more are decompressed by ``codec.log.ipcbody`` (one allocation,
 # one reused codec context per thread, no GIL), the rest by pyarrow's reader. Ours measured faster
 # at every size (4-5x on 16-row batches, where pyarrow's per-buffer codec setup dominates), hence 0;
 # the knob stays so that tests and benchmarks can take either path.
@@ -342,7 +342,7 @@ def _mapped_body(size: int):
 
 def _body_memory(size: int, memory=None):
     """``(arrow buffer, writable view)`` for an uncompressed body of ``size`` bytes, from
-    ``memory`` (a ``codec.bodypool.BodyPool``) when given."""
+    ``memory`` (a ``codec.log.bodypool.BodyPool``) when given."""
     if memory is not None:
         got = memory.take(size)
         if got is not None:
@@ -356,7 +356,7 @@ def _body_memory(size: int, memory=None):
 
 
 def _read_compressed(msg: memoryview, schema: pa.Schema, memory=None) -> Optional[pa.RecordBatch]:
-    """The record batch of a BUFFER-compressed IPC message, decompressed by ``codec.ipcbody``
+    """The record batch of a BUFFER-compressed IPC message, decompressed by ``codec.log.ipcbody``
     into one aligned uncompressed message that pyarrow then reads without copying; None for a
     message that is not compressed (or not in a form this path handles), left to pyarrow.
     ``memory``: where the message goes (``_body_memory``)."""
@@ -558,7 +558,7 @@ class ArrowLogCodec:
         Uncompressed data is not copied: the arrays point into ``buf`` (which must then stay
         unchanged while they live). ``arrow_schema`` overrides the codec's (another schema id);
         ``projected`` is the Arrow schema (or the list of field positions) of a batch the server
-        projected. ``memory``: a ``codec.bodypool.BodyPool`` that decompressed data goes into.
+        projected. ``memory``: a ``codec.log.bodypool.BodyPool`` that decompressed data goes into.
         """
         schema = arrow_schema if arrow_schema is not None else self.arrow_schema
         if projected is not None:

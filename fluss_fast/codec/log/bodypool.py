@@ -18,7 +18,7 @@ performance issue, with two bounds:
   (rounded to pages).
 
 All chunks have one size, so any idle chunk serves the next read; a body larger than a chunk is
-allocated as before (``codec.arrowlog._body_memory``).
+allocated as before (``codec.log.arrowlog._body_memory``).
 
 Only bounded reads use it: a streaming consumer that keeps one batch in a hundred would pin whole
 chunks, a bounded read keeps every batch anyway. Whether a chunk is still referred to is read from
@@ -46,7 +46,7 @@ MAX_IDLE_BYTES = 256 << 20
 #: idle chunks go this long after the last bounded read ended (jemalloc, for one, keeps freed
 #: pages for 10 s)
 IDLE_S = 5.0
-#: bodies start on this boundary (Arrow's buffer alignment, see ``codec.ipcbody``)
+#: bodies start on this boundary (Arrow's buffer alignment, see ``codec.log.ipcbody``)
 ALIGN = 64
 _MADV_DONTNEED = getattr(mmap, "MADV_DONTNEED", None)
 _PAGE = mmap.PAGESIZE
