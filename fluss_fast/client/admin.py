@@ -14,6 +14,8 @@ from ..metadata.schema import TableDescriptor
 from ..metadata.table import PARTITION_SEPARATOR, PartitionInfo, TableBucket, TableInfo, TablePath
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
+from .admin_cluster import AdminClusterMixin
+from .admin_schema import AdminSchemaMixin
 from .cluster import partition_name_of
 from .runtime import on_runtime
 
@@ -94,8 +96,10 @@ def _with_context(exc: FlussError, what: str) -> FlussError:
     return exc
 
 
-class FlussAdmin:
-    """Administrative client: every method is async (``await``-able from any event loop)."""
+class FlussAdmin(AdminSchemaMixin, AdminClusterMixin):
+    """Administrative client: every method is async (``await``-able from any event loop).
+
+    The methods beyond pyfluss 1.0.0's live in ``admin_schema`` and ``admin_cluster``."""
 
     def __init__(self, ctx):
         self._ctx = ctx

@@ -20,6 +20,7 @@ from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
 from ..error_codes import Errors
 from ..rpc.wire import partition_metadata_field, table_metadata_field
+from .alter_table import altered_descriptor
 from .auto_partition import AutoPartition
 from .catalog import BUILTIN_DATABASE, PartitionEntry, TableEntry, now_ms
 from .names import check_database_name, check_table_name, invalid_name_reason, prefix_reason
@@ -74,6 +75,7 @@ class Coordinator:
             Api.LIST_TABLES: self.list_tables,
             Api.TABLE_EXISTS: self.table_exists,
             Api.GET_TABLE_SCHEMA: self.get_table_schema,
+            Api.ALTER_TABLE: self.alter_table,
             Api.LIST_PARTITION_INFOS: self.list_partition_infos,
             Api.CREATE_PARTITION: self.create_partition,
             Api.DROP_PARTITION: self.drop_partition,
@@ -323,6 +325,27 @@ class Coordinator:
                              Errors.SCHEMA_NOT_EXIST)
         return pb.GetTableSchemaResponse(schema_id=sid,
                                          schema_json=json.dumps(schema.to_json(), separators=(",", ":")).encode())
+
+    async def alter_table(self, ctx, version, req):
+        tp = req.table_path
+        entry = self.catalog.table(tp.database_name, tp.table_name)
+        if entry is None:
+            if req.ignore_if_not_exists:
+                return pb.AlterTableResponse()
+            raise FlussError(f"Table {_path(tp)} does not exist.", Errors.TABLE_NOT_EXIST)
+        desc, new_schema = altered_descriptor(entry.path, entry.descriptor, req)
+        if desc is entry.descriptor:
+            return pb.AlterTableResponse()
+        if new_schema:
+            sid = max(entry.schemas) + 1
+            entry.schemas[sid] = desc.schema
+            entry.schema_id = sid
+        entry.descriptor = desc
+        entry._table_json = None
+        entry.modified_time = now_ms()
+        self.catalog.touch()
+        await self.catalog.commit()
+        return pb.AlterTableResponse()
 
     # -- partitions ----------------------------------------------------------------------------
     def _partitioned_table(self, tp, refusal: Optional[str] = None) -> TableEntry:

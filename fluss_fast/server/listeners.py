@@ -22,8 +22,9 @@ SASL_LISTENER = "SASL"
 
 def _not_implemented(key) -> Handler:
     async def handler(ctx, version, request):
-        raise FlussError(f"API {key.name} ({key.id}) is not implemented by the fluss-fast embedded server",
-                         Errors.UNKNOWN_SERVER_ERROR)
+        # the code a Java client gets for an API its server lacks: the caller learns at once, by name
+        raise FlussError(f"API {key.name} ({key.id}) is not supported by the fluss-fast embedded server",
+                         Errors.UNSUPPORTED_VERSION)
 
     return handler
 

@@ -417,9 +417,9 @@ def test_snapshots_and_tokens(coord, db):
     acl.acl_filter.operation_type = 1
     acl.acl_filter.permission_type = 1
     assert error_code(coord.call, Api.LIST_ACLS, acl) == Errors.SECURITY_DISABLED_EXCEPTION
-    # a listed but unimplemented API answers with an error instead of staying silent
+    # a listed but unimplemented API answers at once with the code Java gives for an API it lacks
     rb = pb.RebalanceRequest()
-    assert error_code(coord.call, Api.REBALANCE, rb) == Errors.UNKNOWN_SERVER_ERROR
+    assert error_code(coord.call, Api.REBALANCE, rb) == Errors.UNSUPPORTED_VERSION
 
 
 # -- persistence ---------------------------------------------------------------------------------------
