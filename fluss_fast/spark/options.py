@@ -9,12 +9,11 @@ silently falls back to a default. Spark hands options over lower-cased.
 from __future__ import annotations
 
 import datetime as _dt
-from dataclasses import dataclass, field
-from typing import Dict, Mapping, Optional, Tuple
+from collections.abc import Mapping
 
-from ..config import ALIASES, _BY_KEY, Config
+from ..config import _BY_KEY, ALIASES, Config
+from ..engine.options import SourceOptions
 from ..errors import ErrorCode, FlussError
-from ..metadata import TablePath
 
 STARTUP_MODES = ("full", "earliest", "latest", "timestamp")
 VIRTUAL_SUFFIXES = ("changelog", "binlog")
@@ -86,39 +85,7 @@ def _duration_ms(key: str, value: str) -> int:
     raise _err(f"Invalid value '{value}' for option '{key}': expected a duration such as '10s' or '500ms'")
 
 
-@dataclass(frozen=True)
-class SourceOptions:
-    """Everything parsed from one read's or write's options; picklable, so it travels to executors."""
-
-    database: str
-    table: str
-    virtual: Optional[str]
-    client: Tuple[Tuple[str, str], ...]
-    startup_mode: str = "full"
-    startup_timestamp: Optional[int] = None
-    incremental_start: Optional[int] = None
-    incremental_end: Optional[int] = None
-    max_records_per_partition: Optional[int] = None
-    poll_timeout_ms: int = 10000
-    max_records_per_trigger: Optional[int] = None
-    pushdown: bool = False
-    stats_dir: Optional[str] = None
-    extra: Dict[str, str] = field(default_factory=dict, compare=False)
-
-    @property
-    def path(self) -> TablePath:
-        return TablePath(self.database, self.table)
-
-    @property
-    def name(self) -> str:
-        base = f"{self.database}.{self.table}"
-        return base if self.virtual is None else f"{base}${self.virtual}"
-
-    def client_config(self) -> Dict[str, str]:
-        return dict(self.client)
-
-
-def _table_name(options: Mapping[str, str]) -> Tuple[str, str, Optional[str]]:
+def _table_name(options: Mapping[str, str]) -> tuple[str, str, str | None]:
     raw = options.get(TABLE) or options.get(PATH)
     if not raw:
         raise _err("The fluss data source needs a table: .load('db.table') / .save('db.table') or "
@@ -139,7 +106,7 @@ def parse(options: Mapping[str, str]) -> SourceOptions:
     """SourceOptions of a data source's option map; FlussError naming the first bad option."""
     opts = {str(k).lower(): str(v) for k, v in dict(options).items()}
     database, table, virtual = _table_name(opts)
-    client: Dict[str, str] = {}
+    client: dict[str, str] = {}
     for key, value in opts.items():
         if key in _SOURCE_KEYS or key in _SPARK_KEYS:
             continue

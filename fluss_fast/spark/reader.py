@@ -1,19 +1,13 @@
 """Batch reads: ``spark.read.format("fluss").option("bootstrap.servers", ...).load("db.table")``."""
 from __future__ import annotations
 
-from typing import List, Optional
-
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
+from ..engine import virtual
+from ..engine.options import SourceOptions
+from ..engine.ranges import table_meta
 from ..errors import ErrorCode, FlussError
-from . import connections, filters, ranges, types, virtual
-from .options import SourceOptions
-
-
-def table_meta(opts: SourceOptions):
-    """The table's current metadata (fetched from the server: planning must not see a table that
-    was dropped and re-created since), or a FlussError naming the table."""
-    return connections.table(opts.client, opts.database, opts.table, refresh=True).unwrap()._meta
+from . import filters, ranges, types
 
 
 def read_meta(opts: SourceOptions):
@@ -25,7 +19,7 @@ def read_meta(opts: SourceOptions):
     return virtual.View(meta, opts.virtual)
 
 
-def resolve_columns(meta, opts: SourceOptions, schema) -> List[str]:
+def resolve_columns(meta, opts: SourceOptions, schema) -> list[str]:
     """Table column names for the fields of the schema Spark asks for (a user schema may name a
     subset of the columns: that is how a read is pruned to them)."""
     names = meta.schema.names
@@ -58,7 +52,7 @@ class FlussBatchReader(DataSourceReader):
         self.partition_keys = tuple(meta.partition_keys)
         self.columns = resolve_columns(meta, opts, schema)
         all_names = meta.schema.names
-        self.projection: Optional[List[int]] = (
+        self.projection: list[int] | None = (
             None if self.columns == all_names else [all_names.index(c) for c in self.columns])
         self.types = [meta.schema.columns[all_names.index(c)].type for c in self.columns]
         self.target = types.spark_arrow_schema(schema)
@@ -79,7 +73,7 @@ class FlussBatchReader(DataSourceReader):
         self.predicate = pred
         return rest
 
-    def partitions(self) -> List[InputPartition]:
+    def partitions(self) -> list[InputPartition]:
         opts = self.opts
         meta = table_meta(opts)
         if meta.table_id != self.table_id:

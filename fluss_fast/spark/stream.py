@@ -14,15 +14,14 @@ current state (a snapshot scan) and the log follows from the offsets that batch 
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
-
 from pyspark.sql.datasource import DataSourceStreamReader
 
+from ..engine.options import SourceOptions
+from ..engine.ranges import table_meta
+from ..engine.virtual import ChangeReader
 from ..errors import ErrorCode, FlussError
 from . import ranges, types
-from .options import SourceOptions
-from .reader import read_meta, resolve_columns, table_meta
-from .virtual import ChangeReader
+from .reader import read_meta, resolve_columns
 
 try:  # Spark >= 4.2: admission control and Trigger.AvailableNow
     from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
@@ -37,7 +36,7 @@ UNKNOWN = -1
 # marks the start offset of a primary-key stream in startup mode 'full' (ours, not the Scala shape):
 # the first micro-batch reads the table's current state, the log follows from these offsets
 SNAPSHOT = "snapshot"
-Offsets = Dict[Tuple[Optional[int], int], int]
+Offsets = dict[tuple[int | None, int], int]
 
 
 def to_json(table_id: int, offsets: Offsets) -> dict:
@@ -46,13 +45,13 @@ def to_json(table_id: int, offsets: Offsets) -> dict:
     if not offsets:
         return out
 
-    def array(items: Dict[int, int]) -> List[int]:
+    def array(items: dict[int, int]) -> list[int]:
         return [items.get(b, UNKNOWN) for b in range(max(items) + 1)]
 
     if all(pid is None for pid, _ in offsets):
         out["bucket_offsets"] = array({b: o for (_, b), o in offsets.items()})
         return out
-    by_part: Dict[int, Dict[int, int]] = {}
+    by_part: dict[int, dict[int, int]] = {}
     for (pid, b), o in offsets.items():
         by_part.setdefault(pid, {})[b] = o
     out["partition_offsets"] = [{"partition_id": pid, "bucket_offsets": array(by_part[pid])}
@@ -60,7 +59,7 @@ def to_json(table_id: int, offsets: Offsets) -> dict:
     return out
 
 
-def from_json(obj: dict, expected_table_id: Optional[int] = None, table: str = "") -> Offsets:
+def from_json(obj: dict, expected_table_id: int | None = None, table: str = "") -> Offsets:
     if not isinstance(obj, dict) or obj.get("version") != VERSION:
         raise FlussError(f"Unsupported fluss offset in the checkpoint: {obj!r}", ErrorCode.CLIENT_ERROR)
     if expected_table_id is not None and obj.get("table_id") != expected_table_id:
@@ -98,7 +97,7 @@ class FlussStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.snapshot_first = opts.virtual is None and bool(meta.schema.primary_key)
         self.types = [meta.schema.columns[names.index(c)].type for c in self.columns]
         self.target = types.spark_arrow_schema(schema)
-        self._available_now: Optional[Offsets] = None
+        self._available_now: Offsets | None = None
 
     # -- offsets --------------------------------------------------------------------------------
     def _meta(self):
@@ -131,7 +130,7 @@ class FlussStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             offsets = ranges.offsets_for(opts, meta, parts, "timestamp", opts.startup_timestamp)
         return to_json(self.table_id, offsets)
 
-    def _limited(self, start: Offsets, latest: Offsets, max_rows: Optional[int]) -> Offsets:
+    def _limited(self, start: Offsets, latest: Offsets, max_rows: int | None) -> Offsets:
         """``latest`` cut so that at most ``max_rows`` offsets are admitted, shared fairly between
         the buckets that have data (a bucket never moves backwards)."""
         end = {k: max(v, start.get(k, 0)) for k, v in latest.items()}

@@ -8,17 +8,19 @@ into a primary-key table are idempotent (the same key gets the same value), so r
 """
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, List
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
+from ..engine import connections
+from ..engine.options import SourceOptions
+from ..engine.ranges import table_meta
 from ..errors import ErrorCode, FlussError
-from . import connections, types
-from .options import SourceOptions
-from .reader import table_meta
+from . import types
 
 try:  # Spark >= 4.1
     from pyspark.sql.datasource import DataSourceStreamArrowWriter as _StreamBase
@@ -35,7 +37,7 @@ class FlussCommitMessage(WriterCommitMessage):
     seconds: float
 
 
-def check_schema(opts: SourceOptions, meta, schema) -> List[str]:
+def check_schema(opts: SourceOptions, meta, schema) -> list[str]:
     """FlussError naming the column unless every DataFrame column maps onto a table column of a
     type it can be written to, and every NOT NULL table column is given."""
     table = opts.name
@@ -102,10 +104,8 @@ class _Writing:
         finally:
             close = getattr(writer.unwrap(), "close", None)
             if close is not None:
-                try:
+                with contextlib.suppress(FlussError):  # flush() above already raised what matters
                     writer.close()
-                except FlussError:
-                    pass  # flush() above already raised what matters
         return FlussCommitMessage(rows, n, time.perf_counter() - began)
 
 
@@ -128,7 +128,7 @@ def _rows_to_batches(rows, schema) -> Iterator[pa.RecordBatch]:
     names = schema.fieldNames()
     chunk = []
     for row in rows:
-        chunk.append(row.asDict(recursive=True) if hasattr(row, "asDict") else dict(zip(names, row)))
+        chunk.append(row.asDict(recursive=True) if hasattr(row, "asDict") else dict(zip(names, row, strict=True)))
         if len(chunk) >= 10000:
             yield pa.RecordBatch.from_pylist(chunk, schema=target)
             chunk = []

@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from fluss_fast.spark import connections  # noqa: E402
+from fluss_fast.engine import connections  # noqa: E402
 
 
 def test_one_connection_per_process_and_config_fork_safe(fluss_server):

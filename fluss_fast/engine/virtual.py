@@ -1,5 +1,5 @@
-"""Change streams through Spark: the ``$changelog`` / ``$binlog`` virtual tables and the streaming
-read of a primary-key table.
+"""Change streams for the engines: the ``$changelog`` / ``$binlog`` virtual tables and Spark's
+streaming read of a primary-key table.
 
 All three read a range of the base table's log offsets through the client's virtual-table scanner
 (``fluss_fast.client.virtual``), so planning, offsets and checkpoints are those of a log table.
@@ -9,7 +9,7 @@ rows whose ``_log_offset`` is inside the range (each row belongs to exactly one 
 """
 from __future__ import annotations
 
-from typing import Iterator, List, Optional
+from collections.abc import Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -21,12 +21,12 @@ from .options import SourceOptions
 from .ranges import BucketRange
 
 # the change types a primary-key table's stream keeps: the rows' new values (an upsert stream)
-_UPSERT_KINDS: Optional[pa.Array] = None
+_UPSERT_KINDS: pa.Array | None = None
 
 
 def _upsert_kinds() -> pa.Array:
     # built on first use: pa.array over a Python list imports pandas, a second's start-up on a busy
-    # box for every Spark worker that merely imports this module
+    # box for every engine worker that merely imports this module
     global _UPSERT_KINDS
     if _UPSERT_KINDS is None:
         _UPSERT_KINDS = pa.array(["insert", "update_after"], pa.string())
@@ -34,7 +34,7 @@ def _upsert_kinds() -> pa.Array:
 
 
 def schema_info(base: T.SchemaInfo, kind: str) -> T.SchemaInfo:
-    """The virtual table's columns as a Fluss schema (so the Spark type mapping applies as is)."""
+    """The virtual table's columns as a Fluss schema (so an engine's type mapping applies as is)."""
     meta = [T.Column("_change_type", T.DataType(T.STRING, nullable=False)),
             T.Column("_log_offset", T.DataType(T.BIGINT, nullable=False)),
             T.Column("_commit_timestamp", T.DataType(T.TIMESTAMP_LTZ, nullable=False, precision=3))]
@@ -64,7 +64,7 @@ class View:
         self.partition_keys = meta.partition_keys
 
 
-async def _next(scanner, stops) -> List[pa.RecordBatch]:
+async def _next(scanner, stops) -> list[pa.RecordBatch]:
     """The next converted batches of a bounded virtual read; [] once every bucket is done."""
     return await scanner._next_bounded(stops, scanner._convert)
 
@@ -125,15 +125,15 @@ class ChangeReader:
     """Reads ranges of a virtual table (``kind`` = changelog / binlog) or, for a primary-key
     table's stream, the upsert stream of its changelog (inserts and new values of updates)."""
 
-    def __init__(self, opts: SourceOptions, kind: str, upserts: bool, columns: List[str],
-                 all_names: List[str]):
+    def __init__(self, opts: SourceOptions, kind: str, upserts: bool, columns: list[str],
+                 all_names: list[str]):
         self.opts = opts
         self.kind = kind
         self.upserts = upserts
         self.columns = columns
         # the client's virtual batches hold the 3 metadata columns before the data columns
         offset = 3 if upserts else 0
-        self.indices: Optional[List[int]] = (
+        self.indices: list[int] | None = (
             None if not upserts and columns == all_names
             else [offset + all_names.index(c) for c in columns])
 

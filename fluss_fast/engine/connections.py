@@ -1,16 +1,16 @@
-"""One blocking fluss_fast connection per Python worker process and client configuration.
+"""One blocking fluss_fast connection per worker process and client configuration.
 
-Spark reuses its Python workers across tasks (spark.python.worker.reuse), so a task finds the
-connection, metadata and sockets the previous task of the same worker opened. Workers are forked
-from Spark's daemon: a connection inherited through fork is unusable (its runtime thread did not
-survive), so the cache belongs to the process that filled it and a forked child starts empty, as the
-runtime itself does (``client.runtime.get_runtime``).
+The engines reuse their worker processes across tasks (Spark's spark.python.worker.reuse, Ray's
+worker pool), so a task finds the connection, metadata and sockets the previous task of the same
+worker opened. Spark forks its Python workers from a daemon: a connection inherited through fork is
+unusable (its runtime thread did not survive), so the cache belongs to the process that filled it and
+a forked child starts empty, as the runtime itself does (``client.runtime.get_runtime``).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
-from typing import Dict, Tuple
 
 from .. import sync
 from ..errors import ErrorCode, FlussError
@@ -18,8 +18,8 @@ from ..metadata import TablePath
 
 _lock = threading.Lock()
 _pid = os.getpid()
-_connections: Dict[Tuple[Tuple[str, str], ...], object] = {}
-_tables: Dict[tuple, object] = {}
+_connections: dict[tuple[tuple[str, str], ...], object] = {}
+_tables: dict[tuple, object] = {}
 
 
 def _reset_after_fork() -> None:
@@ -34,7 +34,7 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_reset_after_fork)
 
 
-def connection(client: Tuple[Tuple[str, str], ...]):
+def connection(client: tuple[tuple[str, str], ...]):
     """The blocking connection (a ``fluss_fast.sync`` proxy) of this process for ``client``."""
     if _pid != os.getpid():
         _reset_after_fork()
@@ -85,7 +85,5 @@ def forget(client) -> None:
     for key in [k for k in _tables if k[0] == client]:
         _tables.pop(key, None)
     if conn is not None:
-        try:
+        with contextlib.suppress(Exception):  # already broken
             conn.close()
-        except Exception:  # noqa: BLE001 - already broken
-            pass
