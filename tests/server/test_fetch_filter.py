@@ -214,3 +214,17 @@ async def test_each_arrow_write_of_a_statistics_table_is_its_own_batch(conn, db)
     assert [(h.base_offset, h.record_count) for h in stored] == [(0, 10), (10, 10), (20, 10)]
     ids, fetched = await _scan(t.new_scan().filter(col("id") >= 200), 10)
     assert ids == list(range(200, 210)) and fetched == 10
+
+
+async def test_appended_rows_carry_statistics_too(conn, db):
+    t = await _table(conn, db, "rows", {"table.statistics.columns": "id"})
+    w = t.new_append().create_writer()
+    for i in (5, 3, None, 9):
+        w.append({"id": i, "name": "x"})
+    await w.flush()
+    _, stored = await _fetch(t)
+    assert [(h.magic, h.record_count) for h in stored] == [(1, 4)]
+    b, got = await _fetch(t, predicate=_ge(0, 10))
+    assert got == [] and b.filtered_end_offset == 4
+    b, got = await _fetch(t, predicate=_ge(0, 9))
+    assert len(got) == 1
