@@ -2,11 +2,12 @@
 ``FieldAggregator`` family). A column without a function keeps the last non-null value."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..datatypes import Column
-from ..errors import FlussError
 from ..error_codes import Errors
+from ..errors import FlussError
 
 Aggregator = Callable[[Any, Any], Any]
 
@@ -15,10 +16,7 @@ def _agg_name(column: Column) -> str:
     fn = column.agg_function
     if fn is None:
         return "last_value_ignore_nulls"
-    if isinstance(fn, dict):
-        name = fn.get("name") or fn.get("type") or fn.get("function") or ""
-    else:
-        name = str(fn)
+    name = (fn.get("name") or fn.get("type") or fn.get("function") or "") if isinstance(fn, dict) else str(fn)
     return str(name).strip().lower()
 
 

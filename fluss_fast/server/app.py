@@ -9,11 +9,11 @@ connections (``protocol.py``). ``LocalServer`` (``local.py``) runs it for tests 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import logging
 import os
 import socket
-from typing import Optional
 
 from ..rpc.api import COORDINATOR, TABLET_SERVER
 from ..rpc.frame_pool import FramePool
@@ -38,11 +38,11 @@ DEFAULT_IDLE_TIMEOUT_S = 600.0
 class FlussServer:
     """The whole embedded cluster in this event loop. ``await start()``, ``await stop()``."""
 
-    def __init__(self, data_dir: str, listen: str = "127.0.0.1:9123", sasl_listen: Optional[str] = None,
-                 sasl_users: Optional[dict] = None, tablet_servers: int = 1,
+    def __init__(self, data_dir: str, listen: str = "127.0.0.1:9123", sasl_listen: str | None = None,
+                 sasl_users: dict | None = None, tablet_servers: int = 1,
                  idle_timeout: float = DEFAULT_IDLE_TIMEOUT_S, auto_partition_interval: float = 5.0,
-                 log_flush_interval_messages: Optional[int] = None, settings: Optional[Settings] = None,
-                 remote_dir: Optional[str] = None):
+                 log_flush_interval_messages: int | None = None, settings: Settings | None = None,
+                 remote_dir: str | None = None):
         if tablet_servers < 1:
             raise ValueError(f"tablet_servers must be >= 1, got {tablet_servers}")
         self.data_dir = os.path.abspath(os.path.expanduser(data_dir))
@@ -53,11 +53,11 @@ class FlussServer:
         self.idle_timeout = float(idle_timeout)
         self.auto_partition_interval = float(auto_partition_interval)
         self.shutdown_grace = 2.0
-        self.catalog: Optional[Catalog] = None
+        self.catalog: Catalog | None = None
         self.settings = settings if settings is not None else Settings()
         self.remote_dir = remote_dir
-        self.replicas: Optional[ReplicaManager] = None
-        self.tablet_service: Optional[TabletService] = None
+        self.replicas: ReplicaManager | None = None
+        self.tablet_service: TabletService | None = None
         self.coordinator = None
         self._listeners: dict[str, list[Listener]] = {}
         self._connections: set = set()
@@ -68,7 +68,7 @@ class FlussServer:
         self.flush_policy = FlushPolicy(log_flush_interval_messages)
 
     # -- topology ------------------------------------------------------------------------------
-    def leader_of(self, table_id: int, partition_id: Optional[int], bucket: int) -> int:
+    def leader_of(self, table_id: int, partition_id: int | None, bucket: int) -> int:
         """The tablet server that leads a bucket: ``(partition id or table id + bucket) mod N``.
 
         Args:
@@ -82,7 +82,7 @@ class FlussServer:
         base = partition_id if partition_id is not None else table_id
         return (base + bucket) % self.num_tablet_servers
 
-    def replicas_of(self, table_id: int, partition_id: Optional[int], bucket: int, replication_factor: int) -> list:
+    def replicas_of(self, table_id: int, partition_id: int | None, bucket: int, replication_factor: int) -> list:
         """The tablet servers listed as a bucket's replicas: the leader, then the next ones round the ring.
 
         Args:
@@ -122,7 +122,7 @@ class FlussServer:
         return f"{host}:{port}"
 
     @property
-    def sasl_bootstrap_servers(self) -> Optional[str]:
+    def sasl_bootstrap_servers(self) -> str | None:
         """The coordinator's SASL ``host:port``, or ``None`` without a SASL listener."""
         if SASL_LISTENER not in self._listeners:
             return None
@@ -167,7 +167,7 @@ class FlussServer:
         self._background.append(loop.create_task(self._idle_sweeper()))
         self._started = True
 
-    def _is_live(self, table_id: int, partition_id: Optional[int]) -> bool:
+    def _is_live(self, table_id: int, partition_id: int | None) -> bool:
         entry = self.catalog.table_by_id(table_id)
         if entry is None:
             return False
@@ -228,28 +228,22 @@ class FlussServer:
         for listeners in self._listeners.values():
             for lst in listeners:
                 if lst.aio_server is not None:
-                    try:
+                    with contextlib.suppress(TimeoutError, Exception):
                         await asyncio.wait_for(lst.aio_server.wait_closed(), 0.5)
-                    except (asyncio.TimeoutError, Exception):  # noqa: BLE001
-                        pass
 
     async def stop(self) -> None:
         """Stop listening, let requests in flight finish, flush the stores and release the data directory."""
         for t in self._background:
             t.cancel()
         for t in self._background:
-            try:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
                 await t
-            except (asyncio.CancelledError, Exception):  # noqa: BLE001
-                pass
         self._background.clear()
         await self._close_listeners()
         # Let requests in flight finish (a produce must not see its log closed under it), then cut.
         for conn in list(self._connections):
-            try:
+            with contextlib.suppress(RuntimeError, AttributeError):
                 conn._transport.pause_reading()
-            except (RuntimeError, AttributeError):
-                pass
         pending = [t for conn in list(self._connections) for t in conn._tasks]
         if pending:
             done, still = await asyncio.wait(pending, timeout=self.shutdown_grace)
@@ -275,7 +269,8 @@ class FlussServer:
         self._started = False
 
     def ready_line(self) -> str:
-        """The line ``fluss-fast server`` prints once it accepts connections: ``READY bootstrap.servers=H:P[ sasl.bootstrap.servers=H:P]``."""
+        """The line ``fluss-fast server`` prints once it accepts connections:
+        ``READY bootstrap.servers=H:P[ sasl.bootstrap.servers=H:P]``."""
         line = f"READY bootstrap.servers={self.bootstrap_servers}"
         if self.sasl_bootstrap_servers:
             line += f" sasl.bootstrap.servers={self.sasl_bootstrap_servers}"

@@ -4,8 +4,8 @@ from __future__ import annotations
 import hmac
 import os
 
-from ..errors import FlussError
 from ..error_codes import Errors
+from ..errors import FlussError
 from ..rpc.sasl import parse_user_spec
 
 PLAIN = "PLAIN"

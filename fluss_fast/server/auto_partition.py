@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Optional
 
 from ..errors import FlussError
 from .catalog import TableEntry
@@ -33,7 +32,7 @@ class AutoPartition:
         return format_time(self.tokens, shift_time(now.astimezone(self.zone), self.unit, offset))
 
     @staticmethod
-    def of(entry: TableEntry) -> Optional["AutoPartition"]:
+    def of(entry: TableEntry) -> AutoPartition | None:
         try:
             return AutoPartition(TableOptions(entry.descriptor.properties), entry.descriptor.partition_keys)
         except (FlussError, ValueError, KeyError):

@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import contextlib
 import logging
 import os
 import time
-from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING
 
-from ..codec.log import logbatch
 from ..codec.errors import CorruptBatchError
-from ..errors import FlussError
+from ..codec.log import logbatch
 from ..error_codes import Errors
+from ..errors import FlussError
 from .segment import BATCH_PREFIX, INDEX_ENTRY, TIME_ENTRY, Segment, batch_headers
 from .segment_read import read_segment
 from .writer_state import WriterState, expected_last_sequence, in_sequence, load_snapshot, write_snapshot
@@ -76,7 +77,7 @@ class BucketLog:
     Single replica: the high watermark is the log end offset as soon as an append returns.
     """
 
-    def __init__(self, directory: str, table_id: int, partition_id: Optional[int], bucket: int,
+    def __init__(self, directory: str, table_id: int, partition_id: int | None, bucket: int,
                  name: str, segment_bytes: int):
         self.dir = directory
         self.table_id = table_id
@@ -84,17 +85,17 @@ class BucketLog:
         self.bucket = bucket
         self.name = name  # for messages: "db.table bucket 3" / "db.table partition p bucket 3"
         self.segment_bytes = segment_bytes
-        self.segments: List[Segment] = []
-        self._bases: List[int] = []
-        self.writers: Dict[int, WriterState] = {}
-        self.waiters: List[asyncio.Future] = []
+        self.segments: list[Segment] = []
+        self._bases: list[int] = []
+        self.writers: dict[int, WriterState] = {}
+        self.waiters: list[asyncio.Future] = []
         self.closed = False
-        self._lock: Optional[asyncio.Lock] = None
+        self._lock: asyncio.Lock | None = None
         self._pending = 0  # appends waiting for / holding the lock; later ones must queue behind
         # first offset of recent appends -> (segment, position, size of its first batch): tail
         # readers land exactly there, so most fetches need no index lookup or header scan.
-        self._recent: Dict[int, Tuple[Segment, int, int]] = {}
-        self.flush_policy: Optional[FlushPolicy] = None  # set by the LogManager
+        self._recent: dict[int, tuple[Segment, int, int]] = {}
+        self.flush_policy: FlushPolicy | None = None  # set by the LogManager
         self.flushed_offset = 0  # everything below is known to be fsynced
         self.unflushed_records = 0  # appended since the last fsync (FlushPolicy)
         os.makedirs(directory, exist_ok=True)
@@ -236,7 +237,7 @@ class BucketLog:
         seg.size = pos
         seg.rewrite_indexes()
 
-    def _recover_batch(self, seg: Segment, buf, off: int, position: int, total: int) -> Optional[str]:
+    def _recover_batch(self, seg: Segment, buf, off: int, position: int, total: int) -> str | None:
         try:
             logbatch.validate_records(memoryview(buf)[off:off + total])
             h = logbatch.parse_header(buf, off)
@@ -276,7 +277,7 @@ class BucketLog:
         return self.segments[max(i, 0)]
 
     # -- append --------------------------------------------------------------------------------
-    def check_writer(self, info) -> Optional[AppendResult]:
+    def check_writer(self, info) -> AppendResult | None:
         """Idempotence check of a validated records blob against this bucket's writer state.
 
         Returns the original AppendResult for a duplicate, None if the blob may be appended, and
@@ -410,7 +411,7 @@ class BucketLog:
                 fut.set_result(None)
 
     # -- read ----------------------------------------------------------------------------------
-    def locate(self, offset: int) -> Tuple[Segment, int, int]:
+    def locate(self, offset: int) -> tuple[Segment, int, int]:
         """``(segment, position, size of the batch there)`` of the batch holding ``offset``
         (< high watermark). Size 0 when the offset is at the end of the segment."""
         hit = self._recent.get(offset)
@@ -433,7 +434,7 @@ class BucketLog:
                 Errors.LOG_OFFSET_OUT_OF_RANGE_EXCEPTION)
         return offset
 
-    def plan_read(self, offset: int, max_bytes: int, min_one: bool) -> Tuple[Optional[Segment], int, int]:
+    def plan_read(self, offset: int, max_bytes: int, min_one: bool) -> tuple[Segment | None, int, int]:
         """``(segment, position, length)`` of the bytes a fetch from ``offset`` returns: from the
         batch holding ``offset`` up to ``max_bytes`` within one segment (the last batch may be cut,
         as in Java; FetchLog answers then stop at ``whole_batches_end``), or the whole first batch
@@ -465,7 +466,7 @@ class BucketLog:
             return _EMPTY
         return await read_segment(seg, pos, n)
 
-    def whole_batches(self, start_offset: int) -> List[Tuple[Segment, int, int]]:
+    def whole_batches(self, start_offset: int) -> list[tuple[Segment, int, int]]:
         """Every (segment, position, length) span from the batch holding ``start_offset`` to the
         high watermark (whole batches), for limit scans."""
         spans = []
@@ -479,7 +480,7 @@ class BucketLog:
                 spans.append((s, p, s.size - p))
         return spans
 
-    def offset_for_timestamp(self, ts: int) -> Optional[int]:
+    def offset_for_timestamp(self, ts: int) -> int | None:
         """Base offset of the first batch whose commit timestamp >= ts; None if no batch is."""
         for seg in self.segments:
             if seg.max_timestamp < ts:
@@ -513,20 +514,16 @@ class BucketLog:
             seg.close()
             # the .log goes last: a crash meanwhile leaves a segment recovery can still rebuild
             for suffix in (".index", ".timeindex", ".writers.json", ".log"):
-                try:
+                with contextlib.suppress(OSError):
                     os.unlink(seg.stem + suffix)
-                except OSError:
-                    pass
         return count
 
     def add_waiter(self, fut: asyncio.Future) -> None:
         self.waiters.append(fut)
 
     def remove_waiter(self, fut: asyncio.Future) -> None:
-        try:
+        with contextlib.suppress(ValueError):
             self.waiters.remove(fut)
-        except ValueError:
-            pass
 
     # -- life cycle ----------------------------------------------------------------------------
     def close(self) -> None:

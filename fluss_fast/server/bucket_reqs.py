@@ -2,8 +2,8 @@
 PutKv, Lookup, PrefixLookup): the acks check and the reply entry of each bucket request."""
 from __future__ import annotations
 
-from ..errors import FlussError
 from ..error_codes import Errors
+from ..errors import FlussError
 
 
 def check_acks(req) -> None:

@@ -2,7 +2,8 @@
 
 Everything lives in memory and is written to ``DATA_DIR/catalog/catalog.json`` after every change
 (temp file + fsync + rename, then an fsync of the directory), so a crash leaves either the old or the
-new state and a restart continues the id counters where they were: ids are never reused (docs/contributing/protocol.md §7.5).
+new state and a restart continues the id counters where they were: ids are never reused
+(docs/contributing/protocol.md §7.5).
 Validation is not done here; the coordinator checks requests and then calls the mutators.
 """
 from __future__ import annotations
@@ -14,7 +15,6 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Optional
 
 from ..datatypes import SchemaInfo, TableDescriptorInfo
 
@@ -39,7 +39,7 @@ class PartitionEntry:
                 "created_time": self.created_time}
 
     @staticmethod
-    def from_json(obj: dict) -> "PartitionEntry":
+    def from_json(obj: dict) -> PartitionEntry:
         return PartitionEntry(int(obj["id"]), obj["name"], {k: v for k, v in obj["spec"]}, int(obj["created_time"]))
 
 
@@ -55,7 +55,7 @@ class TableEntry:
     modified_time: int
     partitions: dict = field(default_factory=dict)  # partition id -> PartitionEntry
     # Serialized stored descriptor: every metadata answer carries it, so build it once.
-    _table_json: Optional[bytes] = field(default=None, repr=False, compare=False)
+    _table_json: bytes | None = field(default=None, repr=False, compare=False)
     _by_name: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -84,7 +84,7 @@ class TableEntry:
             self._table_json = self.descriptor.to_json_bytes()
         return self._table_json
 
-    def partition_by_name(self, name: str) -> Optional[PartitionEntry]:
+    def partition_by_name(self, name: str) -> PartitionEntry | None:
         return self._by_name.get(name)
 
     def _index_partition(self, p: PartitionEntry) -> None:
@@ -105,7 +105,7 @@ class TableEntry:
         }
 
     @staticmethod
-    def from_json(obj: dict) -> "TableEntry":
+    def from_json(obj: dict) -> TableEntry:
         entry = TableEntry(
             int(obj["id"]), obj["database"], obj["name"], TableDescriptorInfo.from_json(obj["descriptor"]),
             int(obj["schema_id"]), {int(k): SchemaInfo.from_json(v) for k, v in obj["schemas"].items()},
@@ -118,7 +118,7 @@ class TableEntry:
 @dataclass
 class DatabaseEntry:
     name: str
-    comment: Optional[str]
+    comment: str | None
     custom_properties: dict
     created_time: int
     modified_time: int
@@ -148,7 +148,7 @@ class Catalog:
         self.next_table_id = 0
         self.next_partition_id = 0
         self._file = os.path.join(root_dir, CATALOG_FILE)
-        self._writer: Optional[ThreadPoolExecutor] = None
+        self._writer: ThreadPoolExecutor | None = None
         self._write_lock = threading.Lock()
         self._version = 0
         self._written_version = 0
@@ -160,22 +160,22 @@ class Catalog:
             self.save_sync()
 
     # -- lookups -------------------------------------------------------------------------------
-    def table_by_id(self, table_id: int) -> Optional[TableEntry]:
+    def table_by_id(self, table_id: int) -> TableEntry | None:
         return self.tables_by_id.get(table_id)
 
-    def partition_by_id(self, table_id: int, partition_id: int) -> Optional[PartitionEntry]:
+    def partition_by_id(self, table_id: int, partition_id: int) -> PartitionEntry | None:
         t = self.tables_by_id.get(table_id)
         return t.partitions.get(partition_id) if t is not None else None
 
-    def table_of_partition(self, partition_id: int) -> Optional[TableEntry]:
+    def table_of_partition(self, partition_id: int) -> TableEntry | None:
         return self._partition_owner.get(partition_id)
 
-    def table(self, database: str, table_name: str) -> Optional[TableEntry]:
+    def table(self, database: str, table_name: str) -> TableEntry | None:
         db = self.databases.get(database)
         return db.tables.get(table_name) if db is not None else None
 
     # -- mutators ------------------------------------------------------------------------------
-    def add_database(self, name: str, comment: Optional[str], custom: dict) -> DatabaseEntry:
+    def add_database(self, name: str, comment: str | None, custom: dict) -> DatabaseEntry:
         t = now_ms()
         db = DatabaseEntry(name, comment, dict(custom), t, t)
         self.databases[name] = db

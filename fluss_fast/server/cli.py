@@ -8,11 +8,11 @@ import os
 import signal
 import sys
 
-from .app import DEFAULT_IDLE_TIMEOUT_S, FlussServer
 from ..event_loop import new_event_loop
+from .app import DEFAULT_IDLE_TIMEOUT_S, FlussServer
+from .auth import load_users_file, parse_user_spec
 from .datadir_lock import DataDirLocked
 from .rocksdb_options import RocksDBMissing
-from .auth import load_users_file, parse_user_spec
 
 
 def default_data_dir() -> str:
@@ -44,7 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how often auto-partitioned tables are checked (default 5)")
     p.add_argument("--log-flush-interval-messages", type=int, default=None, metavar="N",
                    help="fsync a bucket's log once N records were appended since its last fsync, before "
-                        "acknowledging (the Java key log.flush.interval-messages, also -c log.flush.interval-messages=N); 1 = every acknowledged "
+                        "acknowledging (the Java key log.flush.interval-messages, also "
+                        "-c log.flush.interval-messages=N); 1 = every acknowledged "
                         "record survives power loss. Default: never (as Java), except on a clean stop; "
                         "acknowledged records then survive kill -9 but not power loss")
     p.add_argument("-c", dest="settings", action="append", default=[], metavar="KEY=VALUE",

@@ -1,4 +1,5 @@
-"""Coordinator role: metadata, databases, tables, partitions, auto-partitioning (docs/contributing/protocol.md §3.3-3.6, §7).
+"""Coordinator role: metadata, databases, tables, partitions, auto-partitioning
+(docs/contributing/protocol.md §3.3-3.6, §7).
 
 Checks and defaults follow the Java coordinator (``TableDescriptorValidation``, ``ConfigOptions``) so
 that error codes match: bad names 16/15, bad descriptors 15, unknown or invalid ``table.*`` properties
@@ -9,23 +10,28 @@ Those rules live beside the handlers: ``names``, ``table_options``, ``table_vali
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
-from datetime import datetime, timezone
-from typing import Optional
+from datetime import UTC, datetime
 
+from ..error_codes import Errors
 from ..errors import FlussError
 from ..metadata import PARTITION_SEPARATOR
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
-from ..error_codes import Errors
 from ..rpc.wire import partition_metadata_field, table_metadata_field
 from .alter_table import altered_descriptor
 from .auto_partition import AutoPartition
 from .catalog import BUILTIN_DATABASE, PartitionEntry, TableEntry, now_ms
 from .names import check_database_name, check_table_name, invalid_name_reason, prefix_reason
-from .table_options import (DEFAULT_BUCKET_NUMBER, DEFAULT_REPLICATION_FACTOR, HISTORICAL_PARTITION, MAX_BUCKET_NUM,
-                            MAX_PARTITION_NUM)
+from .table_options import (
+    DEFAULT_BUCKET_NUMBER,
+    DEFAULT_REPLICATION_FACTOR,
+    HISTORICAL_PARTITION,
+    MAX_BUCKET_NUM,
+    MAX_PARTITION_NUM,
+)
 from .table_validation import parse_database_json, prepare_descriptor
 from .time_formats import DEFAULT_TIME_FORMATS, parses_as_time
 
@@ -41,7 +47,7 @@ class Coordinator:
         self.server = server
         self.replicas = replicas
         self.catalog = server.catalog
-        self._task: Optional[asyncio.Task] = None
+        self._task: asyncio.Task | None = None
         self._nodes_cache: dict = {}
         self._meta_cache: dict = {}  # table id -> (version key, serialized field 3 of MetadataResponse)
         self._pmeta_cache: dict = {}  # partition id -> serialized field 4 (ids are never reused)
@@ -54,10 +60,8 @@ class Coordinator:
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
-            except (asyncio.CancelledError, Exception):  # noqa: BLE001
-                pass
             self._task = None
 
     def handlers(self) -> dict:
@@ -97,7 +101,7 @@ class Coordinator:
             raise FlussError(f"Table '{_path(tp)}' does not exist.", Errors.TABLE_NOT_EXIST)
         return entry
 
-    def _fill_buckets(self, target, table_id: int, partition_id: Optional[int], entry: TableEntry) -> None:
+    def _fill_buckets(self, target, table_id: int, partition_id: int | None, entry: TableEntry) -> None:
         rf = _rf_of(entry)
         leader_of = self.server.leader_of
         replicas_of = self.server.replicas_of
@@ -105,7 +109,7 @@ class Coordinator:
             bm = target.add(bucket_id=b, leader_id=leader_of(table_id, partition_id, b), leader_epoch=0)
             bm.replica_id.extend(replicas_of(table_id, partition_id, b, rf))
 
-    def _drop_data(self, table_id: int, partition_id: Optional[int] = None) -> None:
+    def _drop_data(self, table_id: int, partition_id: int | None = None) -> None:
         if partition_id is None:
             self._meta_cache.pop(table_id, None)
         else:
@@ -348,7 +352,7 @@ class Coordinator:
         return pb.AlterTableResponse()
 
     # -- partitions ----------------------------------------------------------------------------
-    def _partitioned_table(self, tp, refusal: Optional[str] = None) -> TableEntry:
+    def _partitioned_table(self, tp, refusal: str | None = None) -> TableEntry:
         entry = self._table(tp)
         if not entry.is_partitioned:
             raise FlussError(refusal or f"Table '{entry.path}' is not a partitioned table.",
@@ -373,7 +377,8 @@ class Coordinator:
         for v in values:
             reason = invalid_name_reason(v) or (prefix_reason(v) if creating else None)
             if reason:
-                raise FlussError(f"The partition value {v} is invalid: {reason}", Errors.PARTITION_SPEC_INVALID_EXCEPTION)
+                raise FlussError(f"The partition value {v} is invalid: {reason}",
+                                 Errors.PARTITION_SPEC_INVALID_EXCEPTION)
         ordered = {k: spec[k] for k in keys}
         return ordered, PARTITION_SEPARATOR.join(values)
 
@@ -388,7 +393,7 @@ class Coordinator:
                              f"auto-partition time unit '{auto.unit}'.", Errors.PARTITION_SPEC_INVALID_EXCEPTION)
         if not auto.enabled or auto.num_retention < 0:
             return
-        earliest = auto.time_value(datetime.now(timezone.utc), -auto.num_retention)
+        earliest = auto.time_value(datetime.now(UTC), -auto.num_retention)
         if earliest > value:
             raise FlussError(f"Partition value '{value}' is out-of-date. The earliest retained partition is "
                              f"'{earliest}'.", Errors.PARTITION_SPEC_INVALID_EXCEPTION)
@@ -532,7 +537,7 @@ class Coordinator:
         auto = AutoPartition.of(entry)
         if auto is None or not auto.enabled:
             return False
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         changed = False
         if auto.num_retention >= 0:
             earliest = auto.time_value(now, -auto.num_retention)

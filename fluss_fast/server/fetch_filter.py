@@ -15,7 +15,6 @@ are left out of the answer, as Java 1.0's ``LogSegment.readWithFilter`` does.
 from __future__ import annotations
 
 import logging
-from typing import Optional
 
 from ..codec.log import batchstats, logbatch
 from ..codec.log.batchfilter import BatchFilter, FilterError
@@ -23,7 +22,7 @@ from ..codec.log.batchfilter import BatchFilter, FilterError
 _log = logging.getLogger(__name__)
 
 
-def filter_of(entry, treq) -> Optional[BatchFilter]:
+def filter_of(entry, treq) -> BatchFilter | None:
     """The filter of one table of a FetchLog request, or None to read it unfiltered."""
     if entry is None or not treq.HasField("filter_predicate"):
         return None

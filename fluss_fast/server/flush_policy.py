@@ -13,15 +13,15 @@ bad batch, so such a tail is dropped and never served.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
-from typing import Optional
 
 #: Java's default (Long.MAX_VALUE): no fsync per append
 NEVER = None
 
 
 class FlushPolicy:
-    def __init__(self, interval_messages: Optional[int] = NEVER):
+    def __init__(self, interval_messages: int | None = NEVER):
         if interval_messages is not None and interval_messages < 1:
             raise ValueError(f"log.flush.interval-messages must be >= 1, got {interval_messages}")
         self.interval = interval_messages
@@ -55,10 +55,8 @@ class FlushPolicy:
         """Clean shutdown: everything appended so far goes to disk (as Java flushes on close)."""
         for seg in blog.segments:
             if seg.fd >= 0:
-                try:
+                with contextlib.suppress(OSError):
                     os.fsync(seg.fd)
-                except OSError:
-                    pass
         blog.flushed_offset = blog.high_watermark
 
 

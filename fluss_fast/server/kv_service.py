@@ -9,15 +9,14 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from typing import Dict, Optional
 
 from ..codec.kv.kvbatch import build_kv_batch, decode_value
-from ..codec.rows.compacted import CompactedRowDecoder
 from ..codec.kv.valuebatch import build_value_batch
+from ..codec.rows.compacted import CompactedRowDecoder
+from ..error_codes import Errors
 from ..errors import FlussError
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
-from ..error_codes import Errors
 from ..rpc.wire import PUT_KV
 from .bucket_reqs import bucket_reply, check_acks, set_error
 from .kvstore import FIRST_KEY, put_batch
@@ -30,7 +29,7 @@ MAX_SCANNERS_PER_SERVER = 200
 MAX_SCAN_BATCH_BYTES = 10 * 1024 * 1024
 
 
-def _bucket_name(table_id: int, partition_id: Optional[int], bucket: int) -> str:
+def _bucket_name(table_id: int, partition_id: int | None, bucket: int) -> str:
     if partition_id is None:
         return f"TableBucket{{tableId={table_id}, bucket={bucket}}}"
     return f"TableBucket{{tableId={table_id}, partitionId={partition_id}, bucket={bucket}}}"
@@ -55,7 +54,7 @@ class _Scanner:
 
     __slots__ = ("key", "snapshot", "it", "left", "seq", "touched")
 
-    def __init__(self, key, bkv, limit: Optional[int]):
+    def __init__(self, key, bkv, limit: int | None):
         self.key = key
         self.snapshot = bkv.snapshot()
         self.it = self.snapshot.iter()
@@ -80,7 +79,7 @@ class KvService:
         self.server = server
         self.tablet = tablet
         self.kv = replicas.kv
-        self._scanners: Dict[bytes, _Scanner] = replicas.scanners
+        self._scanners: dict[bytes, _Scanner] = replicas.scanners
 
     def handlers(self) -> dict[int, HandlerEntry]:
         return {
@@ -186,14 +185,14 @@ class KvService:
         part = entry.partitions.get(pid) if pid is not None else None
         encoder = table._encoder
         records = []
-        for key, value in zip(keys, values):
+        for key, value in zip(keys, values, strict=True):
             if value is not None:
                 continue
             row = [None] * table.ncols
             try:
                 decoded = (decoder.decode(bitset + key) if table.key_decoder is None
                            else table.key_decoder.decode(key))
-                for i, v in zip(table.physical_key, decoded):
+                for i, v in zip(table.physical_key, decoded, strict=True):
                     row[i] = v
             except ValueError as e:
                 raise FlussError(f"Cannot decode lookup key {key.hex()} of {entry.path}: {e}",

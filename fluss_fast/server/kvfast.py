@@ -17,8 +17,8 @@ import struct
 from ..codec.errors import CorruptBatchError
 from ..codec.kv.kvsplit import plan_changes, split_kv_records
 from ..codec.rows.rowtypes import INDEXED
-from ..errors import FlussError
 from ..error_codes import Errors
+from ..errors import FlussError
 from .row_merger import Merger
 from .table_kv import TableKv
 from .table_options import deletes_disabled
@@ -37,7 +37,8 @@ def eligible(table: TableKv, merger: Merger) -> bool:
             and table.image in ("FULL", "WAL") and merger.delete_behavior in ("ALLOW", "IGNORE", "DISABLE"))
 
 
-def changelog_from_values(table: TableKv, values, cts: bytearray, mixed: bool, writer_id: int, batch_sequence: int) -> bytes:
+def changelog_from_values(table: TableKv, values, cts: bytearray, mixed: bool, writer_id: int,
+                          batch_sequence: int) -> bytes:
     """The changelog batch of stored values (int16 schema id + row), straight from their bytes to
     Arrow (``codec.rowarrow``: rows of an older schema are mapped to the latest one)."""
     if not values:

@@ -29,19 +29,19 @@ import asyncio
 import logging
 import os
 import shutil
-from typing import Dict, List, Optional, Tuple
 
 from ..codec.errors import CorruptBatchError
 from ..codec.kv.kvbatch import encode_value, iter_kv_records, parse_kv_header
 from ..codec.kv.kvsplit import KeyFilter, current_values, fill_batch, read_through
 from ..codec.log import logbatch
+
 # change types of changelog records (docs/contributing/formats.md §2.5)
 from ..codec.log.indexedlog import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
 from ..codec.rows.compacted import CompactedRowEncoder
 from ..codec.rows.indexed import IndexedRowEncoder
 from ..codec.rows.rowtypes import INDEXED
-from ..errors import FlussError
 from ..error_codes import Errors
+from ..errors import FlussError
 from . import kvfast
 from .bucket_log import BucketLog
 from .logstore import LogManager
@@ -85,19 +85,19 @@ class BucketKv:
         self.applied = self._read_applied()  # RocksDB holds the log up to here
         # the keys RocksDB may hold, so that looking up a new key costs no RocksDB read (None: the
         # store held too many keys at open to list them)
-        self.kfilter: Optional[KeyFilter] = self._key_filter()
+        self.kfilter: KeyFilter | None = self._key_filter()
         # the pre-write buffer: changes up to pending_end that RocksDB does not have yet
-        self.pending: Dict[bytes, Optional[bytes]] = {}
+        self.pending: dict[bytes, bytes | None] = {}
         self.pending_end = self.applied
         self._pending_bytes = 0
         self._flush_timer = None
         self.closed = False
         self.scanners = 0
-        self._auto_seg: Optional[list] = None
+        self._auto_seg: list | None = None
         self.stale = False  # the store missed a write: reopen it (which replays the log)
 
     # -- auto-increment ids -----------------------------------------------------------------------
-    def next_auto_id(self, table: "TableKv") -> int:
+    def next_auto_id(self, table: TableKv) -> int:
         """The next id of the table's auto-increment column: from this bucket's cached range, which is
         taken from a per-table counter (persisted before use, so a restart never reuses an id)."""
         seg = self._auto_seg
@@ -110,7 +110,7 @@ class BucketKv:
         seg[0] = nxt + 1
         return nxt
 
-    def _take_auto_range(self, table: "TableKv") -> list:
+    def _take_auto_range(self, table: TableKv) -> list:
         tdir = os.path.dirname(self.blog.dir)
         if self.blog.partition_id is not None:
             tdir = os.path.dirname(tdir)
@@ -132,7 +132,7 @@ class BucketKv:
         os.replace(tmp, path)
         return [start + 1, start + size]
 
-    def _key_filter(self) -> Optional[KeyFilter]:
+    def _key_filter(self) -> KeyFilter | None:
         f = KeyFilter()
         it = self.db.iter()
         it.seek(FIRST_KEY)
@@ -230,7 +230,7 @@ class BucketKv:
         self._store_mark(self.blog.log_start_offset)
 
     # -- access ----------------------------------------------------------------------------------
-    def get(self, key: bytes) -> Optional[bytes]:
+    def get(self, key: bytes) -> bytes | None:
         if not key:
             return None  # the applied-offset entry is no row
         pending = self.pending
@@ -238,7 +238,7 @@ class BucketKv:
             return pending[key]
         return self.db.get(key)
 
-    def multi_get(self, keys: List[bytes]) -> List[Optional[bytes]]:
+    def multi_get(self, keys: list[bytes]) -> list[bytes | None]:
         """Current values (None = absent), the pre-write buffer first. Safe on a worker thread beside
         the loop: a flush replaces the buffer instead of emptying it, and RocksDB is read after the
         buffer, so a flush in between only moves a value to where it is read next."""
@@ -246,15 +246,15 @@ class BucketKv:
             return []
         out = read_through(keys, self.pending, self.db.get)
         if b"" in keys:  # the applied-offset entry is no row (no key encoder writes an empty key)
-            out = [None if not key else v for key, v in zip(keys, out)]
+            out = [None if not key else v for key, v in zip(keys, out, strict=True)]
         return out
 
-    def current_values(self, keys: List[bytes], values: List[Optional[bytes]], deletes_only: bool) -> dict:
+    def current_values(self, keys: list[bytes], values: list[bytes | None], deletes_only: bool) -> dict:
         """``codec.kvsplit.current_values`` of this bucket (the pre-write buffer, then RocksDB); as
         safe on a worker thread as ``multi_get``."""
         return current_values(keys, values, self.pending, self.db.get, deletes_only, self.kfilter)
 
-    def prefix(self, prefix: bytes) -> List[bytes]:
+    def prefix(self, prefix: bytes) -> list[bytes]:
         self.flush()
         out = []
         it = self.db.iter()
@@ -268,7 +268,7 @@ class BucketKv:
             it.next()
         return out
 
-    def values(self, limit: Optional[int] = None) -> List[bytes]:
+    def values(self, limit: int | None = None) -> list[bytes]:
         self.flush()
         out = []
         it = self.db.iter()
@@ -278,7 +278,7 @@ class BucketKv:
             it.next()
         return out
 
-    def write(self, changes: Dict[bytes, Optional[bytes]]) -> None:
+    def write(self, changes: dict[bytes, bytes | None]) -> None:
         if not changes:
             return
         import rocksdict
@@ -298,7 +298,7 @@ class BucketKv:
         self.flush()
         return self.db.snapshot()
 
-    async def commit(self, batch: bytes, changes: Dict[bytes, Optional[bytes]], size: int) -> int:
+    async def commit(self, batch: bytes, changes: dict[bytes, bytes | None], size: int) -> int:
         """Append a changelog batch, then apply ``changes`` (key -> value, None = delete; the dict
         may become the buffer itself, so the caller lets go of it) through the pre-write buffer; the
         log end offset after the append. ``size``: the request's bytes, for the buffer's bound.
@@ -382,7 +382,7 @@ class BucketKv:
         if self.closed:
             raise FlussError(f"{self.blog.name} was dropped", Errors.UNKNOWN_TABLE_OR_BUCKET_EXCEPTION)
 
-    def retried_end(self, writer_id: int, batch_sequence: int) -> Optional[int]:
+    def retried_end(self, writer_id: int, batch_sequence: int) -> int | None:
         """The log end offset to answer a retried batch of an idempotent writer with (before any
         work, and before any error its records would raise now), else None; a sequence gap raises."""
         if writer_id < 0:
@@ -455,16 +455,16 @@ async def put_batch(table: TableKv, merger: Merger, bkv: BucketKv, records, *, f
         retried = bkv.retried_end(h.writer_id, h.batch_sequence)
         if retried is not None:
             return retried
-        buffer: Dict[bytes, Optional[bytes]] = {}
-        decoded: Dict[bytes, Optional[list]] = {}
-        rows: List[list] = []
+        buffer: dict[bytes, bytes | None] = {}
+        decoded: dict[bytes, list | None] = {}
+        rows: list[list] = []
         cts = bytearray()
         full = table.image != "WAL"
 
-        stored_now: Dict[bytes, Optional[bytes]] = {}
+        stored_now: dict[bytes, bytes | None] = {}
         if not merger.blind:
             wanted = list({bytes(key): None for key, _ in kvs})
-            stored_now = dict(zip(wanted, bkv.multi_get(wanted)))
+            stored_now = dict(zip(wanted, bkv.multi_get(wanted), strict=True))
 
         def current(key):
             if key in decoded:
@@ -561,9 +561,9 @@ class KvManager:
 
     def __init__(self, logs: LogManager) -> None:
         self.logs = logs
-        self.buckets: Dict[Tuple[int, Optional[int], int], BucketKv] = {}
-        self._tables: Dict[int, TableKv] = {}
-        self._opening: Dict[Tuple[int, Optional[int], int], asyncio.Future] = {}
+        self.buckets: dict[tuple[int, int | None, int], BucketKv] = {}
+        self._tables: dict[int, TableKv] = {}
+        self._opening: dict[tuple[int, int | None, int], asyncio.Future] = {}
 
     def table(self, entry) -> TableKv:
         t = self._tables.get(entry.table_id)
@@ -571,7 +571,7 @@ class KvManager:
             t = self._tables[entry.table_id] = TableKv(entry)
         return t
 
-    def cached(self, blog) -> Optional[BucketKv]:
+    def cached(self, blog) -> BucketKv | None:
         """The open, current store of a bucket, or None (then ``bucket`` opens it)."""
         bkv = self.buckets.get((blog.table_id, blog.partition_id, blog.bucket))
         if bkv is not None and bkv.blog is blog and not bkv.closed and not bkv.stale:
@@ -606,7 +606,7 @@ class KvManager:
         finally:
             self._opening.pop(key, None)
 
-    def drop(self, table_id: int, partition_id: Optional[int] = None) -> None:
+    def drop(self, table_id: int, partition_id: int | None = None) -> None:
         for key in [k for k in self.buckets if k[0] == table_id and (partition_id is None or k[1] == partition_id)]:
             self.buckets.pop(key).close(flush=False)
         if partition_id is None:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
+from ..error_codes import Errors
 from ..errors import FlussError
 from ..rpc import api as _api
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import API_KEYS, COORDINATOR, Api
-from ..error_codes import Errors
 from .protocol import Handler, HandlerEntry, RawParsed
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ def _not_implemented(key) -> Handler:
 class Listener:
     """What one listening socket is: its role, node id, family (plaintext/SASL) and dispatch table."""
 
-    def __init__(self, server: FlussServer, name: str, role: int, node_id: Optional[int], host: str, port: int):
+    def __init__(self, server: FlussServer, name: str, role: int, node_id: int | None, host: str, port: int):
         self.server = server
         self.name = name
         self.role = role
@@ -42,7 +42,7 @@ class Listener:
         self.sasl = name == SASL_LISTENER
         self.dispatch: dict[int, tuple] = {}
         self.api_versions_body = b""
-        self.aio_server: Optional[asyncio.AbstractServer] = None
+        self.aio_server: asyncio.AbstractServer | None = None
 
     @property
     def role_name(self) -> str:

@@ -5,7 +5,6 @@ import asyncio
 import shutil
 import tempfile
 import threading
-from typing import Optional
 
 from ..event_loop import new_event_loop
 from .app import FlussServer
@@ -19,20 +18,20 @@ class LocalServer:
     directory that is removed on exit.
     """
 
-    def __init__(self, data_dir: Optional[str] = None, listen: str = "127.0.0.1:0", sasl_listen: Optional[str] = None,
-                 sasl_users: Optional[dict] = None, tablet_servers: int = 1, **options):
+    def __init__(self, data_dir: str | None = None, listen: str = "127.0.0.1:0", sasl_listen: str | None = None,
+                 sasl_users: dict | None = None, tablet_servers: int = 1, **options):
         self._own_dir = data_dir is None
         self._data_dir = data_dir
         self._args = dict(listen=listen, sasl_listen=sasl_listen, sasl_users=sasl_users,
                           tablet_servers=tablet_servers, **options)
         if sasl_users and not sasl_listen:
             self._args["sasl_listen"] = "127.0.0.1:0"
-        self.server: Optional[FlussServer] = None
-        self._thread: Optional[threading.Thread] = None
-        self._thread_loop: Optional[asyncio.AbstractEventLoop] = None
+        self.server: FlussServer | None = None
+        self._thread: threading.Thread | None = None
+        self._thread_loop: asyncio.AbstractEventLoop | None = None
 
     @property
-    def data_dir(self) -> Optional[str]:
+    def data_dir(self) -> str | None:
         """The data directory (a temporary one when none was given; ``None`` after it was removed)."""
         return self._data_dir
 
@@ -42,11 +41,11 @@ class LocalServer:
         return self.server.bootstrap_servers
 
     @property
-    def sasl_bootstrap_servers(self) -> Optional[str]:
+    def sasl_bootstrap_servers(self) -> str | None:
         """The SASL listener's ``host:port``, or ``None`` without SASL users."""
         return self.server.sasl_bootstrap_servers
 
-    async def start(self) -> "LocalServer":
+    async def start(self) -> LocalServer:
         """Start the server in the running event loop.
 
         Returns:
@@ -70,13 +69,13 @@ class LocalServer:
             shutil.rmtree(self._data_dir, ignore_errors=True)
             self._data_dir = None
 
-    async def __aenter__(self) -> "LocalServer":
+    async def __aenter__(self) -> LocalServer:
         return await self.start()
 
     async def __aexit__(self, *exc) -> None:
         await self.stop()
 
-    def __enter__(self) -> "LocalServer":
+    def __enter__(self) -> LocalServer:
         started = threading.Event()
         failure: list = []
         # Made here, not in the thread, so a bad FLUSS_FAST_EVENT_LOOP raises to the caller.

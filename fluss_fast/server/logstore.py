@@ -17,7 +17,6 @@ import logging
 import os
 import shutil
 import time
-from typing import Dict, Optional, Tuple
 
 from .bucket_log import BucketLog
 
@@ -58,14 +57,14 @@ class LogManager:
     (env ``FLUSS_FAST_LOG_SEGMENT_BYTES`` overrides it, for tests that want rolls).
     """
 
-    def __init__(self, root_dir: str, segment_bytes: Optional[int] = None, flush_policy=None):
+    def __init__(self, root_dir: str, segment_bytes: int | None = None, flush_policy=None):
         self.root = os.path.abspath(root_dir)
         self.flush_policy = flush_policy
         self.segment_bytes = int(segment_bytes or _env_int("FLUSS_FAST_LOG_SEGMENT_BYTES", DEFAULT_SEGMENT_BYTES))
         if self.segment_bytes < 1:
             raise ValueError(f"segment_bytes must be positive, got {self.segment_bytes}")
-        self.logs: Dict[Tuple[int, Optional[int], int], BucketLog] = {}
-        self._table_dirs: Dict[int, str] = {}
+        self.logs: dict[tuple[int, int | None, int], BucketLog] = {}
+        self._table_dirs: dict[int, str] = {}
         os.makedirs(self.root, exist_ok=True)
         self._writer_id_path = os.path.join(self.root, "writer-id")
         self._next_writer_id = self._load_writer_id()
@@ -129,7 +128,7 @@ class LogManager:
         if count:
             log.info("recovered %d bucket logs in %.3f s", count, time.monotonic() - started)
 
-    def _open(self, path: str, table_id: int, partition_id: Optional[int], bucket: int, name: str) -> BucketLog:
+    def _open(self, path: str, table_id: int, partition_id: int | None, bucket: int, name: str) -> BucketLog:
         blog = BucketLog(path, table_id, partition_id, bucket, name, self.segment_bytes)
         blog.flush_policy = self.flush_policy
         self.logs[(table_id, partition_id, bucket)] = blog
@@ -156,7 +155,7 @@ class LogManager:
             path = os.path.join(tdir, f"log-{bucket}")
         return self._open(path, table_entry.table_id, pid, bucket, f"{name} bucket {bucket}")
 
-    def find(self, table_id: int, partition_id: Optional[int], bucket: int) -> Optional[BucketLog]:
+    def find(self, table_id: int, partition_id: int | None, bucket: int) -> BucketLog | None:
         return self.logs.get((table_id, partition_id, bucket))
 
     def table_ids(self) -> set:

@@ -2,17 +2,16 @@
 from __future__ import annotations
 
 import re
-from typing import Optional
 
-from ..errors import FlussError
 from ..error_codes import Errors
+from ..errors import FlussError
 
 MAX_NAME_LENGTH = 200
 INTERNAL_PREFIX = "__"
 _NAME_RE = re.compile(r"^[A-Za-z0-9_\-]+$")
 
 
-def invalid_name_reason(name: str) -> Optional[str]:
+def invalid_name_reason(name: str) -> str | None:
     if name is None or name == "":
         return "the empty string is not allowed"
     if name in (".", ".."):
@@ -24,9 +23,10 @@ def invalid_name_reason(name: str) -> Optional[str]:
     return None
 
 
-def prefix_reason(name: str) -> Optional[str]:
+def prefix_reason(name: str) -> str | None:
     if name.startswith(INTERNAL_PREFIX):
-        return f"'{INTERNAL_PREFIX}' is not allowed as prefix, since it is reserved for internal databases/internal tables/internal partitions in Fluss server"
+        return (f"'{INTERNAL_PREFIX}' is not allowed as prefix, since it is reserved for internal "
+                "databases/internal tables/internal partitions in Fluss server")
     return None
 
 

@@ -21,20 +21,22 @@ produce path) get views of it, so record payloads are copied exactly once, socke
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import socket
 import struct
 import traceback
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Union
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from google.protobuf.message import DecodeError, EncodeError
 
 from ..codec.errors import CorruptBatchError
+from ..error_codes import Errors
 from ..errors import FlussError
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc import frame as _frame
 from ..rpc.api import API_KEYS, Api
-from ..error_codes import Errors
 from .auth import PLAINTEXT
 from .utf8 import repair_strings
 
@@ -91,7 +93,7 @@ class RequestContext:
 Handler = Callable[[RequestContext, int, Any], Any]
 # ``parse(body) -> request | None``: a request straight from the frame bytes, None meaning "let
 # protobuf do it"
-RawParser = Callable[[Any], Optional[Any]]
+RawParser = Callable[[Any], Any | None]
 
 
 class RawParsed(NamedTuple):
@@ -102,7 +104,7 @@ class RawParsed(NamedTuple):
     parse: RawParser
 
 
-HandlerEntry = Union[Handler, RawParsed]
+HandlerEntry = Handler | RawParsed
 
 
 class ServerConnection(asyncio.BufferedProtocol):
@@ -141,10 +143,8 @@ class ServerConnection(asyncio.BufferedProtocol):
         self._transport = transport
         sock = transport.get_extra_info("socket")
         if sock is not None:
-            try:
+            with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            except OSError:
-                pass
         peer = transport.get_extra_info("peername")
         self._ctx = RequestContext(self._server, self._listener.node_id, self._listener.name, peer, self)
         self._server._connections.add(self)
@@ -286,7 +286,8 @@ class ServerConnection(asyncio.BufferedProtocol):
         if message:
             err.error_message = message[:_MAX_ERROR_MESSAGE]
         body = err.SerializeToString()
-        self._transport.write(_pack_resp(_frame.RESPONSE_HEADER_SIZE + len(body), _frame.ERROR_RESPONSE, request_id) + body)
+        self._transport.write(_pack_resp(_frame.RESPONSE_HEADER_SIZE + len(body),
+                                         _frame.ERROR_RESPONSE, request_id) + body)
 
     def _handle_frame(self, frame, private: bool):
         """``frame``: the request header and body. ``private``: it lives in a buffer of its own (else in
@@ -302,7 +303,8 @@ class ServerConnection(asyncio.BufferedProtocol):
         if entry is None:
             if api_key == Api.API_VERSIONS:
                 body = self._listener.api_versions_body
-                self._transport.write(_pack_resp(_frame.RESPONSE_HEADER_SIZE + len(body), _frame.SUCCESS_RESPONSE, request_id) + body)
+                self._transport.write(_pack_resp(_frame.RESPONSE_HEADER_SIZE + len(body),
+                                                 _frame.SUCCESS_RESPONSE, request_id) + body)
             elif api_key == Api.AUTHENTICATE:
                 self._authenticate(frame, request_id)
             else:
@@ -370,18 +372,22 @@ class ServerConnection(asyncio.BufferedProtocol):
             if self._closed:
                 return
             if isinstance(response, (bytes, bytearray, memoryview)):
-                self._transport.writelines([_pack_resp(_frame.RESPONSE_HEADER_SIZE + len(response), _frame.SUCCESS_RESPONSE, request_id), response])
+                self._transport.writelines([_pack_resp(_frame.RESPONSE_HEADER_SIZE + len(response),
+                                                       _frame.SUCCESS_RESPONSE, request_id), response])
             elif isinstance(response, RawBody):
                 size = 0
                 for chunk in response:
                     size += len(chunk)
-                self._transport.writelines([_pack_resp(_frame.RESPONSE_HEADER_SIZE + size, _frame.SUCCESS_RESPONSE, request_id), *response])
+                self._transport.writelines([_pack_resp(_frame.RESPONSE_HEADER_SIZE + size,
+                                                       _frame.SUCCESS_RESPONSE, request_id), *response])
             else:
                 body = response.SerializeToString()
                 if len(body) > 65536:
-                    self._transport.writelines([_pack_resp(_frame.RESPONSE_HEADER_SIZE + len(body), _frame.SUCCESS_RESPONSE, request_id), body])
+                    self._transport.writelines([_pack_resp(_frame.RESPONSE_HEADER_SIZE + len(body),
+                                                           _frame.SUCCESS_RESPONSE, request_id), body])
                 else:
-                    self._transport.write(_pack_resp(_frame.RESPONSE_HEADER_SIZE + len(body), _frame.SUCCESS_RESPONSE, request_id) + body)
+                    self._transport.write(_pack_resp(_frame.RESPONSE_HEADER_SIZE + len(body),
+                                                     _frame.SUCCESS_RESPONSE, request_id) + body)
         except FlussError as e:
             self._write_error(request_id, e.error_code, e.message)
         except asyncio.CancelledError:
@@ -447,7 +453,8 @@ class ServerConnection(asyncio.BufferedProtocol):
 
     def _write_ok(self, request_id: int, body: bytes):
         if not self._closed:
-            self._transport.write(_pack_resp(_frame.RESPONSE_HEADER_SIZE + len(body), _frame.SUCCESS_RESPONSE, request_id) + body)
+            self._transport.write(_pack_resp(_frame.RESPONSE_HEADER_SIZE + len(body),
+                                             _frame.SUCCESS_RESPONSE, request_id) + body)
 
     def close(self):
         if not self._closed and self._transport is not None:

@@ -1,5 +1,6 @@
 """Remote (tiered) log of the embedded server: copy closed segments to a remote file system, answer
-fetches below the local log start with the segment list, expire old data (docs/contributing/formats.md §9.2, §9.3, §9.4).
+fetches below the local log start with the segment list, expire old data
+(docs/contributing/formats.md §9.2, §9.3, §9.4).
 
 Remote layout, as the Java server writes it::
 
@@ -23,17 +24,17 @@ from __future__ import annotations
 import array
 import asyncio
 import bisect
+import contextlib
 import json
 import logging
 import os
 import struct
 import time
 import uuid
-from typing import Dict, List, Optional
 
 from ..codec.log import logbatch
-from ..rpc import fluss_api_pb2 as pb
 from ..remote_fs import open_store
+from ..rpc import fluss_api_pb2 as pb
 from .catalog import TableEntry
 from .settings import Settings, parse_duration_ms
 
@@ -68,7 +69,7 @@ class RemoteSegment:
                 "size_in_bytes": self.size}
 
     @classmethod
-    def from_json(cls, obj) -> "RemoteSegment":
+    def from_json(cls, obj) -> RemoteSegment:
         return cls(str(obj["segment_id"]), int(obj["start_offset"]), int(obj["end_offset"]),
                    int(obj["max_timestamp"]), int(obj["size_in_bytes"]))
 
@@ -77,15 +78,15 @@ class RemoteTablet:
     """The remote log of one bucket: where it lives and the committed segment list."""
 
     def __init__(self, key, local_dir: str, rel_dir: str, database: str, table: str,
-                 partition_name: Optional[str]):
+                 partition_name: str | None):
         self.key = key  # (table_id, partition_id, bucket)
         self.local_dir = local_dir
         self.rel_dir = rel_dir  # below the remote root
         self.database = database
         self.table = table
         self.partition_name = partition_name
-        self.segments: List[RemoteSegment] = []
-        self.manifest_id: Optional[str] = None
+        self.segments: list[RemoteSegment] = []
+        self.manifest_id: str | None = None
         self.orphans_checked = False
         self._load_pointer()
 
@@ -135,7 +136,7 @@ class RemoteTablet:
         return bisect.bisect_right(starts, offset) - 1
 
 
-def _table_setting(entry: Optional[TableEntry], settings: Settings, key: str) -> Optional[int]:
+def _table_setting(entry: TableEntry | None, settings: Settings, key: str) -> int | None:
     raw = entry.descriptor.properties.get(key) if entry is not None else None
     if raw is None:
         raw = settings.raw(key)
@@ -148,7 +149,7 @@ def _table_setting(entry: Optional[TableEntry], settings: Settings, key: str) ->
         return None
 
 
-def _table_int(entry: Optional[TableEntry], settings: Settings, key: str, default: int) -> int:
+def _table_int(entry: TableEntry | None, settings: Settings, key: str, default: int) -> int:
     raw = entry.descriptor.properties.get(key) if entry is not None else None
     try:
         return int(raw) if raw is not None else int(settings.get(key, default))
@@ -159,20 +160,20 @@ def _table_int(entry: Optional[TableEntry], settings: Settings, key: str, defaul
 class RemoteLogManager:
     """Tiering, retention and remote look-ups for every bucket log of the server."""
 
-    def __init__(self, catalog, logs, settings: Settings, remote_dir: Optional[str], data_dir: str):
+    def __init__(self, catalog, logs, settings: Settings, remote_dir: str | None, data_dir: str):
         self.catalog = catalog
         self.logs = logs
         self.settings = settings
         location = remote_dir or settings.raw("remote.data.dir")
         self.store = open_store(location, settings) if location else None
         self.index_cache = os.path.join(data_dir, INDEX_CACHE_DIR)
-        self.tablets: Dict[tuple, RemoteTablet] = {}
+        self.tablets: dict[tuple, RemoteTablet] = {}
         self.interval_ms = int(settings.get("remote.log.task-interval-duration"))
         self.retention_check_ms = int(settings.get("log.retention.check-interval"))
         self.max_upload = max(1, int(settings.get("remote.log.task-max-upload-segments")))
         self.parallel = max(1, int(settings.get("remote.log-manager.thread-pool-size")))
         self.roll_expired = bool(settings.get("log.retention.roll-active-segment.enabled"))
-        self._task: Optional[asyncio.Task] = None
+        self._task: asyncio.Task | None = None
         self._busy: set = set()
 
     @property
@@ -228,7 +229,7 @@ class RemoteLogManager:
         await asyncio.to_thread(delete)
 
     # -- per bucket ------------------------------------------------------------------------------
-    def tablet(self, blog) -> Optional[RemoteTablet]:
+    def tablet(self, blog) -> RemoteTablet | None:
         key = (blog.table_id, blog.partition_id, blog.bucket)
         rt = self.tablets.get(key)
         if rt is not None:
@@ -250,7 +251,7 @@ class RemoteLogManager:
         self.tablets[key] = rt
         return rt
 
-    def find(self, blog) -> Optional[RemoteTablet]:
+    def find(self, blog) -> RemoteTablet | None:
         rt = self.tablet(blog)
         return rt if rt is not None and rt.segments else None
 
@@ -292,8 +293,8 @@ class RemoteLogManager:
             return
         jobs = []
         for seg in cands:
-            idx = b"".join(_INDEX_ENTRY.pack(o, p) for o, p in zip(seg.idx_off, seg.idx_pos))
-            tim = b"".join(_TIME_ENTRY.pack(t, o) for t, o in zip(seg.tidx_ts, seg.tidx_off))
+            idx = b"".join(_INDEX_ENTRY.pack(o, p) for o, p in zip(seg.idx_off, seg.idx_pos, strict=True))
+            tim = b"".join(_TIME_ENTRY.pack(t, o) for t, o in zip(seg.tidx_ts, seg.tidx_off, strict=True))
             jobs.append((str(uuid.uuid4()), seg.stem, seg.base_offset, seg.next_offset, seg.size,
                          seg.max_timestamp, idx, tim,
                          os.path.join(blog.dir, f"{seg.next_offset:020d}.writers.json")))
@@ -307,7 +308,7 @@ class RemoteLogManager:
         log.info("%s: tiered %d segment(s), remote log now [%d, %d)", blog.name, len(new),
                  rt.start_offset, rt.end_offset)
 
-    def _upload(self, rt: RemoteTablet, jobs) -> List[RemoteSegment]:
+    def _upload(self, rt: RemoteTablet, jobs) -> list[RemoteSegment]:
         fs = self.store.fs
         out = []
         for seg_id, stem, base, end, size, max_ts, idx, tim, snapshot in jobs:
@@ -330,7 +331,7 @@ class RemoteLogManager:
             out.append(RemoteSegment(seg_id, base, end, max_ts, size))
         return out
 
-    async def _commit(self, rt: RemoteTablet, segments: List[RemoteSegment]) -> None:
+    async def _commit(self, rt: RemoteTablet, segments: list[RemoteSegment]) -> None:
         manifest = rt.manifest_json(segments)
         manifest_id = str(uuid.uuid4())
         old = rt.manifest_id
@@ -412,7 +413,7 @@ class RemoteLogManager:
 
         await asyncio.to_thread(delete)
 
-    def _expire_local(self, blog, rt: Optional[RemoteTablet], entry) -> None:
+    def _expire_local(self, blog, rt: RemoteTablet | None, entry) -> None:
         ttl = _table_setting(entry, self.settings, "table.log.local-ttl")
         if ttl is None:
             ttl = _table_setting(entry, self.settings, "table.log.ttl")
@@ -448,10 +449,8 @@ class RemoteLogManager:
 
     def _drop_cached_index(self, s: RemoteSegment) -> None:
         for suffix in (".index", ".timeindex"):
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(self._cache_path(s.segment_id, s.start_offset, suffix))
-            except OSError:
-                pass
 
     def _read_index(self, rt: RemoteTablet, s: RemoteSegment, suffix: str) -> bytes:
         path = self._cache_path(s.segment_id, s.start_offset, suffix)
@@ -493,7 +492,7 @@ class RemoteLogManager:
             return rt.start_offset
         return blog.log_start_offset
 
-    async def fetch_info(self, blog, offset: int) -> Optional[pb.PbRemoteLogFetchInfo]:
+    async def fetch_info(self, blog, offset: int) -> pb.PbRemoteLogFetchInfo | None:
         """What FETCH_LOG answers for an offset below the local log start, or None when the remote
         log does not hold it either."""
         if self.store is None:
@@ -520,7 +519,7 @@ class RemoteLogManager:
         info.first_start_pos = await self.position_for(rt, run[0], offset)
         return info
 
-    async def offset_for_timestamp(self, blog, ts: int) -> Optional[int]:
+    async def offset_for_timestamp(self, blog, ts: int) -> int | None:
         """Base offset of the first remote batch with commit timestamp >= ts, or None."""
         rt = self.find(blog) if self.store is not None else None
         if rt is None:
@@ -533,7 +532,7 @@ class RemoteLogManager:
                 return found
         return None
 
-    def _scan_for_timestamp(self, rt: RemoteTablet, s: RemoteSegment, ts: int) -> Optional[int]:
+    def _scan_for_timestamp(self, rt: RemoteTablet, s: RemoteSegment, ts: int) -> int | None:
         tim = self._read_index(rt, s, ".timeindex")
         start_rel = None
         for t, o in _TIME_ENTRY.iter_unpack(tim[:len(tim) - len(tim) % 12]):

@@ -9,11 +9,10 @@ then removes what interrupted drops left behind; ``close`` syncs and closes ever
 from __future__ import annotations
 
 import os
-from typing import Dict, Optional
 
 from ..rpc import fluss_api_pb2 as pb
-from .flush_policy import FlushPolicy
 from .bucket_log import BucketLog
+from .flush_policy import FlushPolicy
 from .kvstore import KvManager
 from .logstore import LogManager
 from .remote import RemoteLogManager
@@ -22,13 +21,13 @@ from .settings import Settings
 
 class ReplicaManager:
     def __init__(self, catalog, data_dir: str, settings: Settings, flush_policy: FlushPolicy,
-                 remote_dir: Optional[str] = None):
+                 remote_dir: str | None = None):
         segment_bytes = settings.get("log.segment.file-size") if "log.segment.file-size" in settings else None
         self.logs = LogManager(os.path.join(data_dir, "log"), segment_bytes=segment_bytes, flush_policy=flush_policy)
         self.remote = RemoteLogManager(catalog, self.logs, settings, remote_dir, data_dir)
         self.kv = KvManager(self.logs)
         # scan id -> cursor of a SCAN_KV session (kv_service._Scanner); a drop ends the table's cursors
-        self.scanners: Dict[bytes, object] = {}
+        self.scanners: dict[bytes, object] = {}
 
     # -- life cycle ------------------------------------------------------------------------------
     def recover(self, is_live) -> None:
@@ -58,7 +57,7 @@ class ReplicaManager:
         self._drop_kv(table_id, partition_id)
         self.logs.drop_partition(table_id, partition_id)
 
-    def _drop_kv(self, table_id: int, partition_id: Optional[int]) -> None:
+    def _drop_kv(self, table_id: int, partition_id: int | None) -> None:
         # before the log files go: the stores and cursors read from them
         for sid, sc in list(self.scanners.items()):
             if sc is not None and sc.key[0] == table_id and (partition_id is None or sc.key[1] == partition_id):

@@ -3,10 +3,10 @@ VERSIONED, AGGREGATION) or an explicit overwrite, for all columns or a partial u
 columns (Java's ``RowMerger`` family). Errors follow the Java server's texts and codes."""
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
-from ..errors import FlussError
 from ..error_codes import Errors
+from ..errors import FlussError
 from .table_kv import TableKv
 
 
@@ -18,7 +18,7 @@ class Merger:
     """One request's merge rule: the table's engine (or OVERWRITE) configured for its target
     columns. Errors follow the Java server's texts and codes."""
 
-    def __init__(self, table: TableKv, target_columns: Optional[Sequence[int]], agg_mode: int) -> None:
+    def __init__(self, table: TableKv, target_columns: Sequence[int] | None, agg_mode: int) -> None:
         self.t = table
         self.overwrite = agg_mode == 1
         engine = None if self.overwrite else table.engine
@@ -61,7 +61,7 @@ class Merger:
         self.blind = (table.image == "WAL" and engine is None and self.target is None
                       and table.auto_inc is None)
 
-    def merge(self, old: Optional[list], new: list):
+    def merge(self, old: list | None, new: list):
         """The merged row, or UNCHANGED. ``new`` is in the latest schema's width."""
         if self.target is not None:
             if old is None:
@@ -70,7 +70,8 @@ class Merger:
                 return UNCHANGED
             if self.engine == "AGGREGATION":
                 return [old[i] if i not in self.target else
-                        (v if agg is None else agg(old[i], v)) for i, (v, agg) in enumerate(zip(new, self.t.aggs))]
+                        (v if agg is None else agg(old[i], v))
+                        for i, (v, agg) in enumerate(zip(new, self.t.aggs, strict=True))]
             return [v if i in self.target else old[i] for i, v in enumerate(new)]
         if old is None:
             return new
@@ -90,7 +91,7 @@ class Merger:
                 return UNCHANGED
             return new
         # aggregation
-        return [v if agg is None else agg(o, v) for o, v, agg in zip(old, new, self.t.aggs)]
+        return [v if agg is None else agg(o, v) for o, v, agg in zip(old, new, self.t.aggs, strict=True)]
 
     def delete(self, old: list):
         """None (delete the row) or the row that remains (partial delete)."""

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import array
 import bisect
+import contextlib
 import os
 import struct
-from typing import Iterator, Tuple
+from collections.abc import Iterator
 
 from ..codec.log import logbatch
 
@@ -50,7 +51,7 @@ class Segment:
 
     # -- index maintenance ------------------------------------------------------------------
     def index_entries_for(self, last_offset: int, position: int, nbytes: int, max_ts: int,
-                          max_ts_offset: int) -> Tuple[bytes, bytes]:
+                          max_ts_offset: int) -> tuple[bytes, bytes]:
         """Index bytes to write for an append of ``nbytes`` at ``position`` (Java's rule: an entry
         when more than the interval was appended since the previous one), updating memory."""
         idx = tim = _EMPTY
@@ -94,8 +95,8 @@ class Segment:
         return self.scan_start(self.base_offset + self.tidx_off[i])
 
     def rewrite_indexes(self) -> None:
-        idx = b"".join(INDEX_ENTRY.pack(o, p) for o, p in zip(self.idx_off, self.idx_pos))
-        tim = b"".join(TIME_ENTRY.pack(t, o) for t, o in zip(self.tidx_ts, self.tidx_off))
+        idx = b"".join(INDEX_ENTRY.pack(o, p) for o, p in zip(self.idx_off, self.idx_pos, strict=True))
+        tim = b"".join(TIME_ENTRY.pack(t, o) for t, o in zip(self.tidx_ts, self.tidx_off, strict=True))
         os.ftruncate(self.index_fd, 0)
         os.pwrite(self.index_fd, idx, 0)
         os.ftruncate(self.time_fd, 0)
@@ -103,14 +104,12 @@ class Segment:
 
     def close(self) -> None:
         for fd in (self.fd, self.index_fd, self.time_fd):
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
         self.fd = self.index_fd = self.time_fd = -1
 
 
-def batch_headers(fd: int, pos: int, end: int) -> Iterator[Tuple[int, object]]:
+def batch_headers(fd: int, pos: int, end: int) -> Iterator[tuple[int, object]]:
     """``(position, header)`` of the complete batches in ``[pos, end)`` of a file, reading only
     windows of headers (no CRC check). Stops at a truncated batch."""
     while end - pos >= logbatch.LOG_OVERHEAD:

@@ -9,8 +9,8 @@ import os
 import threading
 
 from ..codec.log import logbatch
-from ..errors import FlussError
 from ..error_codes import Errors
+from ..errors import FlussError
 from ..rpc.frame_pool import FramePool
 from .segment import BATCH_PREFIX, Segment
 
@@ -129,7 +129,7 @@ async def read_segment(seg: Segment, position: int, n: int) -> bytes:
     got = 0
     if _RWF_NOWAIT:
         buf, got = _read_cached(seg.fd, position, n)
-        if got == n or (0 < got and position + got >= seg.size):
+        if got == n or (got > 0 and position + got >= seg.size):
             return buf if got == n else buf[:got]
     try:
         fd = os.dup(seg.fd)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Dict, Iterable, Optional
+from collections.abc import Iterable
 
 log = logging.getLogger("fluss_fast.server.settings")
 
@@ -65,7 +65,7 @@ def parse_bool(text) -> bool:
 
 
 # key -> (kind, Java default as written in ConfigOptions); None = no default
-KNOWN: Dict[str, tuple] = {
+KNOWN: dict[str, tuple] = {
     "log.segment.file-size": ("size", "1024m"),
     "log.flush.interval-messages": ("int", None),
     "log.index.interval-size": ("size", "4k"),
@@ -92,8 +92,8 @@ _PARSERS = {"size": parse_size, "duration": parse_duration_ms, "int": int, "bool
 class Settings:
     """The server's key/value settings with typed getters that fall back to the Java defaults."""
 
-    def __init__(self, values: Optional[Dict[str, str]] = None):
-        self.values: Dict[str, str] = {}
+    def __init__(self, values: dict[str, str] | None = None):
+        self.values: dict[str, str] = {}
         for k, v in (values or {}).items():
             self.set(k, v)
 
@@ -112,7 +112,7 @@ class Settings:
             log.info("setting %s is not used by the embedded server", key)
         self.values[key] = value
 
-    def raw(self, key: str) -> Optional[str]:
+    def raw(self, key: str) -> str | None:
         if key in self.values:
             return self.values[key]
         spec = KNOWN.get(key)
@@ -130,11 +130,11 @@ class Settings:
         return key in self.values
 
     @classmethod
-    def from_args(cls, pairs: Iterable[str] = (), files: Iterable[str] = ()) -> "Settings":
+    def from_args(cls, pairs: Iterable[str] = (), files: Iterable[str] = ()) -> Settings:
         """Settings from ``--config`` files (first) and ``-c KEY=VALUE`` pairs (win over files)."""
         out = cls()
         for path in files:
-            with open(path, "r", encoding="utf-8") as f:
+            with open(path, encoding="utf-8") as f:
                 for n, line in enumerate(f, 1):
                     line = line.strip()
                     if not line or line.startswith("#"):

@@ -3,7 +3,7 @@ row codecs, and its changelog batches (built from merged rows, read back for rep
 Rebuilt when the table's latest schema changes (``kvstore.KvManager.table``)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -15,8 +15,8 @@ from ..codec.log.indexedlog import INSERT
 from ..codec.rows.compacted import CompactedRowDecoder, CompactedRowEncoder
 from ..codec.rows.indexed import IndexedRowDecoder, IndexedRowEncoder
 from ..codec.rows.rowtypes import INDEXED
-from ..errors import FlussError
 from ..error_codes import Errors
+from ..errors import FlussError
 from .aggregators import Aggregator, aggregator
 
 if TYPE_CHECKING:
@@ -61,10 +61,10 @@ class TableKv:
             self.auto_inc = self.schema.index_of(self.schema.auto_increment_columns[0])
             col = self.schema.columns[self.auto_inc]
             self.auto_inc_max = (1 << 31) - 1 if col.type.root == "INTEGER" else (1 << 63) - 1
-        self.aggs: Optional[List[Optional[Aggregator]]] = None
+        self.aggs: list[Aggregator | None] | None = None
         if self.engine == "AGGREGATION":
             self.aggs = [None if i in self.pk_set else aggregator(c) for i, c in enumerate(self.schema.columns)]
-        self._decoders: Dict[int, Union[CompactedRowDecoder, IndexedRowDecoder]] = {}
+        self._decoders: dict[int, CompactedRowDecoder | IndexedRowDecoder] = {}
         self._encoder = self._row_encoder(self.schema)
         # the primary key's layout: a data-lake table's may be the lake's (codec.keys.KeyScheme), as the
         # clients encode it; recovery re-encodes keys from the changelog with it
@@ -75,8 +75,8 @@ class TableKv:
         self.key_decoder = lake_key_decoder(key_types, key_names, self.key_scheme.pk_lake)
         self.compression = (desc.compression, desc.compression_level)
         # made on first use: a table written only through one path never builds the other's
-        self._changelog: Optional[ArrowLogCodec] = None
-        self._rows_to_arrow: Optional[RowsToArrow] = None
+        self._changelog: ArrowLogCodec | None = None
+        self._rows_to_arrow: RowsToArrow | None = None
 
     def _row_encoder(self, schema):
         cls = IndexedRowEncoder if self.kv_format == INDEXED else CompactedRowEncoder
@@ -157,12 +157,12 @@ class TableKv:
 
         if batch is not None:
             cols = [c.to_pylist() for c in batch.columns]
-            rows = [list(r) for r in zip(*cols)]
+            rows = [list(r) for r in zip(*cols, strict=True)]
         return build_row_log_batch(rows, self.schema.types, fmt=self.log_format, schema_id=sid,
                                    change_types=bytes(change_types), writer_id=writer_id,
                                    batch_sequence=batch_sequence)
 
-    def changelog_rows(self, buf, header) -> List[Tuple[int, list]]:
+    def changelog_rows(self, buf, header) -> list[tuple[int, list]]:
         """``[(change_type, values)]`` of one changelog batch read back from the log (for replay)."""
         if header.record_count == 0:
             return []
@@ -176,9 +176,9 @@ class TableKv:
             rb, cts = codec.decode(buf, header)
             names = rb.schema.names
             cols = [rb.column(i).to_pylist() for i in range(len(names))]
-            rows = [list(r) for r in zip(*cols)] if cols else []
+            rows = [list(r) for r in zip(*cols, strict=True)] if cols else []
             cts = cts or bytes([INSERT]) * len(rows)
-            return list(zip(cts, rows))
+            return list(zip(cts, rows, strict=False))
         from ..codec.log.indexedlog import decode_row_log_batch
 
         return decode_row_log_batch(buf, header, schema.types, self.log_format)

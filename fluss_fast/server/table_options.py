@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from ..errors import FlussError
 from ..error_codes import Errors
+from ..errors import FlussError
 
 MAX_BUCKET_NUM = 4096
 MAX_PARTITION_NUM = 1000
@@ -126,7 +126,8 @@ class TableOptions:
                         f"'{key}' is not a recognized Fluss table property in the current cluster version. "
                         "You may be using an older Fluss cluster that does not support this property.")
                 raise invalid_config(
-                    f"'{key}' is not a Fluss table property. Please use '.customProperty(..)' to set custom properties.")
+                    f"'{key}' is not a Fluss table property. "
+                    "Please use '.customProperty(..)' to set custom properties.")
             try:
                 self.values[key] = parser(value)
             except ValueError as e:

@@ -1,19 +1,39 @@
-"""CREATE_TABLE / CREATE_DATABASE requests: parse, check and default the descriptor (docs/contributing/protocol.md §7.3, §7.4)
-in the Java coordinator's order, so that error codes match (``TableDescriptorValidation``)."""
+"""CREATE_TABLE / CREATE_DATABASE requests: parse, check and default the descriptor
+(docs/contributing/protocol.md §7.3, §7.4) in the Java coordinator's order, so that error codes match
+(``TableDescriptorValidation``)."""
 from __future__ import annotations
 
 import json
 from dataclasses import replace
 from datetime import datetime
-from typing import Optional
 
-from ..datatypes import (ARRAY, BIGINT, DATE, INTEGER, MAP, NESTED, PARTITION_KEY_ROOTS, ROW, TIMESTAMP,
-                         TIMESTAMP_LTZ, DataType, SchemaInfo, TableDescriptorInfo)
-from ..errors import FlussError
+from ..datatypes import (
+    ARRAY,
+    BIGINT,
+    DATE,
+    INTEGER,
+    MAP,
+    NESTED,
+    PARTITION_KEY_ROOTS,
+    ROW,
+    TIMESTAMP,
+    TIMESTAMP_LTZ,
+    DataType,
+    SchemaInfo,
+    TableDescriptorInfo,
+)
 from ..error_codes import Errors
+from ..errors import FlussError
 from .names import invalid_name_reason, prefix_reason
-from .table_options import (DEFAULT_BUCKET_NUMBER, DEFAULT_REPLICATION_FACTOR, MAX_BUCKET_NUM, RESERVED_COLUMNS,
-                            TableOptions, invalid_config, invalid_table)
+from .table_options import (
+    DEFAULT_BUCKET_NUMBER,
+    DEFAULT_REPLICATION_FACTOR,
+    MAX_BUCKET_NUM,
+    RESERVED_COLUMNS,
+    TableOptions,
+    invalid_config,
+    invalid_table,
+)
 from .time_formats import compile_time_format, format_time, time_zone
 
 _STATS_ROOTS = ("BOOLEAN", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "FLOAT", "DOUBLE", "STRING", "CHAR",
@@ -230,7 +250,8 @@ def _check_historical_partition(opts, pk, partition_keys) -> None:
     if len(partition_keys) != 1:
         unmet.append(f"the table must define exactly one partition key (found {len(partition_keys)})")
     if unmet:
-        raise invalid_config(f"'table.datalake.historical-partition.enabled' has unmet requirements: {'; '.join(unmet)}.")
+        raise invalid_config("'table.datalake.historical-partition.enabled' has unmet requirements: "
+                             f"{'; '.join(unmet)}.")
 
 
 def _check_partitioning(opts, partition_keys, types) -> None:
@@ -314,7 +335,7 @@ def _check_statistics(opts, pk, types) -> None:
                                   "collection.")
 
 
-def parse_database_json(data: Optional[bytes], name: str) -> tuple:
+def parse_database_json(data: bytes | None, name: str) -> tuple:
     if not data:
         return None, {}
     try:

@@ -3,8 +3,7 @@ units and zones."""
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
-from typing import Optional
+from datetime import UTC, datetime, timedelta, timezone
 
 DEFAULT_TIME_FORMATS = {"YEAR": "yyyy", "QUARTER": "yyyyQ", "MONTH": "yyyyMM", "DAY": "yyyyMMdd",
                          "HOUR": "yyyyMMddHH"}
@@ -123,11 +122,11 @@ def shift_time(dt: datetime, unit: str, offset: int) -> datetime:
     return dt + timedelta(hours=offset)
 
 
-def time_zone(name: Optional[str]):
+def time_zone(name: str | None):
     if not name:
         return datetime.now().astimezone().tzinfo
     if name.upper() in ("UTC", "GMT", "Z"):
-        return timezone.utc
+        return UTC
     m = re.match(r"^(?:UTC|GMT)?([+-])(\d{1,2})(?::?(\d{2}))?$", name)
     if m:
         delta = timedelta(hours=int(m.group(2)), minutes=int(m.group(3) or 0))

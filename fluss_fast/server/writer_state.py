@@ -7,7 +7,6 @@ import json
 import logging
 import os
 from collections import deque
-from typing import Dict, Optional
 
 log = logging.getLogger("fluss_fast.server.log")
 
@@ -49,7 +48,7 @@ def _snapshot_path(directory: str, base: int) -> str:
     return os.path.join(directory, f"{base:020d}.writers.json")
 
 
-def load_snapshot(directory: str, base: int, name: str) -> Optional[Dict[int, WriterState]]:
+def load_snapshot(directory: str, base: int, name: str) -> dict[int, WriterState] | None:
     """The writer state as of segment ``base``, or None when there is no usable snapshot (then
     recovery rebuilds it from the closed segments). ``name``: the bucket, for the warning."""
     path = _snapshot_path(directory, base)
@@ -70,7 +69,7 @@ def load_snapshot(directory: str, base: int, name: str) -> Optional[Dict[int, Wr
         return None
 
 
-def write_snapshot(directory: str, base: int, writers: Dict[int, WriterState]) -> None:
+def write_snapshot(directory: str, base: int, writers: dict[int, WriterState]) -> None:
     path = _snapshot_path(directory, base)
     data = json.dumps({"writers": {str(w): [list(b) for b in st.batches]
                                    for w, st in writers.items()}}).encode()
