@@ -1,4 +1,5 @@
-"""The client's view of the cluster (docs/contributing/protocol.md §6): servers, table metadata and bucket leaders, partitions.
+"""The client's view of the cluster (docs/contributing/protocol.md §6): servers, table metadata and bucket
+leaders, partitions.
 
 Everything here runs on the runtime loop. Concurrent refreshes of the same thing share one request.
 """
@@ -8,15 +9,14 @@ import asyncio
 import dataclasses
 import random
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
 
 from ..datatypes import SchemaInfo, TableDescriptorInfo
+from ..error_codes import Errors
 from ..errors import FlussError
 from ..metadata.cluster import COORDINATOR_SERVER, TABLET_SERVER, ServerNode
 from ..metadata.table import PARTITION_SEPARATOR, TablePath
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
-from ..error_codes import Errors
 
 PARTITION_NOT_EXISTS = Errors.PARTITION_NOT_EXISTS
 _METADATA_BACKOFF_S = (0.05, 0.1, 0.2, 0.4)
@@ -29,7 +29,7 @@ TABLE_NOT_EXIST = Errors.TABLE_NOT_EXIST
 class PartitionMeta:
     partition_id: int
     name: str
-    leaders: Dict[int, Optional[int]] = field(default_factory=dict)
+    leaders: dict[int, int | None] = field(default_factory=dict)
 
 
 @dataclass
@@ -44,7 +44,7 @@ class TableMeta:
     schema: SchemaInfo
     created_time: int
     modified_time: int
-    leaders: Dict[int, Optional[int]] = field(default_factory=dict)
+    leaders: dict[int, int | None] = field(default_factory=dict)
 
     @property
     def num_buckets(self) -> int:
@@ -60,11 +60,11 @@ class TableMeta:
         return bool(self.schema.primary_key)
 
     @property
-    def partition_keys(self) -> Tuple[str, ...]:
+    def partition_keys(self) -> tuple[str, ...]:
         return tuple(self.descriptor.partition_keys)
 
     @property
-    def bucket_keys(self) -> Tuple[str, ...]:
+    def bucket_keys(self) -> tuple[str, ...]:
         return tuple(self.descriptor.bucket_keys)
 
 
@@ -75,7 +75,7 @@ def _parse_descriptor(path: TablePath, table_json) -> TableDescriptorInfo:
         raise FlussError(f"Could not read the descriptor of table '{path}' sent by the server: {exc}", -1) from None
 
 
-def partition_name_of(spec: Dict[str, str], partition_keys) -> str:
+def partition_name_of(spec: dict[str, str], partition_keys) -> str:
     """Partition values joined with '$' in partition-key order."""
     return PARTITION_SEPARATOR.join(spec[k] for k in partition_keys)
 
@@ -85,14 +85,14 @@ class Cluster:
 
     def __init__(self, ctx):
         self._ctx = ctx
-        self.coordinator: Optional[ServerNode] = None
-        self.tablets: Dict[int, ServerNode] = {}
-        self._tables: Dict[TablePath, TableMeta] = {}
-        self._by_id: Dict[int, TableMeta] = {}
+        self.coordinator: ServerNode | None = None
+        self.tablets: dict[int, ServerNode] = {}
+        self._tables: dict[TablePath, TableMeta] = {}
+        self._by_id: dict[int, TableMeta] = {}
         # table_id -> {partition name -> PartitionMeta}
-        self._partitions: Dict[int, Dict[str, PartitionMeta]] = {}
-        self._partition_by_id: Dict[Tuple[int, int], PartitionMeta] = {}
-        self._inflight: Dict[object, asyncio.Future] = {}
+        self._partitions: dict[int, dict[str, PartitionMeta]] = {}
+        self._partition_by_id: dict[tuple[int, int], PartitionMeta] = {}
+        self._inflight: dict[object, asyncio.Future] = {}
         self.bootstrapped = False
 
     # -- servers -----------------------------------------------------------------------------------
@@ -106,12 +106,12 @@ class Cluster:
         if tablets or not resp.table_metadata:
             self.tablets = tablets
 
-    def server_nodes(self) -> List[ServerNode]:
+    def server_nodes(self) -> list[ServerNode]:
         nodes = [self.coordinator] if self.coordinator is not None else []
         nodes.extend(self.tablets[k] for k in sorted(self.tablets))
         return nodes
 
-    def random_tablet(self) -> Optional[int]:
+    def random_tablet(self) -> int | None:
         if not self.tablets:
             return None
         return random.choice(list(self.tablets))
@@ -125,7 +125,7 @@ class Cluster:
         self._update_servers(resp)
         self.bootstrapped = True
 
-    async def refresh_servers(self) -> List[ServerNode]:
+    async def refresh_servers(self) -> list[ServerNode]:
         await self.bootstrap()
         return self.server_nodes()
 
@@ -149,7 +149,7 @@ class Cluster:
         server restarting) are retried a few times with backoff, never forever."""
         if not self.bootstrapped:
             await self.bootstrap()
-        for attempt, backoff in enumerate(_METADATA_BACKOFF_S + (None,)):
+        for backoff in _METADATA_BACKOFF_S + (None,):
             try:
                 resp = await self._ctx.any_tablet(Api.GET_METADATA, req)
             except FlussError as exc:
@@ -164,7 +164,7 @@ class Cluster:
         raise AssertionError("unreachable")
 
     # -- tables ------------------------------------------------------------------------------------
-    def _leaders(self, buckets) -> Dict[int, Optional[int]]:
+    def _leaders(self, buckets) -> dict[int, int | None]:
         out = {}
         for b in buckets:
             leader = b.leader_id if b.HasField("leader_id") else None
@@ -196,10 +196,10 @@ class Cluster:
         for part in self._partitions.pop(table_id, {}).values():
             self._partition_by_id.pop((table_id, part.partition_id), None)
 
-    def cached_table(self, path: TablePath) -> Optional[TableMeta]:
+    def cached_table(self, path: TablePath) -> TableMeta | None:
         return self._tables.get(path)
 
-    def table_by_id(self, table_id: int) -> Optional[TableMeta]:
+    def table_by_id(self, table_id: int) -> TableMeta | None:
         return self._by_id.get(table_id)
 
     async def table(self, path: TablePath, refresh: bool = False) -> TableMeta:
@@ -228,7 +228,7 @@ class Cluster:
 
     # -- partitions --------------------------------------------------------------------------------
     async def partition_by_name(self, path: TablePath, name: str, refresh: bool = False
-                                ) -> Tuple[int, Dict[int, Optional[int]]]:
+                                ) -> tuple[int, dict[int, int | None]]:
         """(partition_id, {bucket: leader}) of the partition called ``name`` (values joined by '$')."""
         meta = await self.table(path)
         if not refresh:
@@ -299,7 +299,7 @@ class Cluster:
             raise FlussError(f"Partition id {partition_id} of table '{meta.path}' does not exist", PARTITION_NOT_EXISTS)
         return part
 
-    async def partitions(self, path: TablePath) -> Dict[str, int]:
+    async def partitions(self, path: TablePath) -> dict[str, int]:
         """{partition name: partition id} of every partition the server lists now."""
         req = pb.ListPartitionInfosRequest()
         path._to_pb(req.table_path)
@@ -316,19 +316,19 @@ class Cluster:
             out[name] = info.partition_id
         return out
 
-    async def partition_ids(self, path: TablePath) -> List[int]:
+    async def partition_ids(self, path: TablePath) -> list[int]:
         return list((await self.partitions(path)).values())
 
     # -- leaders -----------------------------------------------------------------------------------
-    def leader(self, table_id: int, partition_id: Optional[int], bucket: int) -> Optional[int]:
+    def leader(self, table_id: int, partition_id: int | None, bucket: int) -> int | None:
         if partition_id is None:
             meta = self._by_id.get(table_id)
             return None if meta is None else meta.leaders.get(bucket)
         part = self._partition_by_id.get((table_id, partition_id))
         return None if part is None else part.leaders.get(bucket)
 
-    async def leader_for(self, table_id: int, partition_id: Optional[int], bucket: int,
-                         deadline: Optional[float] = None) -> int:
+    async def leader_for(self, table_id: int, partition_id: int | None, bucket: int,
+                         deadline: float | None = None) -> int:
         """The leader node id. When none is known the metadata is asked again, with a growing pause,
         until a leader appears or the request timeout has passed: a Fluss cluster elects a new
         table's (or partition's) leaders after CREATE_TABLE has answered, and a dead leader's
@@ -370,7 +370,7 @@ class Cluster:
             await asyncio.sleep(min(pause, left))
             pause = min(pause * 2, _LEADER_BACKOFF_MAX_S)
 
-    def invalidate(self, table_id: int, partition_id: Optional[int] = None) -> None:
+    def invalidate(self, table_id: int, partition_id: int | None = None) -> None:
         """Drop cached leaders so the next lookup asks the server again."""
         if partition_id is not None:
             part = self._partition_by_id.pop((table_id, partition_id), None)

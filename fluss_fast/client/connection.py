@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import collections.abc
 import threading
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 from ..config import Config
 from ..errors import FlussError
@@ -79,12 +79,12 @@ class FlussConnection:
     def __init__(self, ctx: ClientContext):
         self._ctx = ctx
         self._runtime = ctx.runtime
-        self._admin: Optional[FlussAdmin] = None
+        self._admin: FlussAdmin | None = None
         self._close_lock = threading.Lock()
         self._close_future = None
 
     @staticmethod
-    async def create(config: Config) -> "FlussConnection":
+    async def create(config: Config) -> FlussConnection:
         """Connect to a cluster.
 
         Reads the cluster's metadata from ``bootstrap.servers``; tables and the admin client come from
@@ -112,12 +112,12 @@ class FlussConnection:
         return FlussConnection(ctx)
 
     @staticmethod
-    async def connect(config) -> "FlussConnection":
+    async def connect(config) -> FlussConnection:
         """The older guide's name for ``create``; also takes a plain dict."""
         return await FlussConnection.create(_as_config(config))
 
     @staticmethod
-    def _create_blocking(config, timeout: Optional[float] = None) -> "FlussConnection":
+    def _create_blocking(config, timeout: float | None = None) -> FlussConnection:
         cfg = _as_config(config)
         runtime = get_runtime()
         ctx = runtime.call(_open_context(cfg), timeout)
@@ -185,7 +185,7 @@ class FlussConnection:
         meta = await self._ctx.metadata.table(table_path, refresh=True)
         return FlussTable(self._ctx, meta)
 
-    def close(self) -> "_Closing":
+    def close(self) -> _Closing:
         """Starts closing at once; awaiting the result waits until it is done. (The older guide
         called ``conn.close()`` without ``await``; that must close too.)
 
@@ -228,7 +228,7 @@ class FlussConnection:
 
     close.__runtime_impl__ = _close_on_runtime
 
-    def __enter__(self) -> "FlussConnection":
+    def __enter__(self) -> FlussConnection:
         return self
 
     def __exit__(self, exc_type=None, exc_value=None, traceback=None) -> bool:
@@ -236,7 +236,7 @@ class FlussConnection:
         # the connection stays usable; ``async with`` or ``await conn.close()`` close it.
         return False
 
-    async def __aenter__(self) -> "FlussConnection":
+    async def __aenter__(self) -> FlussConnection:
         return self
 
     async def __aexit__(self, exc_type=None, exc_value=None, traceback=None) -> bool:

@@ -5,18 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from typing import Dict, Iterable, List, Optional, Tuple
+from collections.abc import Iterable
 
 from ..config import Config
-from ..errors import FlussError
 from ..error_codes import CLIENT_ERROR
+from ..errors import FlussError
 from ..metadata.table import TablePath
 from ..rpc import fluss_api_pb2 as pb
-from ..rpc.api import API_KEYS, Api, COORDINATOR, TABLET_SERVER
+from ..rpc.api import API_KEYS, COORDINATOR, TABLET_SERVER, Api
 from ..rpc.connection import NETWORK_EXCEPTION, REQUEST_TIME_OUT, Connection
 from .cluster import Cluster
 from .runtime import Runtime, get_runtime
-
 
 # Requests that change nothing on the server: safe to send again after a dropped connection.
 READ_ONLY_APIS = frozenset({
@@ -27,7 +26,7 @@ READ_ONLY_APIS = frozenset({
 _RETRY_BACKOFF_S = (0.1, 0.2, 0.4)
 
 
-def parse_bootstrap_servers(text: str) -> List[Tuple[str, int]]:
+def parse_bootstrap_servers(text: str) -> list[tuple[str, int]]:
     out = []
     for item in (text or "").split(","):
         item = item.strip()
@@ -42,19 +41,20 @@ def parse_bootstrap_servers(text: str) -> List[Tuple[str, int]]:
         try:
             out.append((host, int(port)))
         except ValueError:
-            raise FlussError(f"Invalid bootstrap server '{item}': port '{port}' is not a number", CLIENT_ERROR) from None
+            raise FlussError(f"Invalid bootstrap server '{item}': port '{port}' is not a number",
+                             CLIENT_ERROR) from None
     if not out:
         raise FlussError(f"No bootstrap servers in 'bootstrap.servers' = '{text}'", CLIENT_ERROR)
     return out
 
 
 class ClientContext:
-    def __init__(self, config: Config, runtime: Optional[Runtime] = None):
+    def __init__(self, config: Config, runtime: Runtime | None = None):
         self.config = config
         self.runtime = runtime or get_runtime()
         self.metadata = Cluster(self)
-        self._conns: Dict[object, Connection] = {}
-        self._opening: Dict[object, asyncio.Future] = {}
+        self._conns: dict[object, Connection] = {}
+        self._opening: dict[object, asyncio.Future] = {}
         self._tasks: set = set()
         self._closed = False
         # writers made on this connection: FlussConnection.close() delivers what they hold first
@@ -69,7 +69,7 @@ class ClientContext:
         return self._closed
 
     @property
-    def sasl(self) -> Optional[Tuple[str, str, str]]:
+    def sasl(self) -> tuple[str, str, str] | None:
         c = self.config
         if c.security_protocol.lower() == "sasl":
             return (c.security_sasl_username, c.security_sasl_password, c.security_sasl_mechanism)
@@ -84,7 +84,7 @@ class ClientContext:
             raise FlussError("The FlussConnection has been closed", CLIENT_ERROR)
 
     # -- connections -------------------------------------------------------------------------------
-    async def _open(self, key, host: str, port: int, expected: Optional[int]) -> Connection:
+    async def _open(self, key, host: str, port: int, expected: int | None) -> Connection:
         conn = self._conns.get(key)
         if conn is not None and not conn.closed:
             return conn
@@ -150,7 +150,7 @@ class ClientContext:
                 raise
             return await self._open(("cs", node.id), node.host, node.port, COORDINATOR)
 
-    def open_connection(self, node_id: int) -> Optional[Connection]:
+    def open_connection(self, node_id: int) -> Connection | None:
         """The connection to tablet server ``node_id`` if it is open now (no await), else None."""
         conn = self._conns.get(("ts", node_id))
         return conn if conn is not None and not conn.closed else None
@@ -195,18 +195,18 @@ class ClientContext:
                     raise
             await asyncio.sleep(_RETRY_BACKOFF_S[attempt])
 
-    async def coordinator(self, api_key: int, req, timeout: Optional[float] = None):
+    async def coordinator(self, api_key: int, req, timeout: float | None = None):
         return await self._send(self.coordinator_connection, api_key, req, timeout)
 
-    async def tablet(self, node_id: int, api_key: int, req, timeout: Optional[float] = None):
+    async def tablet(self, node_id: int, api_key: int, req, timeout: float | None = None):
         return await self._send(lambda: self.connection(node_id), api_key, req, timeout)
 
-    async def tablet_raw(self, node_id: int, api_key: int, body, timeout: Optional[float] = None) -> memoryview:
+    async def tablet_raw(self, node_id: int, api_key: int, body, timeout: float | None = None) -> memoryview:
         self._check_open()
         conn = await self.connection(node_id)
         return await conn.request_raw(api_key, body, timeout)
 
-    async def any_tablet(self, api_key: int, req, timeout: Optional[float] = None):
+    async def any_tablet(self, api_key: int, req, timeout: float | None = None):
         """Send to a random tablet server (the coordinator when none is known)."""
         md = self.metadata
         if not md.tablets:

@@ -12,14 +12,14 @@ import json
 
 import pyarrow as pa
 
-from ..codec.rows.rowarrow import RowsToArrow, UnknownSchemaError, column_mapping
 from ..codec.rows.compacted import CompactedRowDecoder
 from ..codec.rows.indexed import IndexedRowDecoder
+from ..codec.rows.rowarrow import RowsToArrow, UnknownSchemaError, column_mapping
 from ..datatypes import SchemaInfo
+from ..error_codes import Errors
 from ..errors import FlussError
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
-from ..error_codes import Errors
 
 _MAX_SCHEMA_FETCHES = 8  # distinct older schema ids one answer may need
 

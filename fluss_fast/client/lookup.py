@@ -13,12 +13,11 @@ or its partition does not exist), and for prefix lookups a list of such dicts.
 from __future__ import annotations
 
 import asyncio
-from typing import Dict, List, Optional
 
+from .. import error_codes as codes
 from ..codec.rows.compacted import CompactedRowDecoder
 from ..codec.rows.indexed import IndexedRowDecoder
 from ..errors import FlussError
-from .. import error_codes as codes
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
 from .runtime import on_runtime
@@ -53,13 +52,13 @@ class LookupClient:
 
     def __init__(self, ctx):
         self._ctx = ctx
-        self._queue: List[_Pending] = []
+        self._queue: list[_Pending] = []
         self._scheduled = False
         self._slots = None
         self.requests_sent = 0
 
     @staticmethod
-    def of(ctx) -> "LookupClient":
+    def of(ctx) -> LookupClient:
         client = getattr(ctx, "_lookup_client", None)
         if client is None:
             client = LookupClient(ctx)
@@ -82,7 +81,7 @@ class LookupClient:
         self._scheduled = False
         queue, self._queue = self._queue, []
         md = self._ctx.metadata
-        groups: Dict[tuple, List[_Pending]] = {}
+        groups: dict[tuple, list[_Pending]] = {}
         unknown = []
         for p in queue:
             if p.future.done():
@@ -123,10 +122,10 @@ class LookupClient:
             self._scheduled = True
             asyncio.get_running_loop().call_soon(self._drain)
 
-    async def _send(self, node, table_id, prefix, items: List[_Pending], insert: bool = False) -> None:
+    async def _send(self, node, table_id, prefix, items: list[_Pending], insert: bool = False) -> None:
         if self._slots is None:
             self._slots = asyncio.Semaphore(_MAX_INFLIGHT)
-        by_bucket: Dict[tuple, List[_Pending]] = {}
+        by_bucket: dict[tuple, list[_Pending]] = {}
         for p in items:
             by_bucket.setdefault((p.partition_id, p.bucket), []).append(p)
         req = pb.PrefixLookupRequest() if prefix else pb.LookupRequest()
@@ -195,7 +194,7 @@ class LookupClient:
         except (FlussError, AttributeError):
             return -1
 
-    def _failed(self, p: _Pending, code: int, message: Optional[str]) -> None:
+    def _failed(self, p: _Pending, code: int, message: str | None) -> None:
         if p.future.done():
             return
         p.attempts += 1
@@ -225,9 +224,9 @@ class _LookupBase:
         self._decoder = (IndexedRowDecoder if fmt == "INDEXED" else CompactedRowDecoder)(types, names)
         self._schema_id = meta.schema_id
         self._older = None
-        self._pids: Dict[str, Optional[int]] = {}
+        self._pids: dict[str, int | None] = {}
 
-    async def _partition_id(self, values) -> Optional[int]:
+    async def _partition_id(self, values) -> int | None:
         """The partition of the key, None if it does not exist (then nothing can match)."""
         lay = self._layout
         name = lay.partition_name([values[i] for i in lay.part_pos])
@@ -278,7 +277,7 @@ class Lookuper(_LookupBase):
         self._insert = bool(insert_if_not_exists)
 
     @on_runtime
-    async def lookup(self, pk) -> Optional[Dict[str, object]]:
+    async def lookup(self, pk) -> dict[str, object] | None:
         """The current row with this primary key.
 
         Lookups started together are sent to each leader as one request; a lookup alone is sent at
@@ -335,7 +334,7 @@ def check_insert_if_not_exists(meta) -> None:
                                f"primary key columns or auto increment columns: {not_null}")
 
 
-def check_prefix_columns(meta, columns: List[str]) -> List[int]:
+def check_prefix_columns(meta, columns: list[str]) -> list[int]:
     """Positions of the lookup columns; the Rust client's rules and messages."""
     schema = meta.schema
     path = meta.path
@@ -377,7 +376,7 @@ class PrefixLookuper(_LookupBase):
     """Every row whose primary key starts with a bucket-key prefix:
     ``table.new_lookup().lookup_by(["a", "b"]).create_lookuper()``."""
 
-    def __init__(self, table, columns: List[str]):
+    def __init__(self, table, columns: list[str]):
         meta = table._meta
         if not meta.schema.primary_key:
             raise illegal_argument(f"Log table {meta.path} doesn't support prefix lookup")
@@ -386,7 +385,7 @@ class PrefixLookuper(_LookupBase):
         self._shaper = RowShaper(meta.schema, positions, sparse=True)
 
     @on_runtime
-    async def lookup(self, prefix) -> List[Dict[str, object]]:
+    async def lookup(self, prefix) -> list[dict[str, object]]:
         """Every current row whose primary key starts with this prefix.
 
         Args:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime as _dt
 import decimal as _decimal
 from collections.abc import Sequence
-from typing import Any, List
+from typing import Any
 
 from ..errors import FlussError
 
@@ -39,7 +39,7 @@ _SUPPORTED = ("Supported: bool, int, float, str, bytes, decimal.Decimal, datetim
               "datetime.time, datetime.datetime; use is_null()/is_not_null() for nulls")
 _EPOCH_DATE = _dt.date(1970, 1, 1)
 _EPOCH_NAIVE = _dt.datetime(1970, 1, 1)
-_EPOCH_UTC = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_EPOCH_UTC = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 
 
@@ -195,7 +195,7 @@ class Predicate:
         raise TypeError("No constructor defined for Predicate; build one with fluss.col(...)")
 
     @classmethod
-    def _leaf(cls, field: str, function: int, literals: List[_Literal]) -> "Predicate":
+    def _leaf(cls, field: str, function: int, literals: list[_Literal]) -> Predicate:
         p = object.__new__(cls)
         p._kind = "leaf"
         p._field = field
@@ -205,7 +205,7 @@ class Predicate:
         return p
 
     @classmethod
-    def _compound(cls, function: int, children) -> "Predicate":
+    def _compound(cls, function: int, children) -> Predicate:
         p = object.__new__(cls)
         p._kind = "compound"
         p._field = None
@@ -214,7 +214,7 @@ class Predicate:
         p._children = tuple(children)
         return p
 
-    def _combine(self, function: int, other) -> "Predicate":
+    def _combine(self, function: int, other) -> Predicate:
         if not isinstance(other, Predicate):
             return NotImplemented
         # Chains like a & b & c flatten into one node (the left side only, as pyfluss does).
@@ -222,7 +222,7 @@ class Predicate:
             return Predicate._compound(function, self._children + (other,))
         return Predicate._compound(function, (self, other))
 
-    def and_(self, other: "Predicate") -> "Predicate":
+    def and_(self, other: Predicate) -> Predicate:
         """Both predicates must hold (also ``a & b``).
 
         Args:
@@ -235,7 +235,7 @@ class Predicate:
             raise TypeError(f"argument 'other': '{type(other).__name__}' object is not an instance of 'Predicate'")
         return self._combine(AND, other)
 
-    def or_(self, other: "Predicate") -> "Predicate":
+    def or_(self, other: Predicate) -> Predicate:
         """Either predicate must hold (also ``a | b``).
 
         Args:

@@ -12,11 +12,13 @@ import asyncio
 import atexit
 import collections
 import concurrent.futures
+import contextlib
 import functools
 import os
 import threading
 import weakref
-from typing import Any, Awaitable, Callable, Coroutine, Optional, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
 
 from ..errors import FlussError
 from ..event_loop import new_event_loop
@@ -85,13 +87,13 @@ class Runtime:
         self._name = name
         self._pid = os.getpid()
         self._lock = threading.Lock()
-        self._loop: Optional[asyncio.AbstractEventLoop] = None
-        self._thread: Optional[threading.Thread] = None
-        self._thread_id: Optional[int] = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._thread_id: int | None = None
         self._closed = False
         self._closers: list = []
-        self._inbox: Optional[Mailbox] = None
-        self._links: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _CallerLink]" = \
+        self._inbox: Mailbox | None = None
+        self._links: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _CallerLink] = \
             weakref.WeakKeyDictionary()
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -121,10 +123,8 @@ class Runtime:
                 try:
                     loop.run_forever()
                 finally:
-                    try:
+                    with contextlib.suppress(Exception):  # best effort at exit
                         loop.run_until_complete(loop.shutdown_asyncgens())
-                    except Exception:  # noqa: BLE001 - best effort at exit
-                        pass
                     loop.close()
 
             t = threading.Thread(target=run, name=self._name, daemon=True)
@@ -147,10 +147,8 @@ class Runtime:
         self._closers.append(fn)
 
     def remove_closer(self, fn) -> None:
-        try:
+        with contextlib.suppress(ValueError):
             self._closers.remove(fn)
-        except ValueError:
-            pass
 
     def shutdown(self, timeout: float = _SHUTDOWN_GRACE_S) -> None:
         """Close registered resources, cancel what is left, stop the loop and join the thread."""
@@ -181,10 +179,8 @@ class Runtime:
             fut.result(timeout)
         except Exception:  # noqa: BLE001 - shutdown must not raise
             pass
-        try:
+        with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(loop.stop)
-        except RuntimeError:
-            pass
         thread.join(timeout)
 
     # -- entry points ------------------------------------------------------------------------------
@@ -196,7 +192,7 @@ class Runtime:
             coro.close()
             raise
 
-    def submit(self, coro: Coroutine[Any, Any, T]) -> "concurrent.futures.Future[T]":
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         """Schedule ``coro`` on the runtime loop from any thread."""
         loop = self._loop_for(coro)
         try:
@@ -238,10 +234,8 @@ class Runtime:
                 task = loop.create_task(coro)
             except Exception as e:  # noqa: BLE001 - reach the caller; the other starts go on
                 coro.close()
-                try:
+                with contextlib.suppress(RuntimeError):
                     results.post(_fail, fut, e)
-                except RuntimeError:
-                    pass
                 return
             box.append(task)
             task.add_done_callback(done)
@@ -261,14 +255,14 @@ class Runtime:
                 fut.exception()  # the call failed just as its caller was cancelled: not worth a log line
             raise
 
-    def _link(self, running: asyncio.AbstractEventLoop) -> "_CallerLink":
+    def _link(self, running: asyncio.AbstractEventLoop) -> _CallerLink:
         with self._lock:
             link = self._links.get(running)
             if link is None:
                 link = self._links[running] = _CallerLink(running, self._inbox)
             return link
 
-    def call(self, coro: Coroutine[Any, Any, T], timeout: Optional[float] = None) -> T:
+    def call(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """Block the calling thread until ``coro`` finished on the runtime."""
         if self.in_runtime_thread():
             coro.close()
@@ -347,13 +341,11 @@ def _transfer(fut, task):
 
 
 async def _safe(aw):
-    try:
+    with contextlib.suppress(BaseException):  # shutdown must go on
         await aw
-    except BaseException:  # noqa: BLE001 - shutdown must go on
-        pass
 
 
-_runtime: Optional[Runtime] = None
+_runtime: Runtime | None = None
 _runtime_lock = threading.Lock()
 
 

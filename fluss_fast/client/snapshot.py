@@ -15,12 +15,12 @@ first key and stops only at the limit, with no cap of its own (``RocksDBKv.limit
 from __future__ import annotations
 
 import asyncio
-from typing import List, Optional
+import contextlib
 
 import pyarrow as pa
 
-from ..errors import FlussError
 from ..error_codes import CLIENT_ERROR, REFRESH_METADATA_CODES, Errors
+from ..errors import FlussError
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
 from .kvread import ValueRows
@@ -35,7 +35,7 @@ _WHOLE_BUCKET = (1 << 31) - 1  # LIMIT_SCAN's limit is an int32
 class SnapshotScanner:
     """Reads the current rows of a primary-key table (all buckets, or one) into Arrow."""
 
-    def __init__(self, table, projection: Optional[List[int]]):
+    def __init__(self, table, projection: list[int] | None):
         meta = table._meta
         if not meta.schema.primary_key:
             raise FlussError(f"Snapshot scan is only supported for primary key tables; table "
@@ -51,14 +51,14 @@ class SnapshotScanner:
         self.schema = full if projection is None else pa.schema([full.field(i) for i in projection])
         self._fixed = None  # (partition_id, bucket) of a create_bucket_kv_scanner scanner
 
-    def _for_bucket(self, partition_id: Optional[int], bucket: int) -> "SnapshotScanner":
+    def _for_bucket(self, partition_id: int | None, bucket: int) -> SnapshotScanner:
         self._fixed = (partition_id, bucket)
         return self
 
     def _project(self, rb: pa.RecordBatch) -> pa.RecordBatch:
         return rb if self._projection is None else rb.select(self._projection)
 
-    async def _read_bucket(self, partition_id, bucket) -> List[pa.RecordBatch]:
+    async def _read_bucket(self, partition_id, bucket) -> list[pa.RecordBatch]:
         attempts = 0
         while True:
             try:
@@ -70,7 +70,7 @@ class SnapshotScanner:
                 self._ctx.metadata.invalidate(self._meta.table_id, partition_id)
                 await asyncio.sleep(0.05 * (2 ** attempts))
 
-    async def _scan_once(self, partition_id, bucket) -> List[pa.RecordBatch]:
+    async def _scan_once(self, partition_id, bucket) -> list[pa.RecordBatch]:
         md = self._ctx.metadata
         table_id = self._meta.table_id
         node = await md.leader_for(table_id, partition_id, bucket)
@@ -122,12 +122,10 @@ class SnapshotScanner:
                 close = pb.ScanKvRequest()
                 close.scanner_id = scanner_id
                 close.close_scanner = True
-                try:
+                with contextlib.suppress(Exception):  # the cursor expires on its own
                     await self._ctx.tablet(node, Api.SCAN_KV, close)
-                except Exception:  # noqa: BLE001 - the cursor expires on its own
-                    pass
 
-    async def _limit_scan(self, node, partition_id, bucket) -> List[pa.RecordBatch]:
+    async def _limit_scan(self, node, partition_id, bucket) -> list[pa.RecordBatch]:
         req = pb.LimitScanRequest(table_id=self._meta.table_id, bucket_id=bucket, limit=_WHOLE_BUCKET)
         if partition_id is not None:
             req.partition_id = partition_id
@@ -145,9 +143,8 @@ class SnapshotScanner:
     async def _targets(self, bucket, partition_id):
         meta = self._meta
         n = meta.num_buckets
-        if bucket is not None:
-            if isinstance(bucket, bool) or not isinstance(bucket, int) or not 0 <= bucket < n:
-                raise FlussError(f"Bucket id {bucket} out of range for table with {n} buckets")
+        if bucket is not None and (isinstance(bucket, bool) or not isinstance(bucket, int) or not 0 <= bucket < n):
+            raise FlussError(f"Bucket id {bucket} out of range for table with {n} buckets")
         buckets = range(n) if bucket is None else [bucket]
         if not meta.is_partitioned:
             if partition_id is not None:
@@ -163,7 +160,7 @@ class SnapshotScanner:
         return [(pid, b) for pid in pids for b in buckets]
 
     @on_runtime
-    async def to_arrow(self, bucket: Optional[int] = None, partition_id: Optional[int] = None) -> pa.Table:
+    async def to_arrow(self, bucket: int | None = None, partition_id: int | None = None) -> pa.Table:
         """The current rows of the whole table, or of one bucket, as a pyarrow Table."""
         if bucket is None and self._fixed is not None:
             partition_id, bucket = self._fixed
@@ -175,7 +172,7 @@ class SnapshotScanner:
         return pa.Table.from_batches(batches, schema=self.schema)
 
     @on_runtime
-    async def to_pandas(self, bucket: Optional[int] = None, partition_id: Optional[int] = None):
+    async def to_pandas(self, bucket: int | None = None, partition_id: int | None = None):
         """As `to_arrow`, converted to a ``pandas.DataFrame`` (needs pandas).
 
         Args:
@@ -188,7 +185,7 @@ class SnapshotScanner:
         return (await SnapshotScanner.to_arrow.__runtime_impl__(self, bucket, partition_id)).to_pandas()
 
     @on_runtime
-    async def to_polars(self, bucket: Optional[int] = None, partition_id: Optional[int] = None):
+    async def to_polars(self, bucket: int | None = None, partition_id: int | None = None):
         """As `to_arrow`, as a ``polars.DataFrame`` (needs polars).
 
         Args:

@@ -2,7 +2,8 @@
 ``TableLookup``, ``TablePrefixLookup``), plus the spellings of the older client guide.
 
 The primary-key builders hand out ``write/upsert.py``'s UpsertWriter and ``lookup.py``'s
-Lookuper / PrefixLookuper; ``new_scan()`` adds ``create_kv_scanner`` / ``create_bucket_kv_scanner`` (alias ``create_snapshot_scanner``).
+Lookuper / PrefixLookuper; ``new_scan()`` adds ``create_kv_scanner`` / ``create_bucket_kv_scanner``
+(alias ``create_snapshot_scanner``).
 
 The older guide (and pyfluss 1.0.0's own log-table page) call scanner reads without ``await``
 (``for r in scanner.poll(timeout_ms=5000)``, ``print(scanner.to_pandas())``). ``new_scan()``
@@ -12,18 +13,18 @@ names ``create_batch_scanner`` and ``poll_batches``.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List, Optional
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from ..errors import FlussError
 from ..error_codes import CLIENT_ERROR
+from ..errors import FlussError
 from ..metadata.table import TableBucket, TableInfo
 from .deferred import deferred
 from .lookup import Lookuper, PrefixLookuper
-from .write.upsert import UpsertWriter, illegal_argument
 from .runtime import on_caller, on_runtime
 from .scan import LogScanner, TableScan
+from .write.upsert import UpsertWriter, illegal_argument
 
 if TYPE_CHECKING:  # imported where used at run time; named here for type checkers
     from ..metadata.table import TablePath
@@ -53,7 +54,7 @@ class FlussTable:
         """
         return _TableScan(self)
 
-    def new_append(self) -> "TableAppend":
+    def new_append(self) -> TableAppend:
         """The append-writer builder of a log table.
 
         Returns:
@@ -69,8 +70,8 @@ class FlussTable:
                              CLIENT_ERROR)
         return TableAppend(self)
 
-    def new_upsert(self, columns: Optional[List[str]] = None,
-                   column_indices: Optional[List[int]] = None) -> "TableUpsert":
+    def new_upsert(self, columns: list[str] | None = None,
+                   column_indices: list[int] | None = None) -> TableUpsert:
         """``columns`` / ``column_indices`` are the older guide's partial-update spelling."""
         if not self.has_primary_key():
             raise FlussError(f"Upsert is only supported for primary key tables; table "
@@ -85,7 +86,7 @@ class FlussTable:
             return upsert.partial_update_by_index(column_indices)
         return upsert
 
-    def new_lookup(self) -> "TableLookup":
+    def new_lookup(self) -> TableLookup:
         """The lookup builder of a primary-key table.
 
         Returns:
@@ -165,14 +166,14 @@ class TableUpsert:
     here go to one writer created on first use.
     """
 
-    def __init__(self, table: FlussTable, target_columns: Optional[List[int]] = None):
+    def __init__(self, table: FlussTable, target_columns: list[int] | None = None):
         self._table = table
         self._target = target_columns
-        self._writer: Optional[UpsertWriter] = None
+        self._writer: UpsertWriter | None = None
 
     # The messages below are pyfluss's word for word (they already name the table), so code that
     # matches on them keeps working.
-    def partial_update_by_name(self, columns: List[str]) -> "TableUpsert":
+    def partial_update_by_name(self, columns: list[str]) -> TableUpsert:
         """Writers from the returned builder update only these columns.
 
         The columns must include the whole primary key, and every other column of the table must be
@@ -203,7 +204,7 @@ class TableUpsert:
                                  f"for table {meta.path}..", CLIENT_ERROR)
         return TableUpsert(self._table, [names.index(c) for c in columns])
 
-    def partial_update_by_index(self, column_indices: List[int]) -> "TableUpsert":
+    def partial_update_by_index(self, column_indices: list[int]) -> TableUpsert:
         """Writers from the returned builder update only these columns, given by position.
 
         Args:
@@ -285,10 +286,10 @@ class TableLookup:
 
     def __init__(self, table: FlussTable):
         self._table = table
-        self._lookuper: Optional[Lookuper] = None
+        self._lookuper: Lookuper | None = None
         self._insert_if_not_exists = False
 
-    def enable_insert_if_not_exists(self) -> "TableLookup":
+    def enable_insert_if_not_exists(self) -> TableLookup:
         """Make lookups of a missing key insert it (the Java client's ``enableInsertIfNotExists``, FIP-16).
 
         The server writes a row with the looked-up key, fills the table's auto-increment column with a
@@ -324,7 +325,7 @@ class TableLookup:
         """
         return Lookuper(self._table, self._insert_if_not_exists)
 
-    def lookup_by(self, column_names: List[str]) -> "TablePrefixLookup":
+    def lookup_by(self, column_names: list[str]) -> TablePrefixLookup:
         """Choose the columns of a prefix lookup.
 
         Args:
@@ -358,7 +359,7 @@ class TableLookup:
 class TablePrefixLookup:
     """Builder of a PrefixLookuper: ``table.new_lookup().lookup_by(columns).create_lookuper()``."""
 
-    def __init__(self, table: FlussTable, columns: List[str], insert_if_not_exists: bool = False):
+    def __init__(self, table: FlussTable, columns: list[str], insert_if_not_exists: bool = False):
         self._table = table
         self._columns = columns
         self._insert_if_not_exists = insert_if_not_exists

@@ -18,19 +18,19 @@ gives ScanRecords whose rows carry the virtual columns, ``poll_arrow`` / ``to_ar
 """
 from __future__ import annotations
 
-from typing import Dict, List, NoReturn, Optional
+from typing import NoReturn
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import FlussError
 from ..error_codes import CLIENT_ERROR
+from ..errors import FlussError
 from ..metadata.log import EARLIEST_OFFSET
 from ..metadata.table import TablePath
 from .runtime import on_runtime
-from .scan.records import Chunk, RowSource, ScanRecords
 from .scan.builder import TableScan
+from .scan.records import Chunk, RowSource, ScanRecords
 from .scan.scanner import _MAX_BATCHES_PER_POLL, BATCH, LogScanner
 from .table import FlussTable
 
@@ -39,7 +39,7 @@ BINLOG = "$binlog"
 SUFFIXES = (CHANGELOG, BINLOG)
 
 
-def _strings(values: List[str]) -> pa.Array:
+def _strings(values: list[str]) -> pa.Array:
     # not pa.array: pyarrow's first pa.array imports pandas (~50 MB, ~0.2 s, here on the runtime
     # thread inside the first get_table) for anyone who never uses it
     data = "".join(values).encode()
@@ -99,7 +99,7 @@ class VirtualTable(FlussTable):
     def has_primary_key(self) -> bool:
         return False
 
-    def new_scan(self) -> "VirtualTableScan":
+    def new_scan(self) -> VirtualTableScan:
         return VirtualTableScan(self)
 
     def _read_only(self, what: str) -> FlussError:
@@ -109,8 +109,8 @@ class VirtualTable(FlussTable):
     def new_append(self) -> NoReturn:
         raise self._read_only("append")
 
-    def new_upsert(self, columns: Optional[List[str]] = None,
-                   column_indices: Optional[List[int]] = None) -> NoReturn:
+    def new_upsert(self, columns: list[str] | None = None,
+                   column_indices: list[int] | None = None) -> NoReturn:
         raise self._read_only("upsert")
 
     def new_lookup(self) -> NoReturn:
@@ -134,10 +134,10 @@ class VirtualTableScan(TableScan):
         return FlussError(f"Table '{self._vtable._path}': {what} is not supported on virtual "
                           f"tables", CLIENT_ERROR)
 
-    def project(self, indices: List[int]) -> NoReturn:
+    def project(self, indices: list[int]) -> NoReturn:
         raise self._unsupported("projection")
 
-    def project_by_name(self, names: List[str]) -> NoReturn:
+    def project_by_name(self, names: list[str]) -> NoReturn:
         raise self._unsupported("projection")
 
     def filter(self, predicate) -> NoReturn:
@@ -152,16 +152,16 @@ class VirtualTableScan(TableScan):
     def create_bucket_batch_scanner(self, bucket) -> NoReturn:
         raise self._unsupported("a bucket batch scanner")
 
-    def _create(self, kind: str = BATCH) -> "VirtualScanner":
+    def _create(self, kind: str = BATCH) -> VirtualScanner:
         base_scan = TableScan(self._vtable._base)
         return VirtualScanner(self._vtable, base_scan._spec())
 
     @on_runtime
-    async def create_log_scanner(self) -> "VirtualScanner":
+    async def create_log_scanner(self) -> VirtualScanner:
         return self._create()
 
     @on_runtime
-    async def create_record_batch_log_scanner(self) -> "VirtualScanner":
+    async def create_record_batch_log_scanner(self) -> VirtualScanner:
         return self._create()
 
     create_batch_scanner = create_record_batch_log_scanner
@@ -178,11 +178,11 @@ class VirtualScanner(LogScanner):
         self._vtable = vtable
         self._kind_v = vtable._kind
         self._schema_v = vtable.arrow_schema
-        self._held: Dict[object, tuple] = {}  # bucket -> a -U waiting for its +U
+        self._held: dict[object, tuple] = {}  # bucket -> a -U waiting for its +U
 
     # -- subscriptions -------------------------------------------------------------------------
     @on_runtime
-    async def subscribe_all(self, startup_mode: str = "earliest", timestamp: Optional[int] = None) -> None:
+    async def subscribe_all(self, startup_mode: str = "earliest", timestamp: int | None = None) -> None:
         """Subscribe every bucket (of every partition) at the startup mode's offsets."""
         mode = str(startup_mode).lower()
         if mode not in ("earliest", "latest", "timestamp"):
@@ -194,7 +194,7 @@ class VirtualScanner(LogScanner):
         meta = self._vtable._meta
         md = self._ctx.metadata
         buckets = list(range(meta.num_buckets))
-        parts: List[Optional[str]] = [None]
+        parts: list[str | None] = [None]
         if meta.is_partitioned:
             parts = list((await md.partitions(meta.path)).items())
         from ..metadata.log import OffsetSpec
@@ -240,7 +240,7 @@ class VirtualScanner(LogScanner):
         return Chunk(c.bucket, RowSource(out), 0, n, c.base_offset, None if c.offsets is None
                      else list(c.offsets), None, c.timestamp, c.next_offset)
 
-    def _binlog(self, c: Chunk) -> Optional[Chunk]:
+    def _binlog(self, c: Chunk) -> Chunk | None:
         rb = c.arrow()
         offsets = self._offsets(c)
         types = self._types(c)
@@ -262,16 +262,31 @@ class VirtualScanner(LogScanner):
                     self._held[c.bucket] = (rb.slice(i, 1), int(offsets[i]), int(stamps[i]))
                     break
                 if types[i + 1] == _UPDATE_AFTER:
-                    kinds.append("update"); before.append(i); after.append(i + 1); rows.append(i + 1)
+                    kinds.append("update")
+                    before.append(i)
+                    after.append(i + 1)
+                    rows.append(i + 1)
                     i += 2
                     continue
-                kinds.append("update"); before.append(i); after.append(None); rows.append(i)
+                kinds.append("update")
+                before.append(i)
+                after.append(None)
+                rows.append(i)
             elif t == _UPDATE_AFTER:
-                kinds.append("update"); before.append(None); after.append(i); rows.append(i)
+                kinds.append("update")
+                before.append(None)
+                after.append(i)
+                rows.append(i)
             elif t == _DELETE:
-                kinds.append("delete"); before.append(i); after.append(None); rows.append(i)
+                kinds.append("delete")
+                before.append(i)
+                after.append(None)
+                rows.append(i)
             else:
-                kinds.append("insert"); before.append(None); after.append(i); rows.append(i)
+                kinds.append("insert")
+                before.append(None)
+                after.append(i)
+                rows.append(i)
             i += 1
         if not kinds:
             return None
@@ -289,7 +304,7 @@ class VirtualScanner(LogScanner):
         return Chunk(c.bucket, RowSource(out), 0, len(kinds), int(out_off[0]),
                      [int(o) for o in out_off], None, c.timestamp, c.next_offset)
 
-    def _convert(self, chunks_by_bucket) -> Dict[object, List[Chunk]]:
+    def _convert(self, chunks_by_bucket) -> dict[object, list[Chunk]]:
         out = {}
         for bucket, cs in chunks_by_bucket.items():
             conv = []

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import os
 import queue
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from ..codec.log.arrowlog import encode_on_this_thread_only
 
@@ -88,10 +89,8 @@ class CodecWorkers:
                     result, exc = fn(), None
                 except BaseException as e:  # noqa: BLE001 - handed to the loop
                     result, exc = None, e
-                try:
+                with contextlib.suppress(RuntimeError):  # that loop is gone: nobody waits for the result any more
                     a.call_soon_threadsafe(b, result, exc)
-                except RuntimeError:
-                    pass  # that loop is gone: nobody waits for the result any more
                 result = exc = None
             del a, fn, b
 
@@ -115,10 +114,8 @@ class _Group:
             self.left -= 1
             last = self.left == 0
         if last:
-            try:
+            with contextlib.suppress(RuntimeError):  # that loop is gone: nobody waits for the result any more
                 self.loop.call_soon_threadsafe(self.done, self.outcomes)
-            except RuntimeError:
-                pass  # that loop is gone: nobody waits for the result any more
 
 
 _pools = {}

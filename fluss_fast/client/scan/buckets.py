@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import bisect
 import collections
-from typing import Any, Callable, Dict, List, Optional
+from collections.abc import Callable
+from typing import Any
 
 from .records import Chunk
 
@@ -66,12 +67,12 @@ def rows_below(ch: Chunk, stop: int) -> int:
     return bisect.bisect_left(ch.offsets, stop)
 
 
-def drain(buf: collections.deque, state_of: Callable[[Any], Optional[BucketState]],
-          max_records: Optional[int], max_chunks: Optional[int], stops=None) -> Dict[Any, List[Chunk]]:
+def drain(buf: collections.deque, state_of: Callable[[Any], BucketState | None],
+          max_records: int | None, max_chunks: int | None, stops=None) -> dict[Any, list[Chunk]]:
     """Chunks of the buffered results ``buf`` handed out now, bucket by bucket, moving each
     bucket's positions accordingly; ``state_of(bucket)`` is the bucket's current subscription
     (None once unsubscribed: its results are dropped), ``stops`` the ends of a bounded read."""
-    out: Dict[Any, List[Chunk]] = {}
+    out: dict[Any, list[Chunk]] = {}
     n_rec = 0
     n_chunks = 0
     skipped = []

@@ -1,8 +1,6 @@
 """TableScan: the scan builder behind ``FlussTable.new_scan()``."""
 from __future__ import annotations
 
-from typing import List, Optional
-
 from ...errors import FlussError
 from ...metadata.table import TableBucket
 from ..predicate import Predicate, bind_predicate
@@ -24,12 +22,12 @@ class TableScan:
         self._meta = table._meta
         self._projection = None          # ("indices", [...]) or ("names", [...])
         self._fixed_schema = True
-        self._limit: Optional[int] = None
+        self._limit: int | None = None
         self._predicate = None           # BoundPredicate
         self._exact = False              # where(): drop the non-matching rows too
 
     # -- configuration ---------------------------------------------------------------------------
-    def project(self, indices: List[int]) -> "TableScan":
+    def project(self, indices: list[int]) -> TableScan:
         """Read only these columns, by position.
 
         The server sends only these columns (ARROW tables); rows and batches keep this order.
@@ -55,7 +53,7 @@ class TableScan:
         self._projection = ("indices", values)
         return self
 
-    def project_by_name(self, names: List[str]) -> "TableScan":
+    def project_by_name(self, names: list[str]) -> TableScan:
         """Read only these columns, by name.
 
         Args:
@@ -82,7 +80,7 @@ class TableScan:
         self._projection = ("names", values)
         return self
 
-    def with_fixed_schema(self, fixed_schema: bool) -> "TableScan":
+    def with_fixed_schema(self, fixed_schema: bool) -> TableScan:
         """Accepted for pyfluss compatibility; results always use the schema the table has when the
         scanner is created.
 
@@ -95,7 +93,7 @@ class TableScan:
         self._fixed_schema = bool(fixed_schema)
         return self
 
-    def limit(self, n: int) -> "TableScan":
+    def limit(self, n: int) -> TableScan:
         """Read at most ``n`` rows; only `create_bucket_batch_scanner` takes a limit.
 
         Args:
@@ -116,7 +114,7 @@ class TableScan:
         self._limit = n
         return self
 
-    def filter(self, predicate: Predicate) -> "TableScan":
+    def filter(self, predicate: Predicate) -> TableScan:
         """Skip the batches that cannot hold a row matching ``predicate``.
 
         The predicate goes to the server, which skips every batch whose column statistics rule it
@@ -144,7 +142,7 @@ class TableScan:
         self._exact = False
         return self
 
-    def where(self, predicate: Predicate) -> "TableScan":
+    def where(self, predicate: Predicate) -> TableScan:
         """Return only the rows that match ``predicate``.
 
         As `filter`, the server skips the batches that cannot match; the client then drops every
@@ -170,7 +168,7 @@ class TableScan:
         return self
 
     # -- resolution ------------------------------------------------------------------------------
-    def _resolve_projection(self) -> Optional[List[int]]:
+    def _resolve_projection(self) -> list[int] | None:
         if self._projection is None:
             return None
         kind, values = self._projection

@@ -11,7 +11,6 @@ MAP, dict for ROW). Two differ and are converted here, at any nesting depth:
 from __future__ import annotations
 
 import datetime as _dt
-from typing import List
 
 import pyarrow as pa
 
@@ -19,7 +18,7 @@ from ...codec._select import pick as _pick
 
 __all__ = ["column_to_pylist", "needs_custom"]
 
-_UTC = _dt.timezone.utc
+_UTC = _dt.UTC
 _custom_cache: dict = {}
 
 
@@ -120,6 +119,7 @@ def _flat_temporal(arr: pa.Array):
         return out
     if T.is_decimal(t):
         import decimal
+
         import pyarrow.compute as pc
 
         dec = decimal.Decimal
@@ -145,7 +145,7 @@ def _flat_temporal(arr: pa.Array):
 _FLAT_SLOW = (pa.types.is_timestamp, pa.types.is_date32, pa.types.is_decimal, pa.types.is_time)
 
 
-def column_to_pylist(arr) -> List:
+def column_to_pylist(arr) -> list:
     """Python values of one column (``pa.Array`` or ``pa.ChunkedArray``)."""
     if isinstance(arr, pa.ChunkedArray):
         out: list = []
@@ -173,7 +173,7 @@ def column_to_pylist(arr) -> List:
                 out.append(None)
             else:
                 a, b = offs[i], offs[i + 1]
-                out.append(list(zip(keys[a:b], items[a:b])))
+                out.append(list(zip(keys[a:b], items[a:b], strict=True)))
         return out
     if T.is_list(t) or T.is_large_list(t):
         offs = arr.offsets.to_pylist()
@@ -190,7 +190,7 @@ def column_to_pylist(arr) -> List:
             if valid is not None and not valid[i]:
                 out.append(None)
             else:
-                out.append({n: c[i] for n, c in zip(names, children)})
+                out.append({n: c[i] for n, c in zip(names, children, strict=True)})
         return out
     return arr.to_pylist()
 

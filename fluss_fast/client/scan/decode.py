@@ -8,14 +8,12 @@ columns; what is left is a ``records.Chunk``.
 """
 from __future__ import annotations
 
-from typing import List, Optional
-
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...codec.log import logbatch
-from ...errors import FlussError
 from ...error_codes import CLIENT_ERROR, Errors
+from ...errors import FlussError
 from .records import Chunk, RowSource
 
 __all__ = ["ScanSpec", "pyfluss_labels"]
@@ -47,7 +45,7 @@ def pyfluss_labels(schema: pa.Schema) -> pa.Schema:
 class ScanSpec:
     """Everything fixed when a scanner is created: table, projection, filter, decoders."""
 
-    def __init__(self, meta, *, projection: Optional[List[int]] = None, predicate=None, exact: bool = True):
+    def __init__(self, meta, *, projection: list[int] | None = None, predicate=None, exact: bool = True):
         from ...codec.log.arrowlog import ArrowLogCodec
 
         self.meta = meta
@@ -119,7 +117,7 @@ class ScanSpec:
         cts = None if h.append_only else bytes(ct for ct, _ in decoded)
         return rb, cts
 
-    def decode_full_batches(self, bucket, mv, start: int = 0, end: Optional[int] = None):
+    def decode_full_batches(self, bucket, mv, start: int = 0, end: int | None = None):
         """[(header, full-schema record batch, change types)] of every complete batch, CRC checked
         (LIMIT_SCAN answers are never projected by the server)."""
         out = []

@@ -11,7 +11,7 @@ in submission order, which keeps every bucket's results in offset order.
 from __future__ import annotations
 
 import functools
-from typing import Callable, Dict, List
+from collections.abc import Callable
 
 from ...codec.log import logbatch
 
@@ -57,7 +57,7 @@ def split_response(spec, mv, todo, part_bytes: int = PART_BYTES, *, memory=None)
     records. A bucket's span is cut only after a whole batch and before its last whole batch,
     so every part decodes at least one batch and a cut-off tail stays with the last part (which
     reports it exactly as one job over the whole span would)."""
-    parts: List[tuple] = []
+    parts: list[tuple] = []
     for k, (tb, _st, off, r) in enumerate(todo):
         rec = r.records
         if rec is None or rec[1] <= rec[0]:
@@ -89,7 +89,7 @@ def combine_parts(todo, parts, outcomes):
     current = -1
     chunks: list = []
     nxt = 0
-    for (k, _job), (result, exc) in zip(parts, outcomes):
+    for (k, _job), (result, exc) in zip(parts, outcomes, strict=True):
         if k != current:
             if current >= 0:
                 out.append((chunks, _entry_next(todo[current][3], nxt)))
@@ -118,7 +118,7 @@ class InOrder:
         self._apply = apply
         self._seq = 0          # next job number to hand out
         self._next = 0         # job number whose result is applied next
-        self._done: Dict[int, tuple] = {}   # finished early, waiting for their turn
+        self._done: dict[int, tuple] = {}   # finished early, waiting for their turn
         self.pending = 0       # submitted, not yet applied
 
     def submit(self, loop, job: Callable, *args) -> None:

@@ -18,9 +18,9 @@ How data flows:
 
 * ``send_fetches`` groups the fetchable buckets (subscribed, not in a request already, fewer than
   ``_MAX_AHEAD`` results waiting or being decoded (``_MAX_AHEAD_POLL`` for a poll loop), not
-  backing off, leader known, not past the end of a bounded read) by leader node and sends them in up to ``_MAX_REQUESTS_PER_NODE`` FetchLogs
-  per node. Several requests per node keep the server and the socket busy while a response is in
-  transit or being decoded; each request gets ``max-bytes / requests`` so that what is in flight to
+  backing off, leader known, not past the end of a bounded read) by leader node and sends them in up
+  to ``_MAX_REQUESTS_PER_NODE`` FetchLogs per node. Several requests per node keep the server and the socket busy while
+  a response is in transit or being decoded; each request gets ``max-bytes / requests`` so that what is in flight to
   one node stays within ``scanner.log.fetch.max-bytes``.
 * When a response arrives its batch headers are scanned first: that fixes each bucket's next fetch
   position (``fetch_pos``, ahead of the user's position while results wait), and the next FetchLog
@@ -28,8 +28,9 @@ How data flows:
   since it does not recompute it), Arrow IPC straight over the response buffer, the exact filter,
   the user's column order. Large responses are decoded on the shared codec threads
   (client/workers.py; pyarrow releases the GIL while it decompresses), so the runtime loop keeps
-  receiving meanwhile and several responses decompress at once; results are put back in submission order, a ``_Completed`` per bucket, and
-  buffered. Small (polling) responses are decoded on the loop when nothing is queued.
+  receiving meanwhile and several responses decompress at once; results are put back in submission
+  order, a ``_Completed`` per bucket, and buffered. Small (polling) responses are decoded on the loop when nothing is
+  queued.
 * ``poll`` drains buffered results and moves each bucket's position as its rows are handed out.
 * The server sends only the first batch of a request's first bucket whole when it exceeds the
   per-bucket byte budget; a bucket that got a partial batch goes first next time and asks for
@@ -53,26 +54,29 @@ import asyncio
 import collections
 import inspect
 import threading
-from typing import Dict, Optional
 
 import pyarrow as pa
 
-from ...codec.log import logbatch
 from ...codec.errors import CorruptBatchError
+from ...codec.log import logbatch
+from ...error_codes import CLIENT_ERROR, Errors
 from ...errors import FlussError
 from ...metadata.log import EARLIEST_OFFSET, LATEST_OFFSET
 from ...metadata.table import TableBucket
 from ...rpc import fluss_api_pb2 as pb
 from ...rpc.api import Api
-from ...error_codes import CLIENT_ERROR, Errors
 from ...rpc.wire import parse_fetch_response
 from ..workers import codec_workers
-from .buckets import BucketState as _BucketState, Completed as _Completed, drain
+from .buckets import BucketState as _BucketState
+from .buckets import Completed as _Completed
+from .buckets import drain
 from .decode import ScanSpec
 from .decode_jobs import InOrder, decode_response, split_response
 from .offsets import list_offsets
-from .retry import (MAX_BACKOFF_S as _MAX_BACKOFF_S, REFRESH_CODES as _REFRESH_CODES,
-                    RETRY_BACKOFF_S as _RETRY_BACKOFF_S, RETRY_CODES as _RETRY_CODES)
+from .retry import MAX_BACKOFF_S as _MAX_BACKOFF_S
+from .retry import REFRESH_CODES as _REFRESH_CODES
+from .retry import RETRY_BACKOFF_S as _RETRY_BACKOFF_S
+from .retry import RETRY_CODES as _RETRY_CODES
 
 __all__ = ["LogFetcher"]
 
@@ -140,10 +144,10 @@ class LogFetcher:
         # decoding shares the process's codec threads with the writers' compression
         self._workers = codec_workers(int(cfg.get("client.compression-threads") or 0))
         self._lock = threading.Lock()
-        self._subs: Dict[TableBucket, _BucketState] = {}
+        self._subs: dict[TableBucket, _BucketState] = {}
         self._buffer: collections.deque = collections.deque()
         # FetchLogs in flight per tablet server
-        self._node_reqs: Dict[int, int] = {}
+        self._node_reqs: dict[int, int] = {}
         # responses of this fetcher on the decode workers, applied in the order they arrived
         self._decodes = InOrder(self._workers, self._decoded)
         # a bounded read may raise the per-bucket budget unless the user chose one
@@ -151,15 +155,15 @@ class LogFetcher:
         self._tasks: set = set()
         self._meta_task = None
         self._latest_task = None
-        self._node_failures: Dict[int, int] = {}
-        self._node_failed_at: Dict[int, float] = {}
+        self._node_failures: dict[int, int] = {}
+        self._node_failed_at: dict[int, float] = {}
         self._errors: collections.deque = collections.deque()
-        self._transient: Optional[FlussError] = None
-        self._transient_since: Optional[float] = None
+        self._transient: FlussError | None = None
+        self._transient_since: float | None = None
         self._transient_source = "fetch"
         self._transient_limit = max(1.0, (getattr(ctx, "request_timeout_ms", None) or 30000) / 1000.0)
-        self._waiter: Optional[asyncio.Future] = None
-        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._waiter: asyncio.Future | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._stops = None
         # a BodyPool while a bounded read that keeps every batch (to_arrow) is going on: the
         # decoded batches go into reusable memory (``codec.bodypool``)
@@ -172,7 +176,7 @@ class LogFetcher:
             self._filter_pb = spec.predicate.to_pb()
 
     # -- subscriptions (any thread) ------------------------------------------------------------
-    def assign(self, offsets: Dict[TableBucket, int]) -> None:
+    def assign(self, offsets: dict[TableBucket, int]) -> None:
         with self._lock:
             for tb, off in offsets.items():
                 self._subs[tb] = _BucketState(off)
@@ -184,7 +188,7 @@ class LogFetcher:
                 self._subs.pop(tb, None)
         self._wake_threadsafe()
 
-    def subscriptions(self) -> Dict[TableBucket, int]:
+    def subscriptions(self) -> dict[TableBucket, int]:
         with self._lock:
             return {tb: st.offset for tb, st in self._subs.items()}
 
@@ -222,11 +226,11 @@ class LogFetcher:
     def _raise_pending_error(self, bounded: bool = False) -> None:
         if self._errors:
             raise self._errors.popleft()
-        if bounded and self._transient is not None:
-            # a bounded read must end: once the trouble outlasts request-timeout, say what it is
-            if self._loop.time() - self._transient_since >= self._transient_limit:
-                err, self._transient, self._transient_since = self._transient, None, None
-                raise err
+        # a bounded read must end: once the trouble outlasts request-timeout, say what it is
+        if (bounded and self._transient is not None
+                and self._loop.time() - self._transient_since >= self._transient_limit):
+            err, self._transient, self._transient_since = self._transient, None, None
+            raise err
 
     def _fail(self, err: FlussError, source: str = "fetch") -> None:
         if _is_transient(err):
@@ -284,7 +288,7 @@ class LogFetcher:
         t.add_done_callback(self._tasks.discard)
         return t
 
-    def send_fetches(self, exclude=None) -> Optional[float]:
+    def send_fetches(self, exclude=None) -> float | None:
         """Send FetchLogs for every fetchable bucket; returns the earliest pending retry time."""
         if self._loop is None:
             self._loop = asyncio.get_running_loop()
@@ -297,7 +301,7 @@ class LogFetcher:
             self.ahead.count_into(buffered)
         stops = self._stops
         ahead = _MAX_AHEAD if stops is not None else _MAX_AHEAD_POLL
-        by_node: Dict[int, list] = {}
+        by_node: dict[int, list] = {}
         need_meta = []
         need_latest = []
         next_retry = None
@@ -417,7 +421,7 @@ class LogFetcher:
                 handed = True
                 self._node_failed(node, entries, exc, sent_at)
                 return
-            except (OSError, asyncio.TimeoutError) as exc:
+            except (TimeoutError, OSError) as exc:
                 self._release(node, entries)
                 handed = True
                 self._node_failed(node, entries, FlussError(
@@ -547,11 +551,11 @@ class LogFetcher:
     def _trim_receive_pool(self, node: int, tries: int = 0) -> None:
         peek = getattr(self.ctx, "open_connection", None)
         conn = peek(node) if peek is not None else None
-        if conn is not None and not self._node_reqs.get(node):
-            if conn.trim_receive_pool() and tries < _TRIM_RETRIES:
-                # a decode part still held its answer's buffer: the pool cannot see a view go,
-                # so look again shortly rather than leave the buffer to the idle trim
-                self._loop.call_later(_TRIM_RETRY_S, self._trim_again, node, tries + 1)
+        if (conn is not None and not self._node_reqs.get(node)
+                and conn.trim_receive_pool() and tries < _TRIM_RETRIES):
+            # a decode part still held its answer's buffer: the pool cannot see a view go,
+            # so look again shortly rather than leave the buffer to the idle trim
+            self._loop.call_later(_TRIM_RETRY_S, self._trim_again, node, tries + 1)
 
     def _trim_again(self, node: int, tries: int) -> None:
         # not while a newer bounded read still fetches: the spares are for its answers now
@@ -686,18 +690,18 @@ class LogFetcher:
             self.wake()
 
     # -- ListOffsets -----------------------------------------------------------------------------
-    async def list_offsets(self, buckets, offset_type: int, attempts: int = 5) -> Dict[TableBucket, int]:
+    async def list_offsets(self, buckets, offset_type: int, attempts: int = 5) -> dict[TableBucket, int]:
         """{bucket: offset} (offset_type 0 EARLIEST, 1 LATEST), retrying leader moves."""
         return await list_offsets(self.ctx, self.spec, buckets, offset_type, self._transient_limit,
                                   attempts)
 
     # -- consuming -------------------------------------------------------------------------------
-    def drain(self, max_records: Optional[int], max_chunks: Optional[int], stops=None):
+    def drain(self, max_records: int | None, max_chunks: int | None, stops=None):
         """Buffered chunks handed out now, bucket by bucket, moving positions accordingly."""
         return drain(self._buffer, self.state_of, max_records, max_chunks, stops)
 
     # -- for the poll-ahead queue (poll_ahead.py), partly on the caller's thread -----------------
-    def state_of(self, tb: TableBucket) -> Optional[_BucketState]:
+    def state_of(self, tb: TableBucket) -> _BucketState | None:
         """The current subscription of ``tb`` (None once unsubscribed); any thread."""
         with self._lock:
             return self._subs.get(tb)
@@ -711,12 +715,12 @@ class LogFetcher:
         return bool(self._buffer)
 
     @property
-    def loop(self) -> Optional[asyncio.AbstractEventLoop]:
+    def loop(self) -> asyncio.AbstractEventLoop | None:
         """The runtime loop, once the fetcher has run on it."""
         return self._loop
 
-    async def poll_chunks(self, timeout_s: float, *, max_records: Optional[int] = None,
-                          max_chunks: Optional[int] = None, stops=None):
+    async def poll_chunks(self, timeout_s: float, *, max_records: int | None = None,
+                          max_chunks: int | None = None, stops=None):
         if self._loop is None:
             self._loop = asyncio.get_running_loop()
         loop = self._loop
@@ -757,7 +761,7 @@ class LogFetcher:
     def _pending_bounded(self, stops) -> bool:
         return any(self._position(tb) < stop for tb, stop in stops.items())
 
-    async def bounded_stops(self) -> Dict[TableBucket, int]:
+    async def bounded_stops(self) -> dict[TableBucket, int]:
         """Latest offsets of every subscribed bucket now; EARLIEST positions are resolved too."""
         subs = self.subscriptions()
         if not subs:

@@ -5,7 +5,8 @@ scan handed to them directly is decoded as the engine consumes it rather than ga
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Iterator, Optional
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 import pyarrow as pa
 
@@ -39,7 +40,7 @@ class _OpenOnFirstPull:
 
     def __init__(self, open_batches: Callable[[], Iterable[pa.RecordBatch]]):
         self._open = open_batches
-        self._it: Optional[Iterator[pa.RecordBatch]] = None
+        self._it: Iterator[pa.RecordBatch] | None = None
 
     def __iter__(self):
         return self

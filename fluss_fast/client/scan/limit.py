@@ -6,7 +6,7 @@ below the high watermark; like the Rust client we keep the last ``limit`` rows o
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, List, Optional
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -19,7 +19,8 @@ from ...rpc import fluss_api_pb2 as pb
 from ...rpc.api import Api
 from ..runtime import on_runtime
 from .decode import ScanSpec
-from .fetcher import CORRUPT_MESSAGE, _is_transient as _transient
+from .fetcher import CORRUPT_MESSAGE
+from .fetcher import _is_transient as _transient
 from .frames import import_polars, lazy_stream
 from .records import RecordBatch
 
@@ -108,7 +109,7 @@ class BatchScanner:
         return RecordBatch(out, tb, base, base + out.num_rows - 1)
 
     @on_runtime
-    async def next_batch(self) -> Optional[RecordBatch]:
+    async def next_batch(self) -> RecordBatch | None:
         """The scanned rows as one batch the first time; ``None`` after that.
 
         Returns:
@@ -124,7 +125,7 @@ class BatchScanner:
         return await self._scan()
 
     @on_runtime
-    async def collect_all_batches(self) -> List[RecordBatch]:
+    async def collect_all_batches(self) -> list[RecordBatch]:
         """Every batch this scanner has left (at most one).
 
         Returns:

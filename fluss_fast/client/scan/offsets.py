@@ -7,13 +7,12 @@ back-off, first ``attempts`` times and then for as long as the caller's time lim
 from __future__ import annotations
 
 import asyncio
-from typing import Dict, Optional, Tuple
 
+from ...error_codes import Errors
 from ...errors import FlussError
 from ...metadata.table import TableBucket
 from ...rpc import fluss_api_pb2 as pb
 from ...rpc.api import Api
-from ...error_codes import Errors
 from .retry import MAX_BACKOFF_S, REFRESH_CODES, RETRY_BACKOFF_S, RETRY_CODES
 
 __all__ = ["list_offsets"]
@@ -26,13 +25,13 @@ _MAX_BACKOFF_S = MAX_BACKOFF_S
 
 
 async def list_offsets(ctx, spec, buckets, offset_type: int, give_up_after_s: float,
-                       attempts: int = 5) -> Dict[TableBucket, int]:
+                       attempts: int = 5) -> dict[TableBucket, int]:
     """{bucket: offset} (offset_type 0 EARLIEST, 1 LATEST) of ``spec``'s table, retrying leader
     moves ``attempts`` times and, beyond that, for up to ``give_up_after_s``."""
     md = ctx.metadata
     todo = list(buckets)
-    out: Dict[TableBucket, int] = {}
-    last_err: Optional[FlussError] = None
+    out: dict[TableBucket, int] = {}
+    last_err: FlussError | None = None
     # a restarting server takes longer than a few quick attempts: keep going for request-timeout
     give_up_at = asyncio.get_running_loop().time() + give_up_after_s
     attempt = -1
@@ -42,7 +41,7 @@ async def list_offsets(ctx, spec, buckets, offset_type: int, give_up_after_s: fl
             break
         if attempt:
             await asyncio.sleep(min(_RETRY_BACKOFF_S * (2 ** attempt), _MAX_BACKOFF_S))
-        groups: Dict[Tuple[int, Optional[int]], list] = {}
+        groups: dict[tuple[int, int | None], list] = {}
         retry = []
         for tb in todo:
             try:
@@ -68,7 +67,7 @@ async def list_offsets(ctx, spec, buckets, offset_type: int, give_up_after_s: fl
         keys = list(groups)
         results = await asyncio.gather(*(one(n, p, groups[(n, p)]) for n, p in keys),
                                        return_exceptions=True)
-        for (node, pid), res in zip(keys, results):
+        for (node, pid), res in zip(keys, results, strict=True):
             tbs = groups[(node, pid)]
             if isinstance(res, BaseException):
                 if isinstance(res, FlussError) and (res.is_retriable or res.error_code in _REFRESH_CODES):

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import collections
 import time
-from typing import Dict, List, Optional
 
 __all__ = ["PollAhead", "DEPTH", "REFILL_AT", "YIELD_AFTER_S"]
 
@@ -90,7 +89,7 @@ class PollAhead:
             return True
         return False
 
-    def take(self) -> Optional[Dict[object, List]]:
+    def take(self) -> dict[object, list] | None:
         """The next ready poll result as ``{bucket: [chunks]}``, or None when there is none (or an
         error waits to be raised)."""
         f = self._fetcher

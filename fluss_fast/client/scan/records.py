@@ -9,13 +9,13 @@ shared by every record of that batch (also across polls, when ``max-poll-records
 from __future__ import annotations
 
 import itertools
-from typing import Dict, Iterator, List, Optional
+from collections.abc import Iterator
 
 import pyarrow as pa
 
+from ...codec._select import pick as _pick
 from ...metadata.log import ChangeType
 from ...metadata.table import TableBucket
-from ...codec._select import pick as _pick
 from .convert import column_to_pylist
 
 __all__ = ["RowSource", "RowBuilder", "Chunk", "ScanRecord", "ScanRecords", "RecordBatch", "row_kinds"]
@@ -52,7 +52,7 @@ KIND_CODES = {"slow": 0, "int8": 1, "int16": 2, "int32": 3, "int64": 4, "float":
 _kinds_cache: dict = {}
 
 
-def row_kinds(schema: pa.Schema) -> List[int]:
+def row_kinds(schema: pa.Schema) -> list[int]:
     """RowBuilder's kind of every column of ``schema`` (``KIND_CODES``)."""
     hit = _kinds_cache.get(schema)
     if hit is None:
@@ -88,7 +88,7 @@ class RowBuilder:
         self._kinds = list(kinds)
         self.slow = [j for j, k in enumerate(kinds) if k == 0]
 
-    def rows(self, start: int, count: int, slow_cols: list, slow_first: int) -> List[dict]:
+    def rows(self, start: int, count: int, slow_cols: list, slow_first: int) -> list[dict]:
         """The row dicts of rows ``start .. start+count``; ``slow_cols[i]`` holds the values of
         column ``slow[i]`` from row ``slow_first`` on."""
         n = self._batch.num_rows
@@ -133,13 +133,13 @@ class RowSource:
         self._lo = self._hi = 0
         self._builder = None
 
-    def _row_builder(self) -> "RowBuilder":
+    def _row_builder(self) -> RowBuilder:
         b = self._builder
         if b is None:
             b = self._builder = RowBuilder(self.batch, row_kinds(self.batch.schema))
         return b
 
-    def columns(self, start: int = 0, count: Optional[int] = None):
+    def columns(self, start: int = 0, count: int | None = None):
         """``(value lists of the slow columns, first row they hold)`` covering rows
         ``start .. start+count``."""
         n = self.batch.num_rows
@@ -161,7 +161,7 @@ class RowSource:
         self._cols, self._lo, self._hi = cols, start, hi
         return cols, start
 
-    def rows(self, start: int, count: int) -> List[dict]:
+    def rows(self, start: int, count: int) -> list[dict]:
         """The row dicts of rows ``start .. start+count``."""
         b = self._row_builder()
         if b.slow:
@@ -223,10 +223,10 @@ class Chunk:
             return b
         return b.slice(self.start, self.count)
 
-    def records(self) -> List["ScanRecord"]:
+    def records(self) -> list[ScanRecord]:
         return make_records(self, _CHANGE_TYPES, _APPEND_ONLY)
 
-    def rows(self) -> List[dict]:
+    def rows(self) -> list[dict]:
         """The row dicts of this chunk, built together on the first access of any of them."""
         rows = self._rows
         if rows is None:
@@ -234,7 +234,7 @@ class Chunk:
         return rows
 
 
-def make_records(chunk: Chunk, change_types_table, append_only) -> List["ScanRecord"]:
+def make_records(chunk: Chunk, change_types_table, append_only) -> list[ScanRecord]:
     """The ScanRecords of ``chunk``, in row order."""
     start, ts, cts = chunk.start, chunk.timestamp, chunk.change_types
     base, offsets = chunk.base_offset, chunk.offsets
@@ -253,10 +253,12 @@ def make_records(chunk: Chunk, change_types_table, append_only) -> List["ScanRec
     return out
 
 
-def build_rows(names: list, columns: list, start: int, count: int) -> List[dict]:
+def build_rows(names: list, columns: list, start: int, count: int) -> list[dict]:
     """One dict per row ``start .. start+count`` from per-column value lists."""
     sliced = [c[start:start + count] for c in columns]
-    return [dict(zip(names, values)) for values in zip(*sliced)] if sliced else [{} for _ in range(count)]
+    if not sliced:
+        return [{} for _ in range(count)]
+    return [dict(zip(names, values, strict=True)) for values in zip(*sliced, strict=True)]
 
 
 class ScanRecord:
@@ -283,7 +285,7 @@ class ScanRecord:
         return self._ct
 
     @property
-    def row(self) -> Dict[str, object]:
+    def row(self) -> dict[str, object]:
         """The row as ``{column: value}``, built on first access (values as pyfluss returns them)."""
         row = self._row
         if row is None:
@@ -308,12 +310,12 @@ class ScanRecords:
 
     __slots__ = ("_chunks", "_records", "_count")
 
-    def __init__(self, chunks_by_bucket: Optional[Dict[TableBucket, List[Chunk]]] = None):
+    def __init__(self, chunks_by_bucket: dict[TableBucket, list[Chunk]] | None = None):
         self._chunks = chunks_by_bucket or {}
-        self._records: Dict[TableBucket, List[ScanRecord]] = {}
+        self._records: dict[TableBucket, list[ScanRecord]] = {}
         self._count = sum(c.count for chunks in self._chunks.values() for c in chunks)
 
-    def _bucket_records(self, bucket) -> List[ScanRecord]:
+    def _bucket_records(self, bucket) -> list[ScanRecord]:
         recs = self._records.get(bucket)
         if recs is None:
             chunks = self._chunks.get(bucket)
@@ -328,7 +330,7 @@ class ScanRecords:
             self._records[bucket] = recs
         return recs
 
-    def buckets(self) -> List[TableBucket]:
+    def buckets(self) -> list[TableBucket]:
         """The buckets that have records in this poll.
 
         Returns:
@@ -336,7 +338,7 @@ class ScanRecords:
         """
         return list(self._chunks)
 
-    def records(self, bucket: TableBucket) -> List[ScanRecord]:
+    def records(self, bucket: TableBucket) -> list[ScanRecord]:
         """The records of one bucket, in offset order.
 
         Args:
@@ -356,11 +358,11 @@ class ScanRecords:
         """Whether the poll returned no records."""
         return self._count == 0
 
-    def keys(self) -> List[TableBucket]:
+    def keys(self) -> list[TableBucket]:
         """The buckets, as `buckets` (mapping-style access)."""
         return list(self._chunks)
 
-    def values(self) -> Iterator[List[ScanRecord]]:
+    def values(self) -> Iterator[list[ScanRecord]]:
         """Each bucket's records.
 
         Returns:
@@ -437,7 +439,7 @@ class RecordBatch:
         self._last_offset = last_offset
 
     @staticmethod
-    def _from_chunk(chunk: Chunk) -> "RecordBatch":
+    def _from_chunk(chunk: Chunk) -> RecordBatch:
         return RecordBatch(chunk.arrow(), chunk.bucket, chunk.base_offset, chunk.last_offset)
 
     @property

@@ -25,22 +25,23 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import mmap
 import os
 import shutil
 import tempfile
 import time
 import weakref
-from typing import Callable, Dict, Optional
+from collections.abc import Callable
 
 import pyarrow.fs as pafs
 
 from ...codec.log import logbatch
+from ...error_codes import CLIENT_ERROR, Errors
 from ...errors import FlussError
+from ...remote_fs import client_filesystem
 from ...rpc import fluss_api_pb2 as pb
 from ...rpc.api import Api
-from ...error_codes import CLIENT_ERROR, Errors
-from ...remote_fs import client_filesystem
 
 NETWORK_EXCEPTION = Errors.NETWORK_EXCEPTION
 CORRUPT_MESSAGE = Errors.CORRUPT_MESSAGE
@@ -81,10 +82,10 @@ class RemoteLogReader:
                 self.read_concurrency, thread_name_prefix="fluss-fast-remote-range")
         self.tmp = tempfile.mkdtemp(prefix="fluss-fast-remote-")
         self._finalizer = weakref.finalize(self, _close_resources, self.tmp, self.pool, self._range_pool)
-        self._cursors: Dict[object, "_Cursor"] = {}
+        self._cursors: dict[object, _Cursor] = {}
         self._token = None
         self._token_at = 0.0
-        self._fs_cache: Dict[tuple, object] = {}
+        self._fs_cache: dict[tuple, object] = {}
         self.gone_seen: set = set()
 
     def close(self) -> None:
@@ -108,7 +109,7 @@ class RemoteLogReader:
         st.fetch_pos = fetch_offset
         cur.schedule()
 
-    def forget(self, cur: "_Cursor") -> None:
+    def forget(self, cur: _Cursor) -> None:
         if self._cursors.get(cur.tb) is cur:
             del self._cursors[cur.tb]
 
@@ -127,7 +128,7 @@ class RemoteLogReader:
         self.fetcher.spawn(cur.step())
 
     # -- credentials and file systems ------------------------------------------------------------
-    async def token(self, url: str) -> Optional[dict]:
+    async def token(self, url: str) -> dict | None:
         if "://" not in url or url.startswith("file:"):
             return None
         now = time.monotonic()
@@ -139,7 +140,7 @@ class RemoteLogReader:
             self._fs_cache.clear()
         return self._token
 
-    def filesystem(self, url: str, token: Optional[dict]):
+    def filesystem(self, url: str, token: dict | None):
         scheme = url.split("://", 1)[0] if "://" in url else "file"
         key = (scheme, url.split("/", 3)[2] if "://" in url else "")
         hit = self._fs_cache.get(key)
@@ -208,8 +209,8 @@ class _Cursor:
         self.index = 0                      # segment being read
         self.pos = self.first_pos           # byte position inside it
         self.view = None                    # memoryview of the mapped segment
-        self.downloads: Dict[int, _Download] = {}
-        self.streaming: Optional[_Download] = None  # download of the current segment still arriving
+        self.downloads: dict[int, _Download] = {}
+        self.streaming: _Download | None = None  # download of the current segment still arriving
         self.busy = False
         self.closed = False
         self._scheduled = False
@@ -253,7 +254,9 @@ class _Cursor:
                 # a local remote dir needs no copy: the segment is mapped where it lies
                 fut: concurrent.futures.Future = concurrent.futures.Future()
                 try:
-                    fut.set_result(os.path.getsize(path))
+                    # one stat of a local file, done now so the segment is ready at once: a thread hop would
+                    # queue it behind the remote downloads of the same pool
+                    fut.set_result(os.path.getsize(path))  # noqa: ASYNC240
                 except OSError as exc:
                     fut.set_exception(exc)
                 self.downloads[k] = _Download(fut, path, None)
@@ -419,7 +422,7 @@ class _Download:
 
     __slots__ = ("fut", "dest", "progress")
 
-    def __init__(self, fut: concurrent.futures.Future, dest: str, progress: Optional["_Progress"]):
+    def __init__(self, fut: concurrent.futures.Future, dest: str, progress: _Progress | None):
         self.fut = fut
         self.dest = dest
         self.progress = progress
@@ -441,7 +444,7 @@ class _Progress:
         self.written = 0
         self.done = False
         self._loop = loop
-        self._waiter: Optional[asyncio.Future] = None
+        self._waiter: asyncio.Future | None = None
 
     # -- download thread --------------------------------------------------------------------------
     def advance(self, written: int, ready: bool = False) -> None:
@@ -459,10 +462,8 @@ class _Progress:
         w = self._waiter
         if w is None:
             return
-        try:
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is waiting any more
             self._loop.call_soon_threadsafe(_settle, w)
-        except RuntimeError:
-            pass  # the loop is closed: nobody is waiting any more
 
     # -- runtime loop -----------------------------------------------------------------------------
     async def wait(self, until: Callable[[], bool]) -> None:
@@ -494,10 +495,8 @@ def _batch_end(view, pos: int, limit: int) -> int:
 
 
 def _unlink(path: str) -> None:
-    try:
+    with contextlib.suppress(OSError):
         os.unlink(path)
-    except OSError:
-        pass
 
 
 def _map(path: str, size: int, unlink: bool = True):

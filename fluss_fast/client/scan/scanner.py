@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
+import contextlib
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -59,7 +60,7 @@ class LogScanner:
             raise FlussError("Cannot modify subscriptions while a RecordBatchLogReader is active. "
                              "Drop the reader first.")
 
-    def _bucket(self, partition_id, bucket_id, offset) -> Tuple[TableBucket, int]:
+    def _bucket(self, partition_id, bucket_id, offset) -> tuple[TableBucket, int]:
         # As in pyfluss, neither the bucket id nor the offset is checked here: a bucket the table
         # does not have never yields records (a bounded read refuses it), and an offset the log
         # does not hold fails the poll that fetches it.
@@ -95,7 +96,7 @@ class LogScanner:
         tb, off = self._bucket(None, bucket_id, start_offset)
         self._fetcher.assign({tb: off})
 
-    def subscribe_buckets(self, bucket_offsets: Dict[int, int]) -> None:
+    def subscribe_buckets(self, bucket_offsets: dict[int, int]) -> None:
         """Read several buckets of a non-partitioned table.
 
         Args:
@@ -138,7 +139,7 @@ class LogScanner:
         tb, off = self._bucket(partition_id, bucket_id, start_offset)
         self._fetcher.assign({tb: off})
 
-    def subscribe_partition_buckets(self, partition_bucket_offsets: Dict[Tuple[int, int], int]) -> None:
+    def subscribe_partition_buckets(self, partition_bucket_offsets: dict[tuple[int, int], int]) -> None:
         """Read several buckets of partitions.
 
         Args:
@@ -267,18 +268,18 @@ class LogScanner:
             return None
         return self._take_ready, ahead.yield_now()
 
-    def _take_ready(self) -> Optional[ScanRecords]:
+    def _take_ready(self) -> ScanRecords | None:
         chunks = self._fetcher.ahead.take()
         return None if chunks is None else ScanRecords(chunks)
 
-    async def _poll_batches(self, timeout_ms) -> List[RecordBatch]:
+    async def _poll_batches(self, timeout_ms) -> list[RecordBatch]:
         timeout = self._timeout(timeout_ms)
         self._need(BATCH)
         chunks = await self._fetcher.poll_chunks(timeout, max_chunks=_MAX_BATCHES_PER_POLL)
         return [RecordBatch._from_chunk(c) for cs in chunks.values() for c in cs]
 
     @on_runtime
-    async def poll_record_batch(self, timeout_ms: int) -> List[RecordBatch]:
+    async def poll_record_batch(self, timeout_ms: int) -> list[RecordBatch]:
         """The next Arrow batches with their buckets and offsets (batch scanners).
 
         Args:
@@ -315,7 +316,7 @@ class LogScanner:
         return pa.Table.from_batches(batches, schema=self._spec.out_schema)
 
     # -- bounded reads ---------------------------------------------------------------------------
-    async def _start_bounded(self) -> Tuple[Dict[TableBucket, int], List[TableBucket]]:
+    async def _start_bounded(self) -> tuple[dict[TableBucket, int], list[TableBucket]]:
         """(stop offset per bucket with something to read, every bucket subscribed now)."""
         f = self._fetcher
         subs = f.subscriptions()
@@ -334,7 +335,7 @@ class LogScanner:
         f.set_stops(stops)
         return stops, list(subs)
 
-    def _end_bounded(self, read: List[TableBucket]) -> None:
+    def _end_bounded(self, read: list[TableBucket]) -> None:
         # pyfluss: a bounded read consumes its subscriptions, the empty buckets' too, so reading
         # again needs a new subscribe() (else "No buckets subscribed").
         f = self._fetcher
@@ -342,7 +343,7 @@ class LogScanner:
             f.unassign(read)
         f.set_stops(None)
 
-    async def _next_bounded(self, stops: Dict[TableBucket, int], convert=None):
+    async def _next_bounded(self, stops: dict[TableBucket, int], convert=None):
         """The next batches of a bounded read (empty list once every bucket reached its stop).
         ``convert`` maps the polled chunks by bucket first (the virtual tables' columns); the
         buckets that reached their stop are unassigned and leave ``stops``."""
@@ -493,8 +494,8 @@ class LogScanner:
         # the virtual tables build their columns from the polled chunks (VirtualScanner)
         return None
 
-    def to_arrow_batch_reader_until(self, stops: Dict[TableBucket, int],
-                                    timeout_ms: Optional[int] = None) -> pa.RecordBatchReader:
+    def to_arrow_batch_reader_until(self, stops: dict[TableBucket, int],
+                                    timeout_ms: int | None = None) -> pa.RecordBatchReader:
         """Like ``to_arrow_batch_reader`` but up to the given exclusive stop offsets (fixed earlier
         by the caller, e.g. when a Spark query was planned) instead of the latest offsets now;
         ``timeout_ms`` bounds the wait for each next batch (FlussError 25 when it passes)."""
@@ -546,9 +547,9 @@ class _BoundedBatches:
         self._scanner = scanner
         self._stops = stops
         self._read = read
-        self._pending: List[pa.RecordBatch] = []
+        self._pending: list[pa.RecordBatch] = []
         self._done = False
-        self._timeout: Optional[float] = None
+        self._timeout: float | None = None
 
     def __iter__(self):
         return self
@@ -578,7 +579,5 @@ class _BoundedBatches:
             sc._reader_active = False
 
     def __del__(self):
-        try:
+        with contextlib.suppress(Exception):  # interpreter shutdown
             self.close()
-        except Exception:  # noqa: BLE001 - interpreter shutdown
-            pass

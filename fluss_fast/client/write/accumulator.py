@@ -22,10 +22,10 @@ from __future__ import annotations
 import collections
 import threading
 import time
-from typing import Callable, Optional
+from collections.abc import Callable
 
-from .appendslot import HotSlot
 from ...errors import FlussError
+from .appendslot import HotSlot
 from .batch import KIND_LOG, WriteBatch, WriteResultHandle
 
 _GROW_ABOVE = 0.8
@@ -40,7 +40,7 @@ class BucketState:
     def __init__(self, partition_id, bucket):
         self.partition_id = partition_id
         self.bucket = bucket
-        self.open: Optional[WriteBatch] = None
+        self.open: WriteBatch | None = None
         self.queue = collections.deque()  # sealed batches, oldest (lowest sequence) first
         self.inflight = 0
         self.backoff_until = 0.0
@@ -77,7 +77,7 @@ class BatchSizeEstimator:
 class RecordAccumulator:
     def __init__(self, *, table_name: str, memory_size: int, wait_timeout_ms: int, batch_size: int,
                  dynamic: bool, dynamic_min: int, linger_ms: int, assigner, new_builder: Callable,
-                 wake: Callable[[], None], runtime_thread: Callable[[], Optional[int]],
+                 wake: Callable[[], None], runtime_thread: Callable[[], int | None],
                  runtime=None, kind=KIND_LOG, slot_class=None):
         self.table_name = table_name
         self.kind = kind
@@ -119,7 +119,7 @@ class RecordAccumulator:
         self._leased = 0  # budget leased to hot batches, beyond what ``_used`` has booked
         # sealed batches in seal order, for a sender that encodes ahead of the drain
         # (client/write/encode_ahead.py); None while no sender asked for them
-        self.sealed: Optional[collections.deque] = None
+        self.sealed: collections.deque | None = None
 
     @property
     def used(self) -> int:
@@ -273,7 +273,7 @@ class RecordAccumulator:
         """
         return self.append_slotted(row, None, None, num_buckets)
 
-    def append_slotted(self, row, partition_id, bucket: Optional[int], num_buckets: int):
+    def append_slotted(self, row, partition_id, bucket: int | None, num_buckets: int):
         """Add one row to ``partition_id`` and ``bucket`` (None: the assigner's choice) through
         their slot; returns the handle of the batch it went into.
 
@@ -300,12 +300,12 @@ class RecordAccumulator:
                 self._heat(slot, b, self.limit if n <= 1 else self.limit // (n + 1), parts)
             return b.handle
 
-    def append_row(self, row, partition_id, bucket: Optional[int], num_buckets: int):
+    def append_row(self, row, partition_id, bucket: int | None, num_buckets: int):
         """Add one row; returns the handle of the batch it went into."""
         with self._lock:
             return self._append_locked(row, partition_id, bucket, num_buckets).handle
 
-    def _append_locked(self, row, partition_id, bucket: Optional[int], num_buckets: int) -> WriteBatch:
+    def _append_locked(self, row, partition_id, bucket: int | None, num_buckets: int) -> WriteBatch:
         if self.closing:
             raise FlussError(f"table '{self.table_name}': the writer was closed")
         est = self.row_bytes
@@ -355,7 +355,7 @@ class RecordAccumulator:
             self._seal(st, True, num_buckets)
         return b
 
-    def append_chunk(self, rb, nbytes: int, partition_id, bucket: Optional[int], num_buckets: int,
+    def append_chunk(self, rb, nbytes: int, partition_id, bucket: int | None, num_buckets: int,
                      alone: bool = False):
         """Add an Arrow record batch (already conformed to the table schema and sized to fit).
         ``alone``: the chunk goes out as a batch of its own (a table collecting batch statistics:
@@ -445,9 +445,9 @@ class RecordAccumulator:
                 else:
                     lst.append(b)
                 node_bytes[node] = used + size
-                if st.queue or (st.open is not None and st.open.record_count and force):
-                    if st.inflight < max_inflight and not st.gate:
-                        next_wake = now
+                if ((st.queue or (st.open is not None and st.open.record_count and force))
+                        and st.inflight < max_inflight and not st.gate):
+                    next_wake = now
                 if not st.queue and st.open is None:
                     del self._active[key]
         return by_node, next_wake, no_leader

@@ -8,7 +8,6 @@ the encoded key with Fluss's MurmurHash variant (docs/contributing/formats.md §
 from __future__ import annotations
 
 import random
-from typing import Optional
 
 from ...codec.wire import murmur
 
@@ -28,13 +27,13 @@ class StickyBucketAssigner:
         self._filled = {}  # partition id -> full batches per bucket
         self._rng = random.Random()
 
-    def bucket(self, partition_id: Optional[int], num_buckets: int) -> int:
+    def bucket(self, partition_id: int | None, num_buckets: int) -> int:
         b = self._current.get(partition_id)
         if b is None:
             b = self._current[partition_id] = self._rng.randrange(num_buckets)
         return b
 
-    def on_batch_full(self, partition_id: Optional[int], bucket: int, num_buckets: int) -> None:
+    def on_batch_full(self, partition_id: int | None, bucket: int, num_buckets: int) -> None:
         filled = self._filled.get(partition_id)
         if filled is None or len(filled) != num_buckets:
             filled = self._filled[partition_id] = [0] * num_buckets
@@ -54,7 +53,7 @@ class RoundRobinBucketAssigner:
     def __init__(self):
         self._counter = {}
 
-    def bucket(self, partition_id: Optional[int], num_buckets: int) -> int:
+    def bucket(self, partition_id: int | None, num_buckets: int) -> int:
         n = self._counter.get(partition_id)
         if n is None:
             n = random.randrange(num_buckets)

@@ -11,13 +11,19 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import time
-from typing import Optional
 
-from ...codec.wire.crc32c import crc32c
 # The header layout is logbatch's (the same struct definitions); only the assembly differs: the
 # header is built on its own so the payload goes to the socket without being copied behind it.
-from ...codec.log.logbatch import (_CRC_FREE_V0, _CRC_FREE_V1, _HEAD, APPEND_ONLY_FLAG, LOG_OVERHEAD,
-                                   V0_HEADER_SIZE, V1_HEADER_SIZE)
+from ...codec.log.logbatch import (
+    _CRC_FREE_V0,
+    _CRC_FREE_V1,
+    _HEAD,
+    APPEND_ONLY_FLAG,
+    LOG_OVERHEAD,
+    V0_HEADER_SIZE,
+    V1_HEADER_SIZE,
+)
+from ...codec.wire.crc32c import crc32c
 from ..runtime import on_runtime
 
 #: batch kinds; the sender picks the request type (ProduceLog now, PutKv later) from the kind
@@ -68,7 +74,7 @@ class WriteBatch:
         "hot", "hot_rows", "lease", "encoding", "stats", "__weakref__",
     )
 
-    def __init__(self, kind: str, state, partition_id: Optional[int], bucket: int):
+    def __init__(self, kind: str, state, partition_id: int | None, bucket: int):
         self.kind = kind
         self.state = state  # the accumulator's BucketState this batch belongs to
         self.partition_id = partition_id
@@ -177,7 +183,7 @@ class WriteResultHandle:
         return all(f.done() for f in self._futures())
 
     @property
-    def base_offset(self) -> Optional[int]:
+    def base_offset(self) -> int | None:
         """Offset the server gave the first record of this write's (first) batch; None until acked."""
         f = self._futures()[0] if self._futures() else None
         if f is not None and f.done() and f.exception() is None:

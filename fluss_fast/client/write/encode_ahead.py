@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import collections
+from collections.abc import Callable
 from functools import partial
-from typing import Callable
 
 
 class EncodeAhead:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import struct
 
-from ...codec.wire.crc32c import crc32c
 from ...codec.kv.kvbatch import KV_HEADER_SIZE, KV_MAGIC
+from ...codec.wire.crc32c import crc32c
+from ...rpc.wire import PUT_KV
+
 # the records and their builder live with the per-row fast path that writes into them
 from .upsertrow import KvChunk, KvRecordBuilder, kv_record
-from ...rpc.wire import PUT_KV
 
 __all__ = ["KvChunk", "KvRecordBuilder", "kv_record", "kv_batch_header", "encode_put_kv_request"]
 

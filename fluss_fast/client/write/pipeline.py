@@ -7,15 +7,15 @@ Subclasses set ``_ctx``, ``_runtime``, ``_meta`` and ``_table_name`` and provide
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
-from typing import Optional
 
+from ...error_codes import Errors
 from ...errors import FlussError
 from ...metadata import PARTITION_SEPARATOR
 from ...rpc import fluss_api_pb2 as pb
 from ...rpc.api import Api
-from ...error_codes import Errors
 from ..runtime import on_runtime
 from .accumulator import RecordAccumulator
 from .batch import KIND_LOG
@@ -63,7 +63,7 @@ class BufferedWriter:
         ctx = self._ctx
         self._closed = False
         self._err_lock = threading.Lock()
-        self._first_error: Optional[FlussError] = None
+        self._first_error: FlussError | None = None
         self._lost_batches = self._lost_records = 0  # failed since the last flush reported
         self._lost = (0, 0)
         self._pids = {}    # partition name -> id
@@ -106,7 +106,7 @@ class BufferedWriter:
             self._lost_batches += 1
             self._lost_records += records
 
-    def _take_error(self) -> Optional[FlussError]:
+    def _take_error(self) -> FlussError | None:
         with self._err_lock:
             e, self._first_error = self._first_error, None
             self._lost = (self._lost_records, self._lost_batches)
@@ -150,7 +150,7 @@ class BufferedWriter:
                              f"does not split into the {len(keys)} partition key value(s)", PARTITION_NOT_EXISTS)
         req = pb.CreatePartitionRequest(ignore_if_not_exists=True)
         self._meta.path._to_pb(req.table_path)
-        for k, v in zip(keys, values):
+        for k, v in zip(keys, values, strict=True):
             kv = req.partition_spec.partition_key_values.add()
             kv.key = k
             kv.value = v
@@ -229,8 +229,6 @@ class BufferedWriter:
         if exc_type is None:
             await self.flush()
         else:
-            try:
+            with contextlib.suppress(FlussError):  # the body's exception is the one to report
                 await self.flush()
-            except FlussError:
-                pass  # the body's exception is the one to report
         return False

@@ -22,15 +22,16 @@ client's rules (see ``_settle``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import struct
 import threading
 import time
-from typing import Callable, Optional
+from collections.abc import Callable
 
-from ...errors import FlussError
 from ... import error_codes as codes
 from ...error_codes import Errors
+from ...errors import FlussError
 from ...rpc import fluss_api_pb2 as pb
 from ...rpc.api import Api
 from ...rpc.wire import PRODUCE_LOG
@@ -90,7 +91,7 @@ class Sender:
         self._timeout_ms = min(request_timeout_ms, (1 << 31) - 1)
         self._request_timeout = request_timeout_ms / 1000.0
         self._delivery = DELIVERY_TIMEOUTS * self._request_timeout
-        self._gone: Optional[FlussError] = None  # the table was dropped: nothing can be written
+        self._gone: FlussError | None = None  # the table was dropped: nothing can be written
         self._on_failure = on_failure
         self._partition_name = partition_name
         self._loop = None
@@ -128,10 +129,8 @@ class Sender:
         if threading.get_ident() == self._thread_id:
             self._event.set()
         else:
-            try:
+            with contextlib.suppress(RuntimeError):  # loop closed: the runtime is gone, nothing to wake
                 loop.call_soon_threadsafe(self._event.set)
-            except RuntimeError:  # loop closed: the runtime is gone, nothing to wake
-                pass
 
     async def stop(self) -> None:
         """Ask the loop to end once every batch is settled, and wait for it (on the runtime)."""
@@ -172,11 +171,10 @@ class Sender:
                 self._fail_unsent(self._gone)
                 continue
             try:
-                if pending and idem.enabled and not idem.has_writer_id:
-                    if not await self._init_writer():
-                        self._check_stall(now)
-                        await asyncio.sleep(_BACKOFF_BASE)
-                        continue
+                if pending and idem.enabled and not idem.has_writer_id and not await self._init_writer():
+                    self._check_stall(now)
+                    await asyncio.sleep(_BACKOFF_BASE)
+                    continue
                 by_node, next_wake, no_leader = acc.drain(now, self._leader_of, self._max_inflight,
                                                           self._request_max)
                 if no_leader:
@@ -222,12 +220,10 @@ class Sender:
                 delay = None
             if self._wake_pending:
                 continue
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._event.wait(), delay)
-            except asyncio.TimeoutError:
-                pass
 
-    def _spawn(self, coro, ticket: Optional[int] = None) -> None:
+    def _spawn(self, coro, ticket: int | None = None) -> None:
         t = asyncio.ensure_future(coro)
         self._tasks.add(t)
         t.add_done_callback(self._tasks.discard)
@@ -330,7 +326,7 @@ class Sender:
             self.wake()
 
     # -- one request -----------------------------------------------------------------------------
-    async def _send(self, node: int, batches: list, ticket: Optional[int] = None) -> None:
+    async def _send(self, node: int, batches: list, ticket: int | None = None) -> None:
         try:
             await self._send_in_turn(node, batches, ticket)
         finally:
@@ -347,7 +343,7 @@ class Sender:
         # shielded: a cancelled send must not cancel an encode another send may wait for
         return list(await asyncio.gather(*[asyncio.shield(ahead.start(b, loop)) for b in todo]))
 
-    async def _send_in_turn(self, node: int, batches: list, ticket: Optional[int]) -> None:
+    async def _send_in_turn(self, node: int, batches: list, ticket: int | None) -> None:
         # a batch encoded ahead counts once its future is done (the worker sets the payload
         # before the loop hears of it)
         todo = [b for b in batches if b.payload is None or (b.encoding is not None and not b.encoding.done())]
@@ -360,7 +356,7 @@ class Sender:
                 for b in batches:
                     self._fail(b, err)
                 raise
-            bad = {id(b): e for b, e in zip(todo, errors) if e is not None}
+            bad = {id(b): e for b, e in zip(todo, errors, strict=True) if e is not None}
             if bad:
                 for b in batches:
                     e = bad.get(id(b))
@@ -484,7 +480,7 @@ class Sender:
         backoff = min(_BACKOFF_BASE * (2 ** max(0, b.attempts - 1)), _BACKOFF_MAX)
         self._acc.requeue(b, time.monotonic() + backoff)
 
-    def _settle(self, b, code: int, message: Optional[str], base_offset: Optional[int]) -> None:
+    def _settle(self, b, code: int, message: str | None, base_offset: int | None) -> None:
         if code == 0:
             self._succeed(b, base_offset if base_offset is not None else -1)
             return

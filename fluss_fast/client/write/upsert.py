@@ -12,22 +12,21 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import List, Optional
 
 import pyarrow as pa
 
 from ...codec.kv.keys import KeyScheme, key_columns
 from ...codec.rows.compacted import CompactedRowEncoder
 from ...codec.rows.indexed import IndexedRowEncoder
-from .upsertrow import KvSlot, UpsertRow
+from ...error_codes import CLIENT_ERROR
 from ...errors import FlussError
 from ...metadata import PARTITION_SEPARATOR
-from ...error_codes import CLIENT_ERROR
 from ..runtime import on_runtime
 from .assigners import make_no_key_assigner
 from .batch import KIND_KV, WriteResultHandle
 from .kvrecords import KvRecordBuilder, kv_record
 from .pipeline import BufferedWriter, delivery_settings
+from .upsertrow import KvSlot, UpsertRow
 from .writer import _done_future, partition_value_text
 
 _MISSING = object()
@@ -45,7 +44,7 @@ def batch_capacity(cfg) -> int:
     return min(max(0, cfg.writer_batch_size), 16 << 20) + 64 * 1024
 
 
-def check_target_columns(meta, target: List[int]) -> None:
+def check_target_columns(meta, target: list[int]) -> None:
     """The Java/Rust clients' partial-update rules: every primary-key column is targeted, every
     other column is nullable."""
     schema = meta.schema
@@ -123,11 +122,11 @@ class RowShaper:
         if len(vals) == self.width and self.positions == list(range(self.width)):
             return vals
         out = [None] * self.width
-        for p, v in zip(self.positions, vals):
+        for p, v in zip(self.positions, vals, strict=True):
             out[p] = v
         return out
 
-    def encode_error(self, exc: Exception, column: Optional[str], schema) -> FlussError:
+    def encode_error(self, exc: Exception, column: str | None, schema) -> FlussError:
         """A codec error as pyfluss words it (``Field 'x': ...``)."""
         text = str(exc)
         if column is None:
@@ -199,7 +198,7 @@ class KvLayout:
 
     def partition_name(self, values_at_part_pos) -> str:
         parts = []
-        for key, i, v in zip(self.partition_keys, self.part_pos, values_at_part_pos):
+        for key, i, v in zip(self.partition_keys, self.part_pos, values_at_part_pos, strict=True):
             dtype = self.schema.columns[i].type
             if v is None:
                 raise FlussError(f"table '{self.table_name}': partition column '{key}' must not be null")
@@ -231,7 +230,7 @@ class KvLayout:
 class UpsertWriter(BufferedWriter):
     """Upserts and deletes rows of a primary-key table; optionally a partial update."""
 
-    def __init__(self, table, target_columns: Optional[List[int]] = None):
+    def __init__(self, table, target_columns: list[int] | None = None):
         ctx = table._ctx
         meta = table._meta
         self._ctx = ctx

@@ -10,8 +10,6 @@ columnar encoder, which still writes the values column by column.
 """
 from __future__ import annotations
 
-from typing import List
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -120,7 +118,7 @@ class BulkKv:
             batches = data.to_batches()
         else:
             raise self._fail(f"expected a pyarrow.Table or RecordBatch, got {type(data).__name__}")
-        futures: List = []
+        futures: list = []
         for rb in batches:
             for start in range(0, rb.num_rows, _MAX_ROWS):
                 self._write_batch(rb.slice(start, _MAX_ROWS), delete, futures)
@@ -163,10 +161,7 @@ class BulkKv:
             return
         cols = self._columns(rb, delete)
         lay = self._lay
-        if lay.part_pos:
-            groups = self._split_partitions(cols, rb.num_rows)
-        else:
-            groups = [(None, None)]
+        groups = self._split_partitions(cols, rb.num_rows) if lay.part_pos else [(None, None)]
         for pid, idx in groups:
             part = cols if idx is None else {i: a.take(idx) for i, a in cols.items()}
             n = rb.num_rows if idx is None else len(idx)
@@ -199,14 +194,14 @@ class BulkKv:
         w = self._w
         pk_cols = [cols[i].to_pylist() for i in lay.phys_pos]
         try:
-            keys = [lay.key_encoder.encode(vals) for vals in zip(*pk_cols)]
+            keys = [lay.key_encoder.encode(vals) for vals in zip(*pk_cols, strict=True)]
             fn, nb = lay.bucketing, lay.num_buckets
             if lay.bucket_same:
                 buckets = [fn(k, nb) for k in keys]
             else:
                 enc = lay.bucket_encoder
                 bk_cols = [cols[i].to_pylist() for i in lay.bucket_pos]
-                buckets = [fn(enc.encode(vals), nb) for vals in zip(*bk_cols)]
+                buckets = [fn(enc.encode(vals), nb) for vals in zip(*bk_cols, strict=True)]
         except (TypeError, ValueError, OverflowError) as e:
             raise w._row_shaper.encode_error(e, None, lay.schema) from None
         return keys, buckets
@@ -248,10 +243,7 @@ class BulkKv:
         w = self._w
         seen = set()
         for row in table.to_pylist():
-            if delete:
-                h = w.delete({names[i]: row[names[i]] for i in self._lay.pk_pos})
-            else:
-                h = w.upsert(row)
+            h = w.delete({names[i]: row[names[i]] for i in self._lay.pk_pos}) if delete else w.upsert(row)
             f = h._future
             if id(f) not in seen:
                 seen.add(id(f))

@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import struct
 
-from .appendslot import HotSlot_py
 from ...codec._select import pick
 from ...codec.wire.murmur import bucket_for_key
 from ...codec.wire.varint import encode_varint
+from .appendslot import HotSlot_py
 
 __all__ = ["UpsertRow", "KvRecordBuilder", "KvSlot", "KvChunk", "kv_record"]
 _COMPILED = ["UpsertRow", "KvRecordBuilder", "KvSlot"]

@@ -8,6 +8,7 @@ calling thread, so calling them from inside an event loop cannot deadlock the cl
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import logging
 
@@ -15,11 +16,11 @@ import numpy as np
 import pyarrow as pa
 
 from ... import datatypes as T
+from ...codec.kv.keys import KeyScheme, RowKeyEncoder
 from ...codec.log import batchstats
 from ...codec.log.arrowlog import ArrowLogCodec
-from ...codec.rows.columns import RowBatchBuilder
 from ...codec.log.indexedlog import RowLogCodec
-from ...codec.kv.keys import KeyScheme, RowKeyEncoder
+from ...codec.rows.columns import RowBatchBuilder
 from ...errors import FlussError
 from ...metadata import PARTITION_SEPARATOR
 from ..runtime import on_runtime
@@ -44,10 +45,7 @@ def _float_text(v: float) -> str:
         return "NaN"
     if v in (float("inf"), float("-inf")):
         return "Inf" if v > 0 else "-Inf"
-    if v == int(v) and abs(v) < 1e16:
-        text = str(int(v))
-    else:
-        text = repr(v)
+    text = str(int(v)) if v == int(v) and abs(v) < 1e16 else repr(v)
     return text.replace(".", "_")
 
 
@@ -65,7 +63,7 @@ def _timestamp_text(v) -> str:
     if hasattr(v, "nanosecond"):  # pandas.Timestamp keeps nanoseconds
         nanos_extra = int(v.nanosecond)
     if v.tzinfo is not None:
-        v = v.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+        v = v.astimezone(_dt.UTC).replace(tzinfo=None)
     micro = v.microsecond
     milli, micro_rest = divmod(micro, 1000)
     nano_of_milli = micro_rest * 1000 + nanos_extra
@@ -183,7 +181,7 @@ class AppendWriter(BufferedWriter):
     # -- partitions -----------------------------------------------------------------------------
     def _partition_name_of_values(self, values) -> str:
         parts = []
-        for key, dtype, v in zip(self._partition_keys, self._part_types, values):
+        for key, dtype, v in zip(self._partition_keys, self._part_types, values, strict=True):
             if v is None:
                 raise FlussError(f"table '{self._table_name}': partition column '{key}' must not be null")
             try:
@@ -241,17 +239,11 @@ class AppendWriter(BufferedWriter):
         # so 1, 1.0 and True stay apart), bucket from the key hash. Anything unusual falls through
         # to the checked path below, which reports precisely what is wrong.
         kind = type(row)
-        if kind is dict:
-            simple = True
-        else:
-            simple = (kind is tuple or kind is list) and len(row) == self._ncols
+        simple = True if kind is dict else (kind is tuple or kind is list) and len(row) == self._ncols
         if simple:
             pid = None
             if self._part_pos:
-                if kind is dict:
-                    pvals = [row.get(n) for n in self._partition_keys]
-                else:
-                    pvals = [row[i] for i in self._part_pos]
+                pvals = [row.get(n) for n in self._partition_keys] if kind is dict else [row[i] for i in self._part_pos]
                 try:
                     pid = self._pid_cache.get(tuple([(v.__class__, v) for v in pvals]))
                 except TypeError:  # unhashable value
@@ -262,10 +254,7 @@ class AppendWriter(BufferedWriter):
             bucket = None
             enc = self._key_encoder
             if placed and enc is not None:
-                if kind is dict:
-                    values = [row.get(n) for n in enc.names]
-                else:
-                    values = [row[i] for i in enc.positions]
+                values = [row.get(n) for n in enc.names] if kind is dict else [row[i] for i in enc.positions]
                 try:
                     bucket = self._bucket_for_key(enc.encode(values), self._num_buckets)
                 except (TypeError, ValueError, OverflowError):
@@ -295,10 +284,8 @@ class AppendWriter(BufferedWriter):
                 if key is not None:
                     if len(self._pid_cache) >= 4096:
                         self._pid_cache.clear()
-                    try:
+                    with contextlib.suppress(TypeError):  # unhashable value
                         self._pid_cache[key] = pid
-                    except TypeError:  # unhashable value
-                        pass
         if self._key_encoder is not None:
             enc = self._key_encoder
             values = self._row_values(row, enc.positions, enc.names)
@@ -423,7 +410,7 @@ class AppendWriter(BufferedWriter):
         values = [c.to_pylist() for c in cols]
         groups = {}
         names = {}
-        for i, vals in enumerate(zip(*values)):
+        for i, vals in enumerate(zip(*values, strict=True)):
             key = vals
             lst = groups.get(key)
             if lst is None:
@@ -442,7 +429,7 @@ class AppendWriter(BufferedWriter):
             return
         cols = [rb.column(i).to_pylist() for i in enc.positions]
         try:
-            keys = [enc.encode(list(vals)) for vals in zip(*cols)]
+            keys = [enc.encode(list(vals)) for vals in zip(*cols, strict=True)]
         except (TypeError, ValueError, OverflowError) as e:
             raise FlussError(f"table '{self._table_name}': cannot encode bucket key "
                              f"({', '.join(enc.names)}): {e}") from None
@@ -465,7 +452,7 @@ class AppendWriter(BufferedWriter):
         bounds = np.flatnonzero(np.diff(sorted_b)) + 1
         starts = np.concatenate(([0], bounds))
         ends = np.concatenate((bounds, [len(sorted_b)]))
-        for s, e in zip(starts.tolist(), ends.tolist()):
+        for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
             yield int(sorted_b[s]), taken.slice(s, e - s)
 
     # -- encoding (worker thread or runtime thread) ---------------------------------------------
@@ -475,17 +462,14 @@ class AppendWriter(BufferedWriter):
         if builder is not None and len(builder):
             chunks.append(builder.build())
             b.builder = None
-        if len(chunks) == 1:
-            rb = chunks[0]
-        else:
-            rb = pa.concat_batches(chunks)
+        rb = chunks[0] if len(chunks) == 1 else pa.concat_batches(chunks)
         if self._row_codec is None:
             b.payload = self._codec.encode(rb)
             if self._stats_columns is not None:
                 b.stats = self._statistics(rb)
         else:
             cols = [c.to_pylist() for c in rb.columns]
-            b.payload = self._row_codec.encode_records(list(zip(*cols)))
+            b.payload = self._row_codec.encode_records(list(zip(*cols, strict=True)))
         b.record_count = rb.num_rows
         b.chunks = None
 
