@@ -9,19 +9,18 @@ decoding). Every client result can be read against these two numbers.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 import pyarrow as pa
 
 from ..datatypes import TableDescriptorInfo
+from ..error_codes import default_message
 from ..errors import FlussError
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
-from ..error_codes import default_message
-from .raw import RawConnection, split_address
-from .harness import (DATABASE, Client, Env, Mismatch, Outcome, Scenario, create_table, drop_table, register,
-                      table_name)
+from .harness import DATABASE, Client, Env, Mismatch, Outcome, Scenario, create_table, drop_table, register, table_name
 from .pk_scenarios import pk_schema
+from .raw import RawConnection, split_address
 from .scenarios import cleanup_filled, prepare_filled
 
 IN_FLIGHT = 16
@@ -41,8 +40,8 @@ class TableRoute:
         self.nodes = {n.node_id: (n.host, n.port) for n in resp.tablet_servers}
         self.leaders = {b.bucket_id: b.leader_id for b in tm.bucket_metadata}
 
-    def buckets_by_leader(self) -> Dict[int, List[int]]:
-        out: Dict[int, List[int]] = {}
+    def buckets_by_leader(self) -> dict[int, list[int]]:
+        out: dict[int, list[int]] = {}
         for bucket, node in sorted(self.leaders.items()):
             out.setdefault(node, []).append(bucket)
         return out
@@ -71,12 +70,12 @@ async def _gather_all(coros) -> list:
         raise
 
 
-async def _on_leaders(rt: TableRoute, work: Dict[int, Any], task, stopwatch=None):
+async def _on_leaders(rt: TableRoute, work: dict[int, Any], task, stopwatch=None):
     """One connection per leader of ``work`` (node -> its part), ``task(conn, part)`` on all at
     once, the connections closed after. The stopwatch, if given, times the tasks only, not the
     connecting. Returns (results, seconds, stopwatch, connections) — closed connections still
     answer their byte counts."""
-    conns: Dict[int, RawConnection] = {}
+    conns: dict[int, RawConnection] = {}
     sw = seconds = None
     try:
         for node in work:
@@ -92,7 +91,7 @@ async def _on_leaders(rt: TableRoute, work: Dict[int, Any], task, stopwatch=None
     return results, seconds, sw, conns
 
 
-def encode_requests(table: pa.Table, rt: TableRoute, buckets: List[int]) -> List[Tuple[int, bytes, int]]:
+def encode_requests(table: pa.Table, rt: TableRoute, buckets: list[int]) -> list[tuple[int, bytes, int]]:
     """(bucket, ProduceLogRequest body, record count) for the whole table, round-robin over buckets."""
     from ..codec.log.arrowlog import ArrowLogCodec
 
@@ -113,7 +112,7 @@ def encode_requests(table: pa.Table, rt: TableRoute, buckets: List[int]) -> List
 async def _pipelined(conn: RawConnection, api: int, items, in_flight: int, body_at: int):
     """Sends ``item[body_at]`` of every item with up to ``in_flight`` requests outstanding; yields
     (item, response body) as the answers come in."""
-    pending: Dict[int, Any] = {}
+    pending: dict[int, Any] = {}
     it = iter(items)
     done = False
     while True:
@@ -129,7 +128,7 @@ async def _pipelined(conn: RawConnection, api: int, items, in_flight: int, body_
         yield pending.pop(rid), body
 
 
-async def _produce_to(conn: RawConnection, reqs: List[Tuple[int, bytes, int]], start: Dict[int, int]) -> int:
+async def _produce_to(conn: RawConnection, reqs: list[tuple[int, bytes, int]], start: dict[int, int]) -> int:
     """Replays ``reqs`` with IN_FLIGHT outstanding; checks every base offset; returns rows acked."""
     next_offset = dict(start)
     acked = 0
@@ -172,7 +171,7 @@ async def cleanup_produce(env: Env, shared: dict) -> None:
     await drop_table(env.verifier, shared["name"])
 
 
-async def run_produce(client: Optional[Client], env: Env, shared: dict) -> Outcome:
+async def run_produce(client: Client | None, env: Env, shared: dict) -> Outcome:
     rt: TableRoute = shared["route"]
     counts, seconds, sw, conns = await _on_leaders(
         rt, shared["requests"], lambda conn, reqs: _produce_to(conn, reqs, shared["offsets"]), env.stopwatch)
@@ -183,14 +182,14 @@ async def run_produce(client: Optional[Client], env: Env, shared: dict) -> Outco
     return Outcome(seconds, rows, env.table.nbytes, wire_bytes=wire, cpu=sw.cpu, rss=sw.rss)
 
 
-async def _fetch_from(conn: RawConnection, table_id: int, buckets: List[int]) -> Tuple[int, int]:
+async def _fetch_from(conn: RawConnection, table_id: int, buckets: list[int]) -> tuple[int, int]:
     """Reads every bucket from offset 0 to its high watermark, one request per bucket in flight at a
     time (so all buckets overlap); returns (records, record bytes)."""
     from ..codec.log.logbatch import iter_batches
 
     rows = 0
     received = 0
-    pending: Dict[int, Tuple[int, int]] = {}
+    pending: dict[int, tuple[int, int]] = {}
 
     async def ask(bucket: int, offset: int) -> None:
         req = pb.FetchLogRequest(follower_server_id=-1, max_bytes=FETCH_MAX_BYTES, tables_req=[
@@ -224,7 +223,7 @@ async def _fetch_from(conn: RawConnection, table_id: int, buckets: List[int]) ->
     return rows, received
 
 
-async def run_fetch(client: Optional[Client], env: Env, name: str) -> Outcome:
+async def run_fetch(client: Client | None, env: Env, name: str) -> Outcome:
     rt = await route(env.bootstrap, name)
     res, seconds, sw, conns = await _on_leaders(
         rt, rt.buckets_by_leader(), lambda conn, buckets: _fetch_from(conn, rt.table_id, buckets),
@@ -262,7 +261,7 @@ def _pk_route_codecs(rt: TableRoute):
             RowKeyEncoder(schema, keys.bucket_key))
 
 
-def encode_put_kv(rows: List[dict], rt: TableRoute) -> Dict[int, List[Tuple[bytes, int]]]:
+def encode_put_kv(rows: list[dict], rt: TableRoute) -> dict[int, list[tuple[bytes, int]]]:
     """leader -> [(PutKvRequest body, record count)]: every row once, KV batches per bucket."""
     from ..codec.kv.keys import bucket_of
     from ..codec.kv.kvbatch import build_kv_batch
@@ -270,14 +269,14 @@ def encode_put_kv(rows: List[dict], rt: TableRoute) -> Dict[int, List[Tuple[byte
     row_enc, pk_enc, bk_enc = _pk_route_codecs(rt)
     names = rt.descriptor.schema.names
     n = len(rt.leaders)
-    per_bucket: Dict[int, List[Tuple[bytes, bytes]]] = {b: [] for b in rt.leaders}
+    per_bucket: dict[int, list[tuple[bytes, bytes]]] = {b: [] for b in rt.leaders}
     for row in rows:
         values = [row.get(c) for c in names]
         per_bucket[bucket_of(bk_enc.encode_row(values), n)].append((pk_enc.encode_row(values),
                                                                     row_enc.encode(values)))
-    out: Dict[int, List[Tuple[bytes, int]]] = {}
+    out: dict[int, list[tuple[bytes, int]]] = {}
     for bucket, recs in per_bucket.items():
-        batch: List[Tuple[bytes, bytes]] = []
+        batch: list[tuple[bytes, bytes]] = []
         size = 0
         for rec in recs + [None]:
             if rec is not None:
@@ -291,7 +290,7 @@ def encode_put_kv(rows: List[dict], rt: TableRoute) -> Dict[int, List[Tuple[byte
     return out
 
 
-async def _put_kv_to(conn: RawConnection, reqs: List[Tuple[bytes, int]]) -> int:
+async def _put_kv_to(conn: RawConnection, reqs: list[tuple[bytes, int]]) -> int:
     acked = 0
     async for (_, count), body in _pipelined(conn, Api.PUT_KV, reqs, IN_FLIGHT, 0):
         for b in pb.PutKvResponse.FromString(body).buckets_resp:
@@ -302,7 +301,7 @@ async def _put_kv_to(conn: RawConnection, reqs: List[Tuple[bytes, int]]) -> int:
     return acked
 
 
-async def _create_raw_pk(env: Env, tag: str) -> Tuple[str, TableRoute]:
+async def _create_raw_pk(env: Env, tag: str) -> tuple[str, TableRoute]:
     name = table_name(tag)
     await create_table(env.verifier, name, pk_schema(env.spec), env.buckets, primary_keys=[env.spec.id_column])
     return name, await route(env.bootstrap, name)
@@ -315,7 +314,7 @@ async def prepare_put_kv(env: Env) -> dict:
     return {"name": name, "route": rt, "requests": encode_put_kv(env.dicts, rt)}
 
 
-async def run_put_kv(client: Optional[Client], env: Env, shared: dict) -> Outcome:
+async def run_put_kv(client: Client | None, env: Env, shared: dict) -> Outcome:
     rt: TableRoute = shared["route"]
     counts, seconds, sw, conns = await _on_leaders(rt, shared["requests"], _put_kv_to, env.stopwatch)
     rows = sum(counts)
@@ -339,11 +338,11 @@ async def prepare_lookup(env: Env, keys_per_request: int = 1) -> dict:
     import random
 
     sample = random.Random(11).sample(env.dicts, min(LOOKUP_KEYS, len(env.dicts)))
-    per_bucket: Dict[int, List[bytes]] = {}
+    per_bucket: dict[int, list[bytes]] = {}
     for row in sample:
         values = [row.get(c) for c in names]
         per_bucket.setdefault(bucket_of(bk_enc.encode_row(values), n), []).append(pk_enc.encode_row(values))
-    by_leader: Dict[int, List[Tuple[bytes, int]]] = {}
+    by_leader: dict[int, list[tuple[bytes, int]]] = {}
     for bucket, keys in sorted(per_bucket.items()):
         for lo in range(0, len(keys), keys_per_request):
             chunk = keys[lo:lo + keys_per_request]
@@ -357,7 +356,7 @@ async def prepare_lookup_batch(env: Env) -> dict:
     return await prepare_lookup(env, LOOKUP_BATCH_KEYS)
 
 
-async def _lookup_at(conn: RawConnection, bodies: List[Tuple[bytes, int]]) -> int:
+async def _lookup_at(conn: RawConnection, bodies: list[tuple[bytes, int]]) -> int:
     found = 0
     async for _, body in _pipelined(conn, Api.LOOKUP, bodies, LOOKUP_IN_FLIGHT, 0):
         for b in pb.LookupResponse.FromString(body).buckets_resp:
@@ -368,7 +367,7 @@ async def _lookup_at(conn: RawConnection, bodies: List[Tuple[bytes, int]]) -> in
     return found
 
 
-async def run_lookup(client: Optional[Client], env: Env, shared: dict) -> Outcome:
+async def run_lookup(client: Client | None, env: Env, shared: dict) -> Outcome:
     rt: TableRoute = shared["route"]
     found, seconds, sw, _ = await _on_leaders(rt, shared["lookups"], _lookup_at, env.stopwatch)
     asked = sum(k for bodies in shared["lookups"].values() for _, k in bodies)
@@ -382,7 +381,8 @@ async def cleanup_pk(env: Env, shared: dict) -> None:
     await drop_table(env.verifier, shared["name"])
 
 
-register(Scenario("ceiling_put_kv", "raw pipelined PutKv of pre-encoded KV batches (first repetition inserts, later ones update)",
+register(Scenario("ceiling_put_kv",
+                  "raw pipelined PutKv of pre-encoded KV batches (first repetition inserts, later ones update)",
                   run_put_kv, prepare_put_kv, cleanup_pk, raw=True))
 register(Scenario("ceiling_lookup", "raw single-key Lookup requests, 64 in flight (no client)",
                   run_lookup, prepare_lookup, cleanup_pk, raw=True))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import datetime as _dt
 import importlib
 import json
@@ -22,20 +23,22 @@ import sys
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any
 
+from ..cli import version_line
 from . import datasets as ds
 from . import harness as h
+
+# isort: off
 # importing a scenario module registers its scenarios, in this order (the order --help lists them)
 from . import scenarios as log_scenarios
 from . import remote_scenarios as _remote_scenarios  # noqa: F401
 from . import pk_scenarios
-from ..cli import version_line
-from .util import cleanup_step, human_rate, run_interruptibly, server_for
-
 from . import ceiling as _ceiling  # noqa: F401 - importing registers the ceiling scenarios
+# isort: on
 from .cold import COLD_SCENARIOS
 from .cold_runs import run_cold
+from .util import cleanup_step, human_rate, run_interruptibly, server_for
 
 DEFAULT_SCENARIOS = log_scenarios.LOG_SCENARIOS + pk_scenarios.PK_SCENARIOS + [
     "ceiling_produce", "ceiling_fetch", "ceiling_put_kv", "ceiling_lookup", "ceiling_lookup_batch"]
@@ -61,10 +64,10 @@ SWEEP_SCENARIOS = ["write_arrow", "scan"]
 class Result:
     scenario: str
     client: str
-    samples: List[h.Outcome] = field(default_factory=list)
+    samples: list[h.Outcome] = field(default_factory=list)
     status: str = OK
     detail: str = ""
-    cold_samples: List[h.Outcome] = field(default_factory=list)
+    cold_samples: list[h.Outcome] = field(default_factory=list)
 
     def fail(self, status: str, detail: str) -> None:
         # The worst status wins: one bad repetition makes the whole result bad.
@@ -73,11 +76,11 @@ class Result:
             self.status = status
             self.detail = detail
 
-    def rates(self) -> List[float]:
+    def rates(self) -> list[float]:
         return [s.rows / s.seconds for s in self.samples if s.seconds > 0]
 
-    def summary(self) -> Dict[str, Any]:
-        out: Dict[str, Any] = {"scenario": self.scenario, "client": self.client, "status": self.status,
+    def summary(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"scenario": self.scenario, "client": self.client, "status": self.status,
                                "detail": self.detail, "repetitions": len(self.samples),
                                "samples": [{"seconds": s.seconds, "rows": s.rows, "bytes": s.nbytes,
                                             "wire_bytes": s.wire_bytes, "note": s.note,
@@ -107,12 +110,12 @@ class Result:
         return out
 
 
-def cold_summary(samples: List[h.Outcome]) -> Dict[str, Any]:
+def cold_summary(samples: list[h.Outcome]) -> dict[str, Any]:
     """Medians of the cold runs (``bench.cold``): the operation's time from its call, the time to the
     first row (connect included, import not), the import, CPU split into user and kernel time, and
     the peak RSS rise over the process's RSS before it connected."""
     med = statistics.median
-    out: Dict[str, Any] = {
+    out: dict[str, Any] = {
         "repetitions": len(samples),
         "samples": [{"seconds": s.seconds, "rows": s.rows, "bytes": s.nbytes, "note": s.note,
                      "server_cpu_s": s.cpu[1], "rss_start_bytes": s.rss[0], "rss_peak_bytes": s.rss[1],
@@ -139,7 +142,7 @@ EPILOG = ("Exit status: 0 when every scenario ran and checked out (SKIPPED is fi
           f"A --json or --plot file name without a folder is written into {DEFAULT_OUT_DIR}/ (git-ignored).")
 
 
-def parse_args(argv: List[str]) -> argparse.Namespace:
+def parse_args(argv: list[str]) -> argparse.Namespace:
     return build_parser().parse_args(argv)
 
 
@@ -189,7 +192,7 @@ def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def load_clients(names: List[str]) -> List[h.Client]:
+def load_clients(names: list[str]) -> list[h.Client]:
     clients = []
     for name in names:
         mod_name = CLIENT_MODULES.get(name)
@@ -206,7 +209,7 @@ def load_clients(names: List[str]) -> List[h.Client]:
     return clients
 
 
-def versions(clients: List[h.Client]) -> Dict[str, str]:
+def versions(clients: list[h.Client]) -> dict[str, str]:
     import numpy
     import pyarrow
 
@@ -232,7 +235,7 @@ def _dist_version(name: str) -> str:
         return "?"
 
 
-def machine() -> Dict[str, Any]:
+def machine() -> dict[str, Any]:
     cpu = platform.processor() or ""
     try:
         with open("/proc/cpuinfo") as f:
@@ -246,14 +249,12 @@ def machine() -> Dict[str, Any]:
             "machine": platform.machine(), "cpu": cpu, "cores": os.cpu_count()}
 
 
-async def run_all(opts, scenario_names: List[str], clients: List[h.Client], bootstrap: str,
-                  rows: int, repeat: int, server_pid: Optional[int] = None, cold_repeat: int = 0) -> List[Result]:
-    try:
+async def run_all(opts, scenario_names: list[str], clients: list[h.Client], bootstrap: str,
+                  rows: int, repeat: int, server_pid: int | None = None, cold_repeat: int = 0) -> list[Result]:
+    with contextlib.suppress(ImportError):
         # pyarrow imports pandas (when installed) on first use of pa.array(), Array.view() and
         # more: done here, the one-time ~1 s and ~100 MB of RSS land in no client's timed section
         import pandas  # noqa: F401
-    except ImportError:
-        pass
     for c in clients:
         await c.open(bootstrap)
     verifier = next((c for c in clients if c.name == "pyfluss"), clients[0])
@@ -264,9 +265,9 @@ async def run_all(opts, scenario_names: List[str], clients: List[h.Client], boot
     _ = env.table
     _log(f"data set {opts.dataset}: {rows} rows, {env.table.nbytes / 1e6:.1f} MB in Arrow "
          f"(loaded in {time.perf_counter() - t0:.1f} s)")
-    prepared: Dict[Any, Any] = {}
-    prepare_errors: Dict[Any, BaseException] = {}
-    results: List[Result] = []
+    prepared: dict[Any, Any] = {}
+    prepare_errors: dict[Any, BaseException] = {}
+    results: list[Result] = []
     try:
         for name in scenario_names:
             s = h.SCENARIOS[name]
@@ -351,7 +352,7 @@ async def _attempt(coro, r: Result, name: str, what: str, timeout: float, cold: 
     except h.Mismatch as exc:
         r.fail(FAILED, tag + str(exc))
         _log(f"[{name}] {what}: FAILED: {exc}")
-    except asyncio.TimeoutError:
+    except TimeoutError:
         r.fail(ERROR, f"{tag}timed out after {timeout:.0f} s")
         _log(f"[{name}] {what}: ERROR: timed out")
     except Exception as exc:  # noqa: BLE001 - a crash is a result too
@@ -369,7 +370,7 @@ def _describe(exc: BaseException) -> str:
     return (text if text.startswith(name) else f"{name}: {text}")[:500]
 
 
-def format_table(summaries: List[Dict[str, Any]]) -> str:
+def format_table(summaries: list[dict[str, Any]]) -> str:
     """The results table, warm columns then cold ones; reasons for SKIPPED/FAILED/ERROR are
     numbered notes below it.
 
@@ -379,7 +380,7 @@ def format_table(summaries: List[Dict[str, Any]]) -> str:
     head = ["scenario", "client", "warm rows/s", "min-max rows/s", "MB/s", "ff/py", "cpu% cli/srv",
             "peak RSS +MB", "cold s", "cold ff/py", "1st row s", "cold usr/sys s", "cold RSS +MB", "status"]
     rows = []
-    notes: List[str] = []
+    notes: list[str] = []
     by = {(s["scenario"], s["client"]): s for s in summaries}
     for s in summaries:
         ratio = ""
@@ -415,16 +416,16 @@ def format_table(summaries: List[Dict[str, Any]]) -> str:
             status += f" [{notes.index(s['detail']) + 1}]"
         rows.append([s["scenario"], s["client"], rate, spread, mbs, ratio, cpu, rss] + cold_cells + [status])
     widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
-    lines = ["  ".join(str(c).ljust(w) for c, w in zip(head, widths)).rstrip()]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(head, widths, strict=True)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))
     for r in rows:
-        lines.append("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
+        lines.append("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=False)).rstrip())
     for i, note in enumerate(notes, 1):
         lines.append(f"[{i}] {note}")
     return "\n".join(lines)
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--spark" in argv:  # the Spark scenario set has its own options (fluss_fast/bench/spark_bench.py)
         from .spark_bench import main as spark_main
@@ -488,7 +489,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return _report_sweep(opts, argv, clients, repeat, sweep, started, cold_repeat)
     summaries = sweep[0]["results"]
     report = {
-        "meta": {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "meta": {"date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
                  "machine": machine(), "versions": versions(clients), "dataset": opts.dataset,
                  "rows": rows, "repeat": repeat, "cold_repeat": cold_repeat, "buckets": opts.buckets,
                  "server": opts.bootstrap_servers or f"embedded ({opts.tablet_servers} tablet server(s))",
@@ -529,7 +530,7 @@ def output_path(name: str) -> str:
 
 def _report_sweep(opts, argv, clients, repeat, sweep, started, cold_repeat=0) -> int:
     """Prints one table per size and a rows/s-by-size summary; JSON and chart as requested."""
-    meta = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    meta = {"date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
             "machine": machine(), "versions": versions(clients), "dataset": opts.dataset,
             "rows": [step["rows"] for step in sweep], "repeat": repeat, "cold_repeat": cold_repeat,
             "buckets": opts.buckets,
@@ -548,7 +549,7 @@ def _report_sweep(opts, argv, clients, repeat, sweep, started, cold_repeat=0) ->
     return 1 if bad else 0
 
 
-def format_sweep(sweep: List[Dict[str, Any]]) -> str:
+def format_sweep(sweep: list[dict[str, Any]]) -> str:
     """rows/s of every (scenario, client) at every size, and fluss_fast/pyfluss per size."""
     sizes = [step["rows"] for step in sweep]
     keys = list(dict.fromkeys((r["scenario"], r["client"]) for step in sweep for r in step["results"]))
@@ -569,13 +570,13 @@ def format_sweep(sweep: List[Dict[str, Any]]) -> str:
             cells.append(cell)
         rows.append([scen, client] + cells)
     widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
-    lines = ["  ".join(str(c).ljust(w) for c, w in zip(head, widths)).rstrip(),
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(head, widths, strict=True)).rstrip(),
              "  ".join("-" * w for w in widths)]
-    lines += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() for r in rows]
     return "\n".join(lines)
 
 
-def format_meta(meta: Dict[str, Any]) -> str:
+def format_meta(meta: dict[str, Any]) -> str:
     v = meta["versions"]
     m = meta["machine"]
     parts = ", ".join(f"{k} {val}" for k, val in v.items())

@@ -27,13 +27,14 @@ the child reports for a read; lookups are checked in the child, which has the da
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import json
 import os
 import resource
 import sys
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -43,11 +44,11 @@ COLD_SCENARIOS = ("append", "write_arrow", "scan", "projected_scan", "poll", "sc
 PREFIX = "COLD "
 
 
-def job_command(job: Dict[str, Any]) -> List[str]:
+def job_command(job: dict[str, Any]) -> list[str]:
     return [sys.executable, os.path.abspath(__file__), json.dumps(job)]
 
 
-def child_env(cache_dir: Optional[str] = None) -> Dict[str, str]:
+def child_env(cache_dir: str | None = None) -> dict[str, str]:
     """The environment of a cold child: with ``PYTHONDONTWRITEBYTECODE`` set (as in some CI and
     sandbox images) an editable checkout has no bytecode, and every fresh process would compile
     every module it imports -- ~150 ms of fluss_fast's import, and each module imported lazily on
@@ -60,7 +61,7 @@ def child_env(cache_dir: Optional[str] = None) -> Dict[str, str]:
     return env
 
 
-def warm_bytecode(env: Dict[str, str]) -> None:
+def warm_bytecode(env: dict[str, str]) -> None:
     """Compile the package once (into ``env``'s cache) so that no timed child compiles it."""
     import subprocess
 
@@ -68,7 +69,7 @@ def warm_bytecode(env: Dict[str, str]) -> None:
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300, check=False)
 
 
-def parse_output(text: str) -> Dict[str, Any]:
+def parse_output(text: str) -> dict[str, Any]:
     """The child's report: the last ``COLD`` line of its stdout."""
     for line in reversed(text.splitlines()):
         if line.startswith(PREFIX):
@@ -98,7 +99,7 @@ def status_bytes(*keys: str):
     return tuple(vals[k] for k in keys)
 
 
-def proc_cpu_s(pid: Optional[int]) -> float:
+def proc_cpu_s(pid: int | None) -> float:
     """utime + stime of process ``pid`` in seconds (Linux /proc), or -1 when unavailable."""
     if pid is None:
         return -1.0
@@ -120,14 +121,10 @@ def reset_peak_rss() -> int:
     import pyarrow as pa
 
     gc.collect()
-    try:
+    with contextlib.suppress(Exception):  # older pyarrow
         pa.default_memory_pool().release_unused()
-    except Exception:  # noqa: BLE001 - older pyarrow
-        pass
-    try:
+    with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
     try:
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")
@@ -141,7 +138,7 @@ class _Clock:
 
     def __init__(self) -> None:
         self.connect_at = 0.0
-        self.first_row_at: Optional[float] = None
+        self.first_row_at: float | None = None
 
     def mark_first_row(self) -> None:
         if self.first_row_at is None:
@@ -152,7 +149,7 @@ _DATABASE = "fluss_fast_bench"   # harness.DATABASE (not imported: that would im
 _WRITES = ("append", "write_arrow", "upsert", "upsert_arrow")
 
 
-async def _run(job: Dict[str, Any]) -> Dict[str, Any]:
+async def _run(job: dict[str, Any]) -> dict[str, Any]:
     t = time.perf_counter()
     mod = importlib.import_module(job["module"])
     import_s = time.perf_counter() - t
@@ -176,7 +173,7 @@ async def _run(job: Dict[str, Any]) -> Dict[str, Any]:
     clock = _Clock()
     clock.connect_at = time.perf_counter()
     conn = await mod.FlussConnection.create(mod.Config({"bootstrap.servers": job["bootstrap"]}))
-    out: Dict[str, Any] = {}
+    out: dict[str, Any] = {}
     try:
         table = await conn.get_table(mod.TablePath(job.get("database", _DATABASE), job["table"]))
         connect_s = time.perf_counter() - clock.connect_at
@@ -198,7 +195,8 @@ async def _run(job: Dict[str, Any]) -> Dict[str, Any]:
     finally:
         await conn.close()
     out.update(_check(scenario, job, result, data))
-    out.update(import_s=import_s, import_pyarrow_s=import_s_pyarrow, connect_s=connect_s, seconds=seconds, user_s=u1 - u0, sys_s=k1 - k0,
+    out.update(import_s=import_s, import_pyarrow_s=import_s_pyarrow, connect_s=connect_s, seconds=seconds,
+               user_s=u1 - u0, sys_s=k1 - k0,
                server_cpu_s=s1 - s0 if s0 >= 0 and s1 >= 0 else -1.0, rss_start=rss_start,
                rss_peak=rss_peak,
                first_row_s=(clock.first_row_at - clock.connect_at) if clock.first_row_at else None)
@@ -225,8 +223,8 @@ async def _operation(scenario, mod, table, job, data, dicts, clock: _Clock):
         clock.mark_first_row()
         return got
     if scenario == "poll":
-        ids: List[int] = []
-        strs: List[Optional[str]] = []
+        ids: list[int] = []
+        strs: list[str | None] = []
         id_col, str_col = spec["id_column"], spec["string_column"]
         scanner = await table.new_scan().create_log_scanner()
         scanner.subscribe_buckets({b: mod.EARLIEST_OFFSET for b in range(buckets)})
@@ -263,7 +261,7 @@ async def _operation(scenario, mod, table, job, data, dicts, clock: _Clock):
     raise ValueError(f"scenario {scenario!r} has no cold variant")
 
 
-def _check(scenario, job, result, data) -> Dict[str, Any]:
+def _check(scenario, job, result, data) -> dict[str, Any]:
     """What the parent needs to judge the run: checksums of reads, counts of writes."""
     from fluss_fast.bench import datasets as ds
 
@@ -296,7 +294,7 @@ async def _lookups(scenario, table, job, data, clock: _Clock):
     keys = sample_keys(data, id_col, LOOKUPS)
     concurrency = CONCURRENCY if scenario == "lookup64" else 1
     lookuper = table.new_lookup().create_lookuper()
-    results: List[Any] = [None] * len(keys)
+    results: list[Any] = [None] * len(keys)
     done = [False] * len(keys)
     stop_at = time.monotonic() + job["lookup_budget_s"]
 
@@ -309,9 +307,9 @@ async def _lookups(scenario, table, job, data, clock: _Clock):
             clock.mark_first_row()
 
     await asyncio.gather(*(worker(w) for w in range(concurrency)))
-    keys = [k for k, d in zip(keys, done) if d]
-    results = [r for r, d in zip(results, done) if d]
-    missing = [k for k, r in zip(keys, results) if r is None]
+    keys = [k for k, d in zip(keys, done, strict=True) if d]
+    results = [r for r, d in zip(results, done, strict=True) if d]
+    missing = [k for k, r in zip(keys, results, strict=True) if r is None]
     if missing:
         raise RuntimeError(f"MISMATCH {len(missing)} of {len(keys)} lookups found nothing "
                            f"(first: {id_col}={missing[0]})")
@@ -355,7 +353,7 @@ async def _prefix_lookups(table, job, data, clock: _Clock):
     return ids, strs, ds.checksum(sub, id_col, str_col), f"{len(done_users)} prefixes"
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
         print("usage: python -m fluss_fast.bench.cold '<json job>'", file=sys.stderr)

@@ -3,21 +3,31 @@ fluss_fast), the table prepared and the result checked here, as for a warm run."
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Dict, Optional
+from typing import Any
 
 from . import datasets as ds
-from .harness import (DATABASE, Client, Env, Mismatch, Outcome, Skip, check, create_table, drop_table,
-                      table_name, verify_written)
+from .harness import (
+    DATABASE,
+    Client,
+    Env,
+    Mismatch,
+    Outcome,
+    Skip,
+    check,
+    create_table,
+    drop_table,
+    table_name,
+    verify_written,
+)
 from .pk_scenarios import create_pk, filled_for, verify_pk
-
 
 COLD_TIMEOUT_S = 600.0
 
 
-_COLD_ENV: Optional[Dict[str, str]] = None
+_COLD_ENV: dict[str, str] | None = None
 
 
-async def _cold_child(job: Dict[str, Any], timeout: float) -> Dict[str, Any]:
+async def _cold_child(job: dict[str, Any], timeout: float) -> dict[str, Any]:
     from . import cold
 
     global _COLD_ENV
@@ -29,7 +39,7 @@ async def _cold_child(job: Dict[str, Any], timeout: float) -> Dict[str, Any]:
                                                 stderr=asyncio.subprocess.PIPE, env=_COLD_ENV)
     try:
         out, err = await asyncio.wait_for(proc.communicate(), timeout)
-    except (asyncio.TimeoutError, asyncio.CancelledError):
+    except (TimeoutError, asyncio.CancelledError):
         proc.kill()
         await proc.wait()
         raise
@@ -69,7 +79,7 @@ async def run_cold(scenario: str, client: Client, env: Env, shared, timeout: flo
         name = await filled_for(client, env, shared, prefix=scenario == "prefix_lookup")
     else:
         name = shared
-    env.table  # the child loads the data set from the cache this fills
+    _ = env.table  # the child loads the data set from the cache this fills
     job = {"module": client.module.__name__, "bootstrap": env.bootstrap, "scenario": scenario, "table": name,
            "dataset": env.dataset, "rows": env.rows, "buckets": env.buckets, "server_pid": env.server_pid,
            "lookup_budget_s": env.lookup_budget_s,

@@ -18,7 +18,6 @@ import sys
 import threading
 import time
 
-
 WAYS = ("to_arrow+polars.from_arrow", "polars.DataFrame(scanner)", "scanner.to_polars()",
         "duckdb CREATE TABLE AS FROM scanner", "duckdb aggregate FROM scanner", "to_arrow",
         "polars.DataFrame(scanner) without strings", "to_arrow without strings")
@@ -34,8 +33,9 @@ def _path(rows: int):
 
 def load(bootstrap: str, rows: int, buckets: int) -> None:
     """Write ``rows`` rows of the clicks data set (the bench's cache) into a fresh log table."""
-    from fluss_fast import sync
     import fluss_fast as ff
+    from fluss_fast import sync
+
     from . import datasets
 
     data = datasets.load("clicks", rows)

@@ -20,10 +20,11 @@ buckets come back in any order, so the fingerprint must not depend on row order.
 """
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Union
 
 import numpy as np
 import pyarrow as pa
@@ -34,14 +35,15 @@ SIZES = {"10k": 10_000, "100k": 100_000, "1m": 1_000_000, "10m": 10_000_000}
 # Fixed epoch so that timestamps do not depend on when the data was generated.
 _EPOCH_US = 1_717_200_000_000_000  # 2024-06-01T00:00:00Z
 
-_WORDS = (
-    "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
-    "quebec romeo sierra tango uniform victor whiskey xray yankee zulu red green blue cotton linen wool "
-    "leather steel oak maple walnut small medium large extra soft hard light dark classic modern vintage "
-    "premium basic deluxe eco organic handmade imported local fresh frozen dried smart wireless portable "
-    "compact heavy duty indoor outdoor summer winter spring autumn kitchen garden office travel sport "
-    "kids adult unisex pack set bundle refill spare cable charger lamp chair table shelf rug pillow "
-    "blanket mug bottle bag case cover stand holder").split()
+_WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima",
+          "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango", "uniform", "victor", "whiskey",
+          "xray", "yankee", "zulu", "red", "green", "blue", "cotton", "linen", "wool", "leather", "steel", "oak",
+          "maple", "walnut", "small", "medium", "large", "extra", "soft", "hard", "light", "dark", "classic", "modern",
+          "vintage", "premium", "basic", "deluxe", "eco", "organic", "handmade", "imported", "local", "fresh", "frozen",
+          "dried", "smart", "wireless", "portable", "compact", "heavy", "duty", "indoor", "outdoor", "summer", "winter",
+          "spring", "autumn", "kitchen", "garden", "office", "travel", "sport", "kids", "adult", "unisex", "pack",
+          "set", "bundle", "refill", "spare", "cable", "charger", "lamp", "chair", "table", "shelf", "rug", "pillow",
+          "blanket", "mug", "bottle", "bag", "case", "cover", "stand", "holder"]
 
 CATEGORIES = ["electronics", "books", "home", "garden", "toys", "sports", "fashion", "beauty",
               "grocery", "automotive", "health", "music"]
@@ -104,7 +106,7 @@ class DatasetSpec:
     buckets: int = 3     # buckets of a bench table unless --buckets says otherwise
 
 
-DATASETS: Dict[str, DatasetSpec] = {
+DATASETS: dict[str, DatasetSpec] = {
     "orders": DatasetSpec("orders", ORDERS_SCHEMA, "order_id", "description", "sku",
                           ("order_id", "sku", "amount")),
     "clicks": DatasetSpec("clicks", CLICKS_SCHEMA, "event_id", "action", "action",
@@ -206,7 +208,7 @@ def _skewed(k: int, rng: np.random.Generator) -> np.ndarray:
 _GENERATORS = {"orders": generate_orders, "clicks": generate_clicks, "numeric": generate_numeric}
 
 
-def parse_rows(text: Union[str, int]) -> int:
+def parse_rows(text: str | int) -> int:
     """``10000``, ``10k``, ``1m``, ``1_000_000`` -> int."""
     if isinstance(text, int):
         return text
@@ -235,12 +237,12 @@ def generate(name: str, rows: int, seed: int = DEFAULT_SEED) -> pa.Table:
     return gen(int(rows), seed)
 
 
-def cache_path(name: str, rows: int, seed: int = DEFAULT_SEED, cache_dir: Optional[Path] = None) -> Path:
+def cache_path(name: str, rows: int, seed: int = DEFAULT_SEED, cache_dir: Path | None = None) -> Path:
     return Path(cache_dir or default_cache_dir()) / f"{name}-{rows}-s{seed}.parquet"
 
 
-def load(name: str, rows: Union[int, str], seed: int = DEFAULT_SEED, *, cache: bool = True,
-         cache_dir: Optional[Path] = None) -> pa.Table:
+def load(name: str, rows: int | str, seed: int = DEFAULT_SEED, *, cache: bool = True,
+         cache_dir: Path | None = None) -> pa.Table:
     """The data set as a ``pa.Table``, generated once and then read from the Parquet cache."""
     rows = parse_rows(rows)
     if not cache:
@@ -263,14 +265,12 @@ def load(name: str, rows: Union[int, str], seed: int = DEFAULT_SEED, *, cache: b
         os.replace(tmp, path)  # atomic: a concurrent reader sees the old file or the whole new one
     except OSError:
         # A read-only or full cache dir only costs the next run a regeneration.
-        try:
+        with contextlib.suppress(OSError):
             tmp.unlink()
-        except OSError:
-            pass
     return table
 
 
-def to_rows(table: pa.Table) -> List[dict]:
+def to_rows(table: pa.Table) -> list[dict]:
     """Row dicts as a pyfluss user would pass them to ``append`` (Python values, ``None`` for null)."""
     return table.to_pylist()
 
@@ -318,7 +318,7 @@ def _hash_strings(h, arr: pa.Array) -> None:
         h.update(memoryview(bufs[2])[start:end])
 
 
-def checksum(data: Union[pa.Table, pa.RecordBatch, Sequence[pa.RecordBatch]], id_col: str,
+def checksum(data: pa.Table | pa.RecordBatch | Sequence[pa.RecordBatch], id_col: str,
              str_col: str) -> Checksum:
     """Order-independent fingerprint of ``data``: rows, sum(id), and a 64-bit hash of the ids and the
     string column taken in id order (so a row whose string moved to another id is caught)."""
@@ -344,7 +344,7 @@ def checksum(data: Union[pa.Table, pa.RecordBatch, Sequence[pa.RecordBatch]], id
     return Checksum(n, int(id_np.sum(dtype=np.int64)), int.from_bytes(h.digest(), "big"))
 
 
-def checksum_values(ids: Sequence[int], strs: Sequence[Optional[str]]) -> Checksum:
+def checksum_values(ids: Sequence[int], strs: Sequence[str | None]) -> Checksum:
     """The same fingerprint from Python values (what a record-by-record reader collected)."""
     table = pa.table({"i": pa.array(ids, type=pa.int64()), "s": pa.array(strs, type=pa.string())})
     return checksum(table, "i", "s")

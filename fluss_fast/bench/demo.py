@@ -1,8 +1,9 @@
 """``fluss-fast demo``: start the embedded server (or use ``--bootstrap-servers``), create a table,
 ingest a bench_data set with progress shown, read it back, check row counts and checksums, and print
 rows/s and MB/s for every step. Then the same for a primary-key table keyed by the data set's id: bulk
-upsert, per-row updates and deletes, checked by a snapshot read, concurrent lookups and the changelog. Exits non-zero on any mismatch; Ctrl-C stops it within a second or
-two, dropping the demo table and stopping the embedded server.
+upsert, per-row updates and deletes, checked by a snapshot read, concurrent lookups and the changelog.
+Exits non-zero on any mismatch; Ctrl-C stops it within a second or two, dropping the demo table and stopping the
+embedded server.
 
     fluss-fast demo [--rows N] [--dataset orders|clicks] [--bootstrap-servers HOST:PORT]
                     [--client fluss_fast|pyfluss] [--buckets N] [--keep] [--no-progress]
@@ -15,13 +16,12 @@ import importlib
 import sys
 import time
 import uuid
-from typing import List, Optional
 
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401 - pa.compute below
 
-from . import datasets as ds
 from ..cli import version_line
+from . import datasets as ds
 from .util import Progress, cleanup_step, human_rate, run_interruptibly, server_for
 
 DEFAULT_ROWS = 5_000_000
@@ -48,7 +48,7 @@ EPILOG = ("Exit status: 0 when every check passed, 1 on a checksum mismatch or a
           "130 when interrupted (Ctrl-C drops the demo table and stops the embedded server).")
 
 
-def parse_args(argv: List[str]) -> argparse.Namespace:
+def parse_args(argv: list[str]) -> argparse.Namespace:
     return build_parser().parse_args(argv)
 
 
@@ -92,7 +92,7 @@ def prepare(dataset: str, rows: int) -> pa.Table:
 
 
 async def run_demo(fluss, bootstrap: str, dataset: str, rows: int, buckets: int, *, keep: bool = False,
-                   progress: bool = True, data: Optional[pa.Table] = None, state: Optional[dict] = None) -> None:
+                   progress: bool = True, data: pa.Table | None = None, state: dict | None = None) -> None:
     spec = ds.DATASETS[dataset]
     state = {} if state is None else state
     if data is None:
@@ -149,7 +149,7 @@ async def run_demo(fluss, bootstrap: str, dataset: str, rows: int, buckets: int,
         # 3. read everything back batch by batch, with progress
         scanner = await table.new_scan().create_record_batch_log_scanner()
         scanner.subscribe_buckets({b: fluss.EARLIEST_OFFSET for b in range(buckets)})
-        got: List[pa.Table] = []
+        got: list[pa.Table] = []
         count = 0
         with Progress(total, "poll_arrow", enabled=None if progress else False) as bar:
             t0 = time.perf_counter()
@@ -290,7 +290,7 @@ async def run_pk_part(fluss, conn, admin, path, spec, data: pa.Table, buckets: i
         pa.array(sorted(set(probe)), pa.int64()), expected.column(key)).drop_null()).to_pylist()}
     lookuper = table.new_lookup().create_lookuper()
     queue = iter(probe)
-    wrong: List[str] = []
+    wrong: list[str] = []
 
     async def worker() -> None:
         for k in queue:
@@ -365,7 +365,7 @@ def _check(what: str, got: ds.Checksum, want: ds.Checksum) -> None:
     _say(f"  {what}: {got.rows:,} rows, checksum ok")
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     opts = parse_args(list(sys.argv[1:] if argv is None else argv))
     try:
         rows = ds.parse_rows(opts.rows)

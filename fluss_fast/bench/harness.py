@@ -15,11 +15,13 @@ stopwatch, table helpers); the scenarios live in ``scenarios.py`` (log tables), 
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple
+from typing import Any
 
 import pyarrow as pa
 
@@ -47,11 +49,11 @@ class Outcome:
     nbytes: int                 # logical (Arrow, uncompressed) bytes moved: same for both clients
     wire_bytes: int = 0         # bytes on the socket, where the scenario knows them (ceiling)
     note: str = ""
-    cpu: Tuple[float, float] = (0.0, -1.0)  # CPU seconds of (this process, the server; -1 unknown)
+    cpu: tuple[float, float] = (0.0, -1.0)  # CPU seconds of (this process, the server; -1 unknown)
     # (RSS at the start of the timed section, peak RSS during it) of this process in bytes; 0 unknown
-    rss: Tuple[int, int] = (0, 0)
+    rss: tuple[int, int] = (0, 0)
     # a cold run's own figures (``bench.cold``): import_s, connect_s, first_row_s, user_s, sys_s, ...
-    extra: Dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class Stopwatch:
@@ -59,7 +61,7 @@ class Stopwatch:
     client at 100 % of a core is client-bound, a server at 100 % server-bound, both low = waiting.
     Also how far this process's RSS rose above its level at the start (``rss``: start, peak)."""
 
-    def __init__(self, server_pid: Optional[int], profile_to: Optional[str] = None) -> None:
+    def __init__(self, server_pid: int | None, profile_to: str | None = None) -> None:
         self.server_pid = server_pid
         self.cpu = (0.0, -1.0)
         self.rss = (0, 0)
@@ -97,7 +99,7 @@ class Client:
     module: Any         # the imported module object
     conn: Any = None
 
-    async def open(self, bootstrap: str, props: Optional[dict] = None) -> "Client":
+    async def open(self, bootstrap: str, props: dict | None = None) -> Client:
         cfg = self.module.Config({"bootstrap.servers": bootstrap, **(props or {})})
         self.conn = await self.module.FlussConnection.create(cfg)
         return self
@@ -124,12 +126,12 @@ class Env:
     buckets: int
     verifier: Client                      # reads back what writers wrote (pyfluss when installed)
     progress: bool = True
-    _table: Optional[pa.Table] = None
-    _dicts: Optional[List[dict]] = None
-    _expected: Dict[str, ds.Checksum] = field(default_factory=dict)
-    pk_support: Dict[str, str] = field(default_factory=dict)   # client name -> "" or why not
-    server_pid: Optional[int] = None   # the embedded server, for its CPU time
-    profile_dir: Optional[str] = None  # cProfile every timed section into this directory
+    _table: pa.Table | None = None
+    _dicts: list[dict] | None = None
+    _expected: dict[str, ds.Checksum] = field(default_factory=dict)
+    pk_support: dict[str, str] = field(default_factory=dict)   # client name -> "" or why not
+    server_pid: int | None = None   # the embedded server, for its CPU time
+    profile_dir: str | None = None  # cProfile every timed section into this directory
     current: str = ""                  # "scenario-client-repN", names the profile files
     lookup_budget_s: float = LOOKUP_BUDGET_S  # how long a lookup scenario runs at most
 
@@ -151,7 +153,7 @@ class Env:
         return self._table
 
     @property
-    def dicts(self) -> List[dict]:
+    def dicts(self) -> list[dict]:
         if self._dicts is None:
             self._dicts = ds.to_rows(self.table)
         return self._dicts
@@ -171,13 +173,13 @@ class Scenario:
     name: str
     description: str
     run: Callable[[Client, Env, Any], Awaitable[Outcome]]
-    prepare: Optional[Callable[[Env], Awaitable[Any]]] = None   # once, shared by both clients
-    cleanup: Optional[Callable[[Env, Any], Awaitable[None]]] = None
+    prepare: Callable[[Env], Awaitable[Any]] | None = None   # once, shared by both clients
+    cleanup: Callable[[Env, Any], Awaitable[None]] | None = None
     needs_pk: bool = False
     raw: bool = False   # runs without a client library (the ceiling); reported once per repetition
 
 
-SCENARIOS: Dict[str, Scenario] = {}
+SCENARIOS: dict[str, Scenario] = {}
 
 
 def register(s: Scenario) -> Scenario:
@@ -193,7 +195,7 @@ def table_name(tag: str) -> str:
 
 
 async def create_table(client: Client, name: str, schema: pa.Schema, buckets: int, *,
-                       primary_keys: Optional[List[str]] = None, bucket_keys: Optional[List[str]] = None):
+                       primary_keys: list[str] | None = None, bucket_keys: list[str] | None = None):
     mod = client.module
     admin = client.conn.get_admin()
     await admin.create_database(DATABASE, ignore_if_exists=True)
@@ -207,11 +209,9 @@ async def create_table(client: Client, name: str, schema: pa.Schema, buckets: in
 
 
 async def drop_table(client: Client, name: str) -> None:
-    try:
+    with contextlib.suppress(Exception):  # cleanup must never hide the result
         await client.conn.get_admin().drop_table(client.module.TablePath(DATABASE, name),
                                                  ignore_if_not_exists=True)
-    except Exception:  # cleanup must never hide the result
-        pass
 
 
 async def read_all(client: Client, name: str, buckets: int, projection=None) -> pa.Table:

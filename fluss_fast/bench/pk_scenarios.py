@@ -8,17 +8,28 @@ import os
 import random
 import time
 from pathlib import Path
-from typing import List, Optional
 
 import pyarrow as pa
 
 from ..rpc.api import API_KEYS, Api
 from . import datasets as ds
 from .cold import prefix_lookup_users
-from .harness import (DATABASE, Client, Env, Mismatch, Outcome, Scenario, Skip, arrow_chunks, check,
-                      create_table, drop_table, register, table_name)
+from .harness import (
+    DATABASE,
+    Client,
+    Env,
+    Mismatch,
+    Outcome,
+    Scenario,
+    Skip,
+    arrow_chunks,
+    check,
+    create_table,
+    drop_table,
+    register,
+    table_name,
+)
 from .raw import tablet_apis
-
 
 LOOKUPS = 20_000
 CONCURRENCY = 64
@@ -58,12 +69,15 @@ async def probe_pk(client: Client, env: Env) -> None:
         raise Skip(f"primary-key tables unavailable with {client.name}: {verdict}")
 
 
+_REPO_ROOT = str(Path(__file__).resolve().parents[2])
+
+
 async def _probe_in_child(module_name: str, bootstrap: str, name: str) -> str:
     """Runs the probe in a child process: a client stuck retrying an unsupported request must not
     keep a connection (and its background threads) alive inside the benchmark process."""
     import sys
 
-    root = str(Path(__file__).resolve().parents[2])
+    root = _REPO_ROOT
     env = dict(os.environ)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     proc = await asyncio.create_subprocess_exec(
@@ -71,7 +85,7 @@ async def _probe_in_child(module_name: str, bootstrap: str, name: str) -> str:
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, env=env)
     try:
         out, _ = await asyncio.wait_for(proc.communicate(), PROBE_TIMEOUT_S)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         proc.kill()
         await proc.wait()
         return f"upsert/lookup did not complete within {PROBE_TIMEOUT_S:.0f} s"
@@ -128,14 +142,14 @@ async def _upsert_all(writer, rows, bar=None) -> None:
     await writer.flush()
 
 
-def sample_keys(table: pa.Table, id_col: str, k: int) -> List[int]:
+def sample_keys(table: pa.Table, id_col: str, k: int) -> list[int]:
     """The keys a lookup scenario looks up (the same in a warm and a cold run)."""
     ids = table.column(id_col).to_pylist()
     rnd = random.Random(7)
     return rnd.sample(ids, min(k, len(ids)))
 
 
-def expected_for_keys(table: pa.Table, id_col: str, str_col: str, keys: List[int]) -> ds.Checksum:
+def expected_for_keys(table: pa.Table, id_col: str, str_col: str, keys: list[int]) -> ds.Checksum:
     import pyarrow.compute as pc
 
     sub = table.filter(pc.is_in(table.column(id_col), value_set=pa.array(keys)))
@@ -220,7 +234,7 @@ async def _lookup(client: Client, env: Env, shared: dict, concurrency: int) -> O
     lookuper = table.new_lookup().create_lookuper()
     keys = sample_keys(env.table, env.spec.id_column, LOOKUPS)
     id_col, str_col = env.spec.id_column, env.spec.string_column
-    results: List[Optional[dict]] = [None] * len(keys)
+    results: list[dict | None] = [None] * len(keys)
 
     done = [False] * len(keys)
     stop_at = time.monotonic() + env.lookup_budget_s
@@ -238,9 +252,9 @@ async def _lookup(client: Client, env: Env, shared: dict, concurrency: int) -> O
     else:
         await asyncio.gather(*(worker(w) for w in range(concurrency)))
     seconds = sw.stop()
-    keys = [k for k, d in zip(keys, done) if d]
-    results = [r for r, d in zip(results, done) if d]
-    missing = [k for k, r in zip(keys, results) if r is None]
+    keys = [k for k, d in zip(keys, done, strict=True) if d]
+    results = [r for r, d in zip(results, done, strict=True) if d]
+    missing = [k for k, r in zip(keys, results, strict=True) if r is None]
     if missing:
         raise Mismatch(f"{len(missing)} of {len(keys)} lookups in {DATABASE}.{name} found nothing "
                        f"(first: {id_col}={missing[0]})")

@@ -2,7 +2,7 @@
 whiskers), and for ``--sweep`` rows/s against data-set size (one line per scenario and client)."""
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any
 
 COLORS = {"fluss_fast": "#2b7bba", "pyfluss": "#f28e2b", "raw": "#7f7f7f"}
 
@@ -19,7 +19,7 @@ def _pyplot():
     return plt
 
 
-def plot(report: Dict[str, Any], path: str) -> None:
+def plot(report: dict[str, Any], path: str) -> None:
     plt = _pyplot()
 
     results = [r for r in report["results"] if "rows_per_s" in r]
@@ -62,7 +62,7 @@ def plot(report: Dict[str, Any], path: str) -> None:
 _STYLES = ["-", "--", ":", "-."]
 
 
-def plot_sweep(report: Dict[str, Any], path: str) -> None:
+def plot_sweep(report: dict[str, Any], path: str) -> None:
     """rows/s (median, min-max band) against rows in the data set, log-log."""
     plt = _pyplot()
     sweep = report["sweep"]

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from typing import Dict, Tuple
 
+from ..error_codes import default_message
 from ..errors import FlussError
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc import frame
 from ..rpc.api import Api
-from ..error_codes import default_message
 
 
 class RawConnection:
@@ -29,10 +28,10 @@ class RawConnection:
         self.bytes_out = 0
         self.bytes_in = 0
 
-    api_versions: Dict[int, Tuple[int, int]]
+    api_versions: dict[int, tuple[int, int]]
 
     @classmethod
-    async def open(cls, host: str, port: int) -> "RawConnection":
+    async def open(cls, host: str, port: int) -> RawConnection:
         loop = asyncio.get_running_loop()
         sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
         sock.setblocking(False)
@@ -65,7 +64,7 @@ class RawConnection:
                 raise FlussError(f"{self.where}: connection closed by the server", 1)
             got += k
 
-    async def receive(self) -> Tuple[int, memoryview]:
+    async def receive(self) -> tuple[int, memoryview]:
         """(request_id, body) of the next success response; FlussError for error responses."""
         await self._fill(memoryview(self._head))
         (length,) = frame.LENGTH.unpack(self._head)
@@ -91,12 +90,12 @@ class RawConnection:
         self.sock.close()
 
 
-def split_address(addr: str) -> Tuple[str, int]:
+def split_address(addr: str) -> tuple[str, int]:
     host, port = addr.split(",")[0].strip().rsplit(":", 1)
     return host, int(port)
 
 
-async def tablet_apis(bootstrap: str) -> Dict[int, Tuple[int, int]]:
+async def tablet_apis(bootstrap: str) -> dict[int, tuple[int, int]]:
     """The API keys (with version ranges) a tablet server of this cluster announces."""
     conn = await RawConnection.open(*split_address(bootstrap))
     try:

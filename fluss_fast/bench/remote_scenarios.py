@@ -3,16 +3,30 @@ embedded server that tiers to a temp dir, read from the earliest offset."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Optional
+from pathlib import Path
+from typing import Any
 
 from . import datasets as ds
-from .harness import (DATABASE, Client, Env, Mismatch, Outcome, Scenario, Skip, arrow_chunks, check,
-                      create_table, read_all, register, table_name)
+from .harness import (
+    DATABASE,
+    Client,
+    Env,
+    Mismatch,
+    Outcome,
+    Scenario,
+    Skip,
+    arrow_chunks,
+    check,
+    create_table,
+    read_all,
+    register,
+    table_name,
+)
 from .scenarios import run_poll
-
 
 REMOTE_MIN_FRACTION = 0.9
 
@@ -57,8 +71,8 @@ async def prepare_remote(env: Env) -> RemoteShared:
     # e.g. remote.data.dir=s3://bucket/path plus the s3.* keys
     store = f"remote.data.dir={remote_dir}\n"
     if os.environ.get("FLUSS_FAST_BENCH_REMOTE_CONFIG"):
-        with open(os.environ["FLUSS_FAST_BENCH_REMOTE_CONFIG"]) as f:
-            store = f.read().rstrip("\n") + "\n"
+        text = await asyncio.to_thread(Path(os.environ["FLUSS_FAST_BENCH_REMOTE_CONFIG"]).read_text)
+        store = text.rstrip("\n") + "\n"
     with os.fdopen(fd, "w") as f:
         f.write(f"{store}log.segment.file-size={segment}\n"
                 "remote.log.task-interval-duration=200ms\ntable.log.tiered.local-segments=1\n"
@@ -107,13 +121,11 @@ async def cleanup_remote(env: Env, shared: RemoteShared) -> None:
 
     shared.server.close()
     shutil.rmtree(shared.remote_dir, ignore_errors=True)
-    try:
+    with contextlib.suppress(OSError):
         os.unlink(shared.config_file)
-    except OSError:
-        pass
 
 
-async def _remote_client(client: Client, shared: RemoteShared, prefetch: Optional[int]) -> Client:
+async def _remote_client(client: Client, shared: RemoteShared, prefetch: int | None) -> Client:
     props = {"bootstrap.servers": shared.bootstrap}
     if prefetch is not None:
         props["scanner.remote-log.prefetch-num"] = str(prefetch)
@@ -122,7 +134,7 @@ async def _remote_client(client: Client, shared: RemoteShared, prefetch: Optiona
     return c
 
 
-async def _remote_scan(client: Client, env: Env, shared: RemoteShared, prefetch: Optional[int]) -> Outcome:
+async def _remote_scan(client: Client, env: Env, shared: RemoteShared, prefetch: int | None) -> Outcome:
     c = await _remote_client(client, shared, prefetch)
     try:
         sw = env.stopwatch()
@@ -133,7 +145,8 @@ async def _remote_scan(client: Client, env: Env, shared: RemoteShared, prefetch:
     check(f"to_arrow of tiered {DATABASE}.{shared.name}",
           ds.checksum(got, env.spec.id_column, env.spec.string_column), env.expected())
     return Outcome(seconds, got.num_rows, env.table.nbytes, cpu=sw.cpu, rss=sw.rss,
-                   note=f"{shared.fraction:.0%} remote" + (f", prefetch-num {prefetch}" if prefetch is not None else ""))
+                   note=f"{shared.fraction:.0%} remote"
+                   + (f", prefetch-num {prefetch}" if prefetch is not None else ""))
 
 
 async def run_remote_scan(client: Client, env: Env, shared: RemoteShared) -> Outcome:

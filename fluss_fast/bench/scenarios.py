@@ -3,12 +3,26 @@
 from __future__ import annotations
 
 import time
-from typing import List, Optional
 
 from . import datasets as ds
-from .harness import (DATABASE, POLL_TIMEOUT_MS, STALL_S, Client, Env, Mismatch, Outcome, Scenario,
-                      arrow_chunks, check, create_table, drop_table, read_all, register, table_name,
-                      verify_written)
+from .harness import (
+    DATABASE,
+    POLL_TIMEOUT_MS,
+    STALL_S,
+    Client,
+    Env,
+    Mismatch,
+    Outcome,
+    Scenario,
+    arrow_chunks,
+    check,
+    create_table,
+    drop_table,
+    read_all,
+    register,
+    table_name,
+    verify_written,
+)
 
 
 async def run_append(client: Client, env: Env, shared) -> Outcome:
@@ -92,8 +106,8 @@ async def run_poll(client: Client, env: Env, name: str) -> Outcome:
     table = await client.conn.get_table(mod.TablePath(DATABASE, name))
     id_col, str_col = spec.id_column, spec.string_column
     n = env.rows
-    ids: List[int] = []
-    strs: List[Optional[str]] = []
+    ids: list[int] = []
+    strs: list[str | None] = []
     with env.bar(f"poll {client.name}", n) as bar:
         sw = env.stopwatch()
         scanner = await table.new_scan().create_log_scanner()

@@ -31,14 +31,14 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import List, Optional
 
 import pyarrow as pa
 
 from . import datasets as ds
 from .util import human_rate, server_for
 
-def write_memory_files(table: pa.Table, parts: int, directory: str, batch_rows: int = 10_000) -> List[str]:
+
+def write_memory_files(table: pa.Table, parts: int, directory: str, batch_rows: int = 10_000) -> list[str]:
     """The orders in Spark's Arrow types as ``parts`` Arrow IPC files: the memory source maps them
     (page cache, zero copy), so its reads cost no decoding at all."""
     from ..datatypes import SchemaInfo
@@ -59,8 +59,13 @@ def write_memory_files(table: pa.Table, parts: int, directory: str, batch_rows: 
 
 
 def _memory_source():
-    from pyspark.sql.datasource import (DataSource, DataSourceArrowWriter, DataSourceReader, InputPartition,
-                                        WriterCommitMessage)
+    from pyspark.sql.datasource import (
+        DataSource,
+        DataSourceArrowWriter,
+        DataSourceReader,
+        InputPartition,
+        WriterCommitMessage,
+    )
 
     class MemoryReader(DataSourceReader):
         def __init__(self, options):
@@ -156,7 +161,7 @@ def _rounds(contenders: dict, repeat: int, warmup: int = 2) -> dict:
 
 def _summarise(rows: int, rounds: dict) -> dict:
     rates = {name: rows / min(secs) for name, (secs, _) in rounds.items()}
-    ratios = sorted(m / f for f, m in zip(rounds["fluss"][0], rounds["memory"][0]))
+    ratios = sorted(m / f for f, m in zip(rounds["fluss"][0], rounds["memory"][0], strict=True))
     rates["fluss_vs_memory_best"] = rates["fluss"] / rates["memory"]
     rates["fluss_vs_memory_median_round"] = ratios[len(ratios) // 2]
     cpu = {}
@@ -170,7 +175,8 @@ def _summarise(rows: int, rounds: dict) -> dict:
 
 def _client_read_rate(bootstrap: str, name: str) -> float:
     """rows/s of the same ranges read by the client in this process, without Spark (the profile)."""
-    from ..spark import options as so, ranges, types
+    from ..spark import options as so
+    from ..spark import ranges, types
     from ..spark.reader import table_meta
 
     opts = so.parse({"bootstrap.servers": bootstrap, "table": name})
@@ -205,8 +211,8 @@ def _rows_in(admin, name: str, buckets: int) -> int:
     return sum(offsets.values())
 
 
-def run(rows: int, repeat: int, buckets: int, bootstrap: Optional[str], cores: int,
-        compression: Optional[str] = None, warmup: int = 2) -> dict:
+def run(rows: int, repeat: int, buckets: int, bootstrap: str | None, cores: int,
+        compression: str | None = None, warmup: int = 2) -> dict:
     from pyspark.sql import SparkSession
 
     import fluss_fast as fluss
@@ -313,7 +319,8 @@ def format_result(r: dict) -> str:
         lines.append(f"  batch {kind:5}  fluss {human_rate(m['fluss'], ' rows/s'):>14}   "
                      f"parquet {human_rate(m['parquet'], ' rows/s'):>14}   "
                      f"memory (Python ceiling) {human_rate(m['memory'], ' rows/s'):>14}   "
-                     f"fluss/memory {m['fluss_vs_memory_best']:.0%} (median round {m['fluss_vs_memory_median_round']:.0%})")
+                     f"fluss/memory {m['fluss_vs_memory_best']:.0%} "
+                     f"(median round {m['fluss_vs_memory_median_round']:.0%})")
         cpu = m.get("cpu_seconds_median") or {}
         if any(cpu.values()):
             lines.append("      CPU s per run: " + "; ".join(
@@ -328,11 +335,12 @@ def format_result(r: dict) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="fluss-fast bench --spark", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rows", default="200k", help="orders rows (default 200k; accepts 10k, 1m)")
-    p.add_argument("--repeat", type=int, default=3, help="timed rounds (each contender once per round; best kept, default 3)")
+    p.add_argument("--repeat", type=int, default=3,
+                   help="timed rounds (each contender once per round; best kept, default 3)")
     p.add_argument("--warmup", type=int, default=2, help="untimed rounds before them (default 2)")
     p.add_argument("--buckets", type=int, default=2, help="buckets of the Fluss table = input partitions")
     p.add_argument("--cores", type=int, default=2, help="Spark local[N] (default 2)")

@@ -11,7 +11,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Optional
 
 from ..errors import FlussError
 
@@ -25,8 +24,8 @@ class EmbeddedServer:
     its own GIL, as a real cluster would, so client time and server time are not mixed up.
     """
 
-    def __init__(self, data_dir: Optional[str] = None, tablet_servers: int = 1, *,
-                 watch_pid: Optional[int] = None) -> None:
+    def __init__(self, data_dir: str | None = None, tablet_servers: int = 1, *,
+                 watch_pid: int | None = None) -> None:
         self._own_dir = data_dir is None
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="fluss-fast-bench-")
         self.tablet_servers = tablet_servers
@@ -34,10 +33,10 @@ class EmbeddedServer:
         # dir) once that process is gone: asv's setup_cache runs in a process that exits before the
         # benchmarks that use the server do.
         self.watch_pid = watch_pid
-        self.proc: Optional[subprocess.Popen] = None
-        self.bootstrap_servers: Optional[str] = None
+        self.proc: subprocess.Popen | None = None
+        self.bootstrap_servers: str | None = None
 
-    def start(self) -> "EmbeddedServer":
+    def start(self) -> EmbeddedServer:
         env = dict(os.environ)
         root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -55,7 +54,7 @@ class EmbeddedServer:
             popen_kw["start_new_session"] = True
             self._own_dir = False  # the watchdog removes it
         # stderr goes to a file, not a pipe: a chatty server must never block on a full pipe.
-        self._stderr = tempfile.TemporaryFile(mode="w+")
+        self._stderr = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 - lives with the server; close() closes it
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._stderr, text=True, env=env,
                                      **popen_kw)
         deadline = time.monotonic() + READY_TIMEOUT_S
@@ -78,7 +77,7 @@ class EmbeddedServer:
                          f"{READY_TIMEOUT_S} s")
 
     @property
-    def pid(self) -> Optional[int]:
+    def pid(self) -> int | None:
         return self.proc.pid if self.proc else None
 
     def detach(self) -> None:
@@ -100,7 +99,7 @@ class EmbeddedServer:
         if self._own_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
 
-    def __enter__(self) -> "EmbeddedServer":
+    def __enter__(self) -> EmbeddedServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -112,7 +111,7 @@ class Progress:
 
     WIDTH = 28
 
-    def __init__(self, total: float, label: str = "", *, stream=None, enabled: Optional[bool] = None,
+    def __init__(self, total: float, label: str = "", *, stream=None, enabled: bool | None = None,
                  unit: str = "") -> None:
         self.total = max(float(total), 1e-9)
         self.label = label
@@ -164,7 +163,7 @@ class Progress:
             self.stream.write("\r\x1b[2K")
             self.stream.flush()
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         self._draw(force=True)
         return self
 
@@ -290,7 +289,7 @@ def run_interruptibly(coro):
                 signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-def server_for(bootstrap_servers: Optional[str], tablet_servers: int = 1):
+def server_for(bootstrap_servers: str | None, tablet_servers: int = 1):
     """(server, bootstrap): the given cluster, or an embedded server started for this run, which the
     caller closes (server is None for a given cluster)."""
     if bootstrap_servers:
