@@ -10,20 +10,32 @@ import typing as _typing
 
 __version__ = "0.1.0"
 
-from .config import Config
-from .errors import ErrorCode, FlussError
-from .metadata import (EARLIEST_OFFSET, LATEST_OFFSET, ChangeType, DatabaseDescriptor, DatabaseInfo, LakeSnapshot,
-                       OffsetSpec, PartitionInfo, Schema, ServerNode, TableBucket, TableDescriptor, TableInfo,
-                       TablePath)
 from .client.admin import FlussAdmin
 from .client.connection import FlussConnection
-
+from .client.lookup import Lookuper, PrefixLookuper
+from .client.predicate import ColumnRef, Predicate, col
+from .client.scan import BatchScanner, LogScanner, RecordBatch, ScanRecord, ScanRecords, TableScan
 from .client.table import FlussTable, TableAppend, TableLookup, TablePrefixLookup, TableUpsert
 from .client.write import AppendWriter, WriteResultHandle
-from .client.lookup import Lookuper, PrefixLookuper
 from .client.write.upsert import UpsertWriter
-from .client.scan import BatchScanner, LogScanner, RecordBatch, ScanRecord, ScanRecords, TableScan
-from .client.predicate import ColumnRef, Predicate, col
+from .config import Config
+from .errors import ErrorCode, FlussError
+from .metadata import (
+    EARLIEST_OFFSET,
+    LATEST_OFFSET,
+    ChangeType,
+    DatabaseDescriptor,
+    DatabaseInfo,
+    LakeSnapshot,
+    OffsetSpec,
+    PartitionInfo,
+    Schema,
+    ServerNode,
+    TableBucket,
+    TableDescriptor,
+    TableInfo,
+    TablePath,
+)
 
 __all__ = [
     "AppendWriter", "BatchScanner", "ChangeType", "ColumnRef", "Config", "DatabaseDescriptor", "DatabaseInfo",

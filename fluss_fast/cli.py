@@ -4,7 +4,6 @@ from __future__ import annotations
 import os
 import platform
 import sys
-from typing import List, Optional
 
 USAGE = """usage: fluss-fast {server,cluster,demo,bench,help} [options]
        fluss-fast --version
@@ -63,7 +62,7 @@ def version_text() -> str:
             f"{v['extensions']}")
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv:
         print(USAGE, file=sys.stderr)

@@ -7,7 +7,7 @@ messages. Property setters take typed Python values, checked like PyO3 checks th
 from __future__ import annotations
 
 import operator
-from typing import Any, Dict, Optional
+from typing import Any
 
 from .errors import FlussError
 
@@ -50,7 +50,8 @@ _OPTIONS = [
     ("security.sasl.mechanism", "security_sasl_mechanism", "mechanism", "str", "PLAIN"),
     ("security.sasl.username", "security_sasl_username", "username", "str", ""),
     ("security.sasl.password", "security_sasl_password", "password", "str", ""),
-    # fluss_fast extension: pyfluss has no request timeout (a silent server hangs it forever, docs/contributing/protocol.md §1.6).
+    # fluss_fast extension: pyfluss has no request timeout (a silent server hangs it forever,
+    # docs/contributing/protocol.md §1.6).
     ("request-timeout", "request_timeout_ms", "timeout", "u64", 30000),
     # fluss_fast extension: threads compressing and decoding Arrow batches, shared by every
     # writer and scanner of the process; 0 = one per core.
@@ -182,11 +183,12 @@ class Config:
 
     __slots__ = ("_values",)
 
-    def __init__(self, properties: Optional[Dict[str, str]] = None):
+    def __init__(self, properties: dict[str, str] | None = None):
         values = {o[0]: o[4] for o in _OPTIONS}
         if properties is not None:
             if not isinstance(properties, dict):
-                raise TypeError(f"argument 'properties': '{_type_name(properties)}' object is not an instance of 'dict'")
+                raise TypeError(f"argument 'properties': '{_type_name(properties)}' object is not an instance "
+                                "of 'dict'")
             for key, value in properties.items():
                 if not isinstance(key, str):
                     raise TypeError(f"'{_type_name(key)}' object is not an instance of 'str'"
@@ -228,14 +230,14 @@ class Config:
             raise TypeError(f"'{_type_name(value)}' object is not an instance of 'str'")
         self._values[canonical] = _parse(key, option[3], value)
 
-    def to_dict(self) -> Dict[str, str]:
+    def to_dict(self) -> dict[str, str]:
         """Every property as the string a ``Config(dict)`` round trip accepts."""
         out = {}
         for key, value in self._values.items():
             out[key] = ("true" if value else "false") if isinstance(value, bool) else str(value)
         return out
 
-    def copy(self) -> "Config":
+    def copy(self) -> Config:
         """An independent copy: changing one does not change the other."""
         clone = Config.__new__(Config)
         object.__setattr__(clone, "_values", dict(self._values))

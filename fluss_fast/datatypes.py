@@ -1,15 +1,15 @@
 """Fluss data types, schemas and table descriptors: JSON (the wire form), pyarrow, and text.
 
 Shared by the client (Schema/TableInfo, Arrow encoding) and the embedded server (CREATE_TABLE checks,
-the stored ``table_json``). The JSON layout is docs/contributing/protocol.md §3.20; the Arrow mapping is docs/contributing/formats.md §2.4 on the
-way out and pyfluss's own mapping on the way in (unsigned ints widen to the signed type of the same
-width, large_string/large_binary narrow, date64 reads as DATE).
+the stored ``table_json``). The JSON layout is docs/contributing/protocol.md §3.20; the Arrow mapping is
+docs/contributing/formats.md §2.4 on the way out and pyfluss's own mapping on the way in (unsigned ints widen to the
+signed type of the same width, large_string/large_binary narrow, date64 reads as DATE).
 """
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
-from typing import Any, Optional
+from typing import Any
 
 import pyarrow as pa
 
@@ -46,24 +46,24 @@ _DEFAULT_PRECISION = {TIME: 0, TIMESTAMP: 6, TIMESTAMP_LTZ: 6, DECIMAL: 10}
 @dataclass(frozen=True)
 class RowField:
     name: str
-    type: "DataType"
-    description: Optional[str] = None
-    field_id: Optional[int] = None
+    type: DataType
+    description: str | None = None
+    field_id: int | None = None
 
 
 @dataclass(frozen=True)
 class DataType:
     root: str
     nullable: bool = True
-    length: Optional[int] = None  # CHAR(n), BINARY(n)
-    precision: Optional[int] = None  # DECIMAL, TIME, TIMESTAMP(_LTZ)
-    scale: Optional[int] = None  # DECIMAL
-    element: Optional["DataType"] = None  # ARRAY
-    key: Optional["DataType"] = None  # MAP
-    value: Optional["DataType"] = None  # MAP
-    fields: Optional[tuple] = None  # ROW: tuple[RowField, ...]
+    length: int | None = None  # CHAR(n), BINARY(n)
+    precision: int | None = None  # DECIMAL, TIME, TIMESTAMP(_LTZ)
+    scale: int | None = None  # DECIMAL
+    element: DataType | None = None  # ARRAY
+    key: DataType | None = None  # MAP
+    value: DataType | None = None  # MAP
+    fields: tuple | None = None  # ROW: tuple[RowField, ...]
 
-    def with_nullable(self, nullable: bool) -> "DataType":
+    def with_nullable(self, nullable: bool) -> DataType:
         return self if self.nullable == nullable else replace(self, nullable=nullable)
 
     @property
@@ -100,7 +100,7 @@ class DataType:
         return out
 
     @staticmethod
-    def from_json(obj: dict) -> "DataType":
+    def from_json(obj: dict) -> DataType:
         if not isinstance(obj, dict) or "type" not in obj:
             raise ValueError(f"data type must be an object with a 'type', got {obj!r}")
         root = obj["type"]
@@ -179,7 +179,7 @@ class DataType:
         raise ValueError(f"no Arrow type for {r}")
 
     @staticmethod
-    def from_arrow(t: pa.DataType, nullable: bool = True) -> "DataType":
+    def from_arrow(t: pa.DataType, nullable: bool = True) -> DataType:
         """The Fluss type of an Arrow type, as pyfluss 1.0.0 maps it.
 
         Fluss has no unsigned integers; like pyfluss, ``uint8``/``16``/``32``/``64`` become the signed
@@ -303,9 +303,9 @@ def assign_field_ids(t: DataType, counter: list) -> DataType:
 class Column:
     name: str
     type: DataType
-    comment: Optional[str] = None
-    id: Optional[int] = None
-    agg_function: Optional[dict] = None
+    comment: str | None = None
+    id: int | None = None
+    agg_function: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -313,7 +313,7 @@ class SchemaInfo:
     columns: tuple  # tuple[Column, ...]
     primary_key: tuple = ()
     auto_increment_columns: tuple = ()
-    highest_field_id: Optional[int] = None
+    highest_field_id: int | None = None
 
     @property
     def names(self) -> list:
@@ -350,7 +350,7 @@ class SchemaInfo:
         return out
 
     @staticmethod
-    def from_json(obj: dict) -> "SchemaInfo":
+    def from_json(obj: dict) -> SchemaInfo:
         if not isinstance(obj, dict) or not isinstance(obj.get("columns"), list):
             raise ValueError("schema must be an object with a 'columns' list")
         cols = []
@@ -366,7 +366,7 @@ class SchemaInfo:
         return pa.schema([pa.field(c.name, c.type.to_arrow(), c.type.nullable) for c in self.columns])
 
     @staticmethod
-    def from_arrow(schema: pa.Schema, primary_key=(), auto_increment_columns=()) -> "SchemaInfo":
+    def from_arrow(schema: pa.Schema, primary_key=(), auto_increment_columns=()) -> SchemaInfo:
         """pyfluss's rule: primary-key columns become NOT NULL; ids are 0..n-1 in column order."""
         pk = tuple(primary_key or ())
         cols = []
@@ -386,10 +386,10 @@ class TableDescriptorInfo:
     schema: SchemaInfo
     partition_keys: tuple = ()
     bucket_keys: tuple = ()
-    bucket_count: Optional[int] = None
+    bucket_count: int | None = None
     properties: dict = field(default_factory=dict)
     custom_properties: dict = field(default_factory=dict)
-    comment: Optional[str] = None
+    comment: str | None = None
 
     @property
     def log_format(self) -> str:
@@ -423,7 +423,7 @@ class TableDescriptorInfo:
         return json.dumps(self.to_json(), separators=(",", ":")).encode()
 
     @staticmethod
-    def from_json(obj: dict) -> "TableDescriptorInfo":
+    def from_json(obj: dict) -> TableDescriptorInfo:
         if not isinstance(obj, dict) or "schema" not in obj:
             raise ValueError("table descriptor must be an object with a 'schema'")
         props = obj.get("properties") or {}
@@ -442,5 +442,5 @@ class TableDescriptorInfo:
         )
 
     @staticmethod
-    def from_json_bytes(data: bytes) -> "TableDescriptorInfo":
+    def from_json_bytes(data: bytes) -> TableDescriptorInfo:
         return TableDescriptorInfo.from_json(json.loads(bytes(data).decode("utf-8")))

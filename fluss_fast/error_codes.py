@@ -18,11 +18,13 @@ class ErrorInfo(NamedTuple):
 
 
 _TABLE = [
-    (-1, "UNKNOWN_SERVER_ERROR", False, False, "The server experienced an unexpected error when processing the request."),
+    (-1, "UNKNOWN_SERVER_ERROR", False, False, "The server experienced an unexpected error when processing the "
+     "request."),
     (0, "NONE", False, False, ""),
     (1, "NETWORK_EXCEPTION", True, True, "The server disconnected before a response was received."),
     (2, "UNSUPPORTED_VERSION", False, False, "The version of API is not supported."),
-    (3, "CORRUPT_MESSAGE", True, False, "This message has failed its CRC checksum, exceeds the valid size, has a null key for a primary key table, or is otherwise corrupt."),
+    (3, "CORRUPT_MESSAGE", True, False, "This message has failed its CRC checksum, exceeds the valid size, has a null "
+     "key for a primary key table, or is otherwise corrupt."),
     (4, "DATABASE_NOT_EXIST", False, False, "The database does not exist."),
     (5, "DATABASE_NOT_EMPTY", False, False, "The database is not empty."),
     (6, "DATABASE_ALREADY_EXIST", False, False, "The database already exists."),
@@ -34,9 +36,12 @@ _TABLE = [
     (12, "NOT_LEADER_OR_FOLLOWER", True, True, "Not leader or follower."),
     (13, "RECORD_TOO_LARGE_EXCEPTION", False, False, "The record is too large."),
     (14, "CORRUPT_RECORD_EXCEPTION", True, False, "The record is corrupt."),
-    (15, "INVALID_TABLE_EXCEPTION", False, False, "The client has attempted to perform an operation on an invalid table."),
-    (16, "INVALID_DATABASE_EXCEPTION", False, False, "The client has attempted to perform an operation on an invalid database."),
-    (17, "INVALID_REPLICATION_FACTOR", False, False, "The replication factor is larger then the number of available tablet servers."),
+    (15, "INVALID_TABLE_EXCEPTION", False, False, "The client has attempted to perform an operation on an invalid "
+     "table."),
+    (16, "INVALID_DATABASE_EXCEPTION", False, False, "The client has attempted to perform an operation on an invalid "
+     "database."),
+    (17, "INVALID_REPLICATION_FACTOR", False, False, "The replication factor is larger then the number of available "
+     "tablet servers."),
     (18, "INVALID_REQUIRED_ACKS", False, False, "Produce request specified an invalid value for required acks."),
     (19, "LOG_OFFSET_OUT_OF_RANGE_EXCEPTION", False, False, "The log offset is out of range."),
     (20, "NON_PRIMARY_KEY_TABLE_EXCEPTION", False, False, "The table is not primary key table."),
@@ -47,12 +52,15 @@ _TABLE = [
     (25, "REQUEST_TIME_OUT", True, False, "The request time out."),
     (26, "STORAGE_EXCEPTION", True, False, "The general storage exception."),
     (27, "OPERATION_NOT_ATTEMPTED_EXCEPTION", False, False, "The server did not attempt to execute this operation."),
-    (28, "NOT_ENOUGH_REPLICAS_AFTER_APPEND_EXCEPTION", True, False, "Records are written to the server already, but to fewer in-sync replicas than required."),
-    (29, "NOT_ENOUGH_REPLICAS_EXCEPTION", True, False, "Messages are rejected since there are fewer in-sync replicas than required."),
+    (28, "NOT_ENOUGH_REPLICAS_AFTER_APPEND_EXCEPTION", True, False, "Records are written to the server already, but to "
+     "fewer in-sync replicas than required."),
+    (29, "NOT_ENOUGH_REPLICAS_EXCEPTION", True, False, "Messages are rejected since there are fewer in-sync replicas "
+     "than required."),
     (30, "SECURITY_TOKEN_EXCEPTION", False, False, "Get file access security token exception."),
     (31, "OUT_OF_ORDER_SEQUENCE_EXCEPTION", False, False, "The tablet server received an out of order sequence batch."),
     (32, "DUPLICATE_SEQUENCE_EXCEPTION", False, False, "The tablet server received a duplicate sequence batch."),
-    (33, "UNKNOWN_WRITER_ID_EXCEPTION", False, False, "This exception is raised by the tablet server if it could not locate the writer metadata."),
+    (33, "UNKNOWN_WRITER_ID_EXCEPTION", False, False, "This exception is raised by the tablet server if it could not "
+     "locate the writer metadata."),
     (34, "INVALID_COLUMN_PROJECTION", False, False, "The requested column projection is invalid."),
     (35, "INVALID_TARGET_COLUMN", False, False, "The requested target column to write is invalid."),
     (36, "PARTITION_NOT_EXISTS", False, False, "The partition does not exist."),
@@ -63,7 +71,8 @@ _TABLE = [
     (41, "KV_SNAPSHOT_NOT_EXIST", False, False, "The kv snapshot does not exist."),
     (42, "PARTITION_ALREADY_EXISTS", False, False, "The partition already exists."),
     (43, "PARTITION_SPEC_INVALID_EXCEPTION", False, False, "The partition spec is invalid."),
-    (44, "LEADER_NOT_AVAILABLE_EXCEPTION", True, True, "There is no currently available leader for the given partition."),
+    (44, "LEADER_NOT_AVAILABLE_EXCEPTION", True, True, "There is no currently available leader for the given "
+     "partition."),
     (45, "PARTITION_MAX_NUM_EXCEPTION", False, False, "Exceed the maximum number of partitions."),
     (46, "AUTHENTICATE_EXCEPTION", False, False, "Authentication failed."),
     (47, "SECURITY_DISABLED_EXCEPTION", False, False, "Security is disabled."),

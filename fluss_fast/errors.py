@@ -42,7 +42,7 @@ class FlussError(Exception):
         return (type(self), (self.message, self.error_code))
 
     @classmethod
-    def from_code(cls, code: int, message: str | None = None) -> "FlussError":
+    def from_code(cls, code: int, message: str | None = None) -> FlussError:
         """A `FlussError` for an error code, with the code's standard message unless one is given.
 
         Args:

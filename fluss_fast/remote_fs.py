@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, Optional, Tuple
+from typing import Any
 from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
@@ -26,7 +26,7 @@ class RemoteStore:
     """One remote root: ``fs`` (a pyarrow FileSystem), ``root`` (path inside it), ``url`` (the
     root as users and clients see it), ``scheme``."""
 
-    def __init__(self, fs, root: str, url: str, scheme: str, s3: Optional[dict] = None):
+    def __init__(self, fs, root: str, url: str, scheme: str, s3: dict | None = None):
         self.fs = fs
         self.root = root.rstrip("/") or "/"
         self.url = url.rstrip("/")
@@ -39,7 +39,7 @@ class RemoteStore:
     def url_of(self, *parts: str) -> str:
         return "/".join([self.url] + [p.strip("/") for p in parts if p])
 
-    def token(self) -> Tuple[str, bytes, Dict[str, str]]:
+    def token(self) -> tuple[str, bytes, dict[str, str]]:
         """(scheme, token bytes, addition_info) for GET_FILESYSTEM_SECURITY_TOKEN."""
         if self.scheme != "s3":
             return "file", b"", {}
@@ -62,7 +62,7 @@ class RemoteStore:
 
 def s3_filesystem(access_key=None, secret_key=None, session_token=None, region=None, endpoint=None,
                   path_style=None, timeout_s: float = 10.0):
-    kw: Dict[str, Any] = dict(connect_timeout=timeout_s, request_timeout=max(timeout_s, 30.0))
+    kw: dict[str, Any] = dict(connect_timeout=timeout_s, request_timeout=max(timeout_s, 30.0))
     if access_key:
         kw.update(access_key=access_key, secret_key=secret_key or "")
         if session_token:
@@ -98,7 +98,7 @@ def open_store(location: str, settings=None) -> RemoteStore:
         return RemoteStore(pafs.LocalFileSystem(), root, "file://" + root, "file")
     if scheme in ("s3", "s3a"):
         get = (lambda k: settings.get(k)) if settings is not None else (lambda k: None)
-        s3: Dict[str, Any] = dict(access_key=get("s3.access-key"), secret_key=get("s3.secret-key"),
+        s3: dict[str, Any] = dict(access_key=get("s3.access-key"), secret_key=get("s3.secret-key"),
                   region=get("s3.region"), endpoint=get("s3.endpoint"), path_style=get("s3.path-style-access"))
         fs = s3_filesystem(**s3)
         root = parsed.netloc + parsed.path.rstrip("/")
@@ -107,7 +107,7 @@ def open_store(location: str, settings=None) -> RemoteStore:
     return RemoteStore(fs, root, location.rstrip("/"), scheme)
 
 
-def client_filesystem(url: str, token: Optional[dict]):
+def client_filesystem(url: str, token: dict | None):
     """(file system, path) for a remote file URL as a client sees it in a fetch answer, with the
     credentials of the last security token (``{"token": bytes, "info": {...}}``)."""
     if "://" not in url:

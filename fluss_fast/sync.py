@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import concurrent.futures
 import inspect
-from typing import Dict, Optional, Union
 
 from .client.runtime import get_runtime
 from .config import Config
 
 __all__ = ["connect", "wrap", "SyncProxy", "Config"]
 
-_needs_wrap_cache: Dict[type, bool] = {}
+_needs_wrap_cache: dict[type, bool] = {}
 
 
 # Plain values that happen to live under fluss_fast.client: returned as they are.
@@ -37,11 +36,11 @@ def _needs_wrap(obj) -> bool:
     if cached is not None:
         return cached
     result = False
-    if not isinstance(obj, type):
-        if cls.__module__.startswith("fluss_fast.client.") and cls.__name__ not in _VALUE_CLASSES:
-            result = True
-        elif cls.__module__.startswith("fluss_fast.") and (hasattr(cls, "__aiter__") or hasattr(cls, "__aenter__")):
-            result = True
+    if not isinstance(obj, type) and (
+            (cls.__module__.startswith("fluss_fast.client.") and cls.__name__ not in _VALUE_CLASSES)
+            or (cls.__module__.startswith("fluss_fast.")
+                and (hasattr(cls, "__aiter__") or hasattr(cls, "__aenter__")))):
+        result = True
     _needs_wrap_cache[cls] = result
     return result
 
@@ -58,9 +57,8 @@ def _resolve(value, runtime):
     """Turn a call's result into what the blocking caller should get."""
     if inspect.iscoroutine(value):
         value = runtime.call(value)
-    elif isinstance(value, concurrent.futures.Future):
-        value = value.result()
-    elif hasattr(value, "__await__") and hasattr(value, "result") and type(value).__name__ == "_Closing":
+    elif isinstance(value, concurrent.futures.Future) or (
+            hasattr(value, "__await__") and hasattr(value, "result") and type(value).__name__ == "_Closing"):
         value = value.result()
     return wrap(value)
 
@@ -185,7 +183,7 @@ class SyncStreamProxy(SyncProxy):
         return self._obj.__arrow_c_stream__(requested_schema)
 
 
-def connect(config: Union[Config, Dict[str, str], None] = None, timeout: Optional[float] = None) -> SyncProxy:
+def connect(config: Config | dict[str, str] | None = None, timeout: float | None = None) -> SyncProxy:
     """Open a connection and return its blocking proxy (``config`` may be a dict of properties)."""
     from .client.connection import FlussConnection
 

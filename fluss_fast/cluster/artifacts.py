@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from typing import Dict, List
 
 from .errors import ClusterError
 
@@ -19,7 +18,7 @@ DEFAULT_FLUSS_VERSION = "0.9.1-incubating"
 
 #: The log4j version each Fluss release builds its distribution with (its root pom's ``log4j.version``);
 #: a release not listed here gets the newest one listed.
-LOG4J_VERSIONS: Dict[str, str] = {"0.9.1-incubating": "2.25.4"}
+LOG4J_VERSIONS: dict[str, str] = {"0.9.1-incubating": "2.25.4"}
 
 _LOG4J_ARTIFACTS = ("log4j-api", "log4j-core", "log4j-slf4j-impl", "log4j-1.2-api")
 
@@ -59,7 +58,7 @@ def require_tool(name: str, purpose: str) -> str:
     return path
 
 
-def resolve_jars(version: str = DEFAULT_FLUSS_VERSION, cache_dir: str = "") -> List[str]:
+def resolve_jars(version: str = DEFAULT_FLUSS_VERSION, cache_dir: str = "") -> list[str]:
     """The classpath of Fluss ``version``: downloaded once with ``mvn``, then read from the cache.
 
     Raises ``ClusterError`` with one line when ``mvn`` is missing or the download fails (an unknown

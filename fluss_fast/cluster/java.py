@@ -9,6 +9,7 @@ last saw it, as a real deployment's would.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import os
 import signal
@@ -16,7 +17,7 @@ import socket
 import subprocess
 import threading
 import time
-from typing import Dict, Iterable, List, Mapping, Optional
+from collections.abc import Iterable, Mapping
 
 from .artifacts import DEFAULT_FLUSS_VERSION, require_tool, resolve_jars
 from .errors import ClusterError
@@ -56,10 +57,8 @@ def _die_with_parent() -> None:
     # A launcher killed with -9 must not leave JVMs behind holding ports and data dirs.
     # (The kernel sends the signal when the forking *thread* ends, so Node.start only asks for it
     # from the main thread: a node restarted from a fault test's thread must outlive that thread.)
-    try:
+    with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -71,7 +70,7 @@ def free_port(host: str = "127.0.0.1") -> int:
 class Node:
     """One JVM of the cluster; restartable on the same ports and data dir."""
 
-    def __init__(self, cluster: "JavaCluster", role: str, node_id: Optional[int] = None):
+    def __init__(self, cluster: JavaCluster, role: str, node_id: int | None = None):
         self.cluster = cluster
         self.role = role
         self.node_id = node_id
@@ -79,14 +78,14 @@ class Node:
         self.home = os.path.join(cluster.data_dir, self.name)
         self.port = free_port(cluster.host)
         self.sasl_port = free_port(cluster.host) if cluster.sasl_users and role != "zookeeper" else None
-        self.proc: Optional[subprocess.Popen] = None
+        self.proc: subprocess.Popen | None = None
 
     @property
     def address(self) -> str:
         return f"{self.cluster.host}:{self.port}"
 
     @property
-    def sasl_address(self) -> Optional[str]:
+    def sasl_address(self) -> str | None:
         return f"{self.cluster.host}:{self.sasl_port}" if self.sasl_port else None
 
     @property
@@ -97,7 +96,7 @@ class Node:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def _write_config(self) -> List[str]:
+    def _write_config(self) -> list[str]:
         os.makedirs(self.home, exist_ok=True)
         if self.role == "zookeeper":
             path = os.path.join(self.home, "zookeeper.properties")
@@ -128,13 +127,10 @@ class Node:
                f"-Dlog4j.configurationFile=file:{self.cluster.log4j_config}", f"-Dlog.file={self.log_file}"]
         cmd += os.environ.get("FLUSS_FAST_CLUSTER_JVM_OPTS", "").split()
         cmd += ["-cp", os.pathsep.join(self.cluster.classpath)] + args
-        out = open(os.path.join(self.cluster.logs_dir, f"{self.name}.out"), "ab")
-        try:
+        with open(os.path.join(self.cluster.logs_dir, f"{self.name}.out"), "ab") as out:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                          cwd=self.home, preexec_fn=_die_with_parent
                                          if threading.current_thread() is threading.main_thread() else None)
-        finally:
-            out.close()
 
     def signal(self, sig: int) -> None:
         if self.alive:
@@ -183,7 +179,7 @@ class JavaCluster:
     """
 
     def __init__(self, data_dir: str, tablet_servers: int = 1, version: str = DEFAULT_FLUSS_VERSION,
-                 sasl_users: Optional[Mapping[str, str]] = None, settings: Optional[Mapping[str, str]] = None,
+                 sasl_users: Mapping[str, str] | None = None, settings: Mapping[str, str] | None = None,
                  host: str = "127.0.0.1", cache_dir: str = ""):
         if tablet_servers < 1:
             raise ClusterError("a cluster needs at least one tablet server")
@@ -196,10 +192,10 @@ class JavaCluster:
         self.logs_dir = os.path.join(self.data_dir, "logs")
         self.remote_dir = os.path.join(self.data_dir, "remote")
         self.log4j_config = os.path.join(self.data_dir, "log4j.properties")
-        self.classpath: List[str] = []
+        self.classpath: list[str] = []
         self.zookeeper = Node(self, "zookeeper")
         self.coordinator = Node(self, "coordinator")
-        self.tablet_servers: Dict[int, Node] = {i: Node(self, "tablet-server", i) for i in range(tablet_servers)}
+        self.tablet_servers: dict[int, Node] = {i: Node(self, "tablet-server", i) for i in range(tablet_servers)}
 
     # -- addresses ---------------------------------------------------------------------------------
     @property
@@ -207,7 +203,7 @@ class JavaCluster:
         return self.coordinator.address
 
     @property
-    def sasl_bootstrap_servers(self) -> Optional[str]:
+    def sasl_bootstrap_servers(self) -> str | None:
         return self.coordinator.sasl_address
 
     def ready_line(self) -> str:
@@ -217,7 +213,7 @@ class JavaCluster:
             line += f" sasl.bootstrap.servers={self.sasl_bootstrap_servers}"
         return line
 
-    def node_settings(self, node: Node) -> Dict[str, str]:
+    def node_settings(self, node: Node) -> dict[str, str]:
         listeners = f"FLUSS://{node.address}"
         settings = dict(BASE_SETTINGS)
         settings.update({
@@ -242,7 +238,7 @@ class JavaCluster:
         return settings
 
     # -- lifecycle ---------------------------------------------------------------------------------
-    def start(self, timeout: float = 120.0) -> "JavaCluster":
+    def start(self, timeout: float = 120.0) -> JavaCluster:
         require_tool("java", "fluss-fast cluster runs the Fluss servers on a JVM (Java 17: "
                              "apt-get install openjdk-17-jre-headless)")
         self.classpath = resolve_jars(self.version, self.cache_dir)
@@ -275,7 +271,7 @@ class JavaCluster:
         self.coordinator.stop()
         self.zookeeper.stop()
 
-    def __enter__(self) -> "JavaCluster":
+    def __enter__(self) -> JavaCluster:
         return self.start()
 
     def __exit__(self, *exc) -> None:

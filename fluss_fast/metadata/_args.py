@@ -3,7 +3,6 @@ errors repeat so that code matching on them keeps working."""
 from __future__ import annotations
 
 import operator
-from typing import Dict, List, Optional
 
 I32 = (-(1 << 31), (1 << 31) - 1)
 I64 = (-(1 << 63), (1 << 63) - 1)
@@ -53,7 +52,7 @@ def want_int(arg: str, value, bounds=I64) -> int:
     return int(n)
 
 
-def want_str_list(arg: Optional[str], value) -> List[str]:
+def want_str_list(arg: str | None, value) -> list[str]:
     prefix = f"argument '{arg}': " if arg else ""
     if isinstance(value, str):
         raise TypeError(f"{prefix}Can't extract `str` to `Vec`")
@@ -67,7 +66,7 @@ def want_str_list(arg: Optional[str], value) -> List[str]:
     return items
 
 
-def want_str_dict(arg: Optional[str], value) -> Dict[str, str]:
+def want_str_dict(arg: str | None, value) -> dict[str, str]:
     prefix = f"argument '{arg}': " if arg else ""
     if not isinstance(value, dict):
         raise TypeError(f"{prefix}'{type_name(value)}' object is not an instance of 'dict'")

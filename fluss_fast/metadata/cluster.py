@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 from ._args import rust_map, rust_str, want_instance, want_int, want_str, want_str_dict
 from .table import TableBucket
@@ -72,31 +72,31 @@ class DatabaseDescriptor:
 
     __slots__ = ("_comment", "_custom")
 
-    def __init__(self, comment: Optional[str] = None, custom_properties: Optional[Dict[str, str]] = None):
+    def __init__(self, comment: str | None = None, custom_properties: dict[str, str] | None = None):
         if comment is not None:
             want_str("comment", comment)
         self._comment = comment
         self._custom = {} if custom_properties is None else want_str_dict("custom_properties", custom_properties)
 
     @property
-    def comment(self) -> Optional[str]:
+    def comment(self) -> str | None:
         """The database's comment, or ``None``."""
         return self._comment
 
-    def get_custom_properties(self) -> Dict[str, str]:
+    def get_custom_properties(self) -> dict[str, str]:
         """The database's custom properties."""
         return dict(self._custom)
 
     def to_json_bytes(self) -> bytes:
         """The descriptor as the JSON the CREATE_DATABASE request carries."""
-        out: Dict[str, Any] = {"version": 1}
+        out: dict[str, Any] = {"version": 1}
         if self._comment is not None:
             out["comment"] = self._comment
         out["custom_properties"] = dict(self._custom)
         return json.dumps(out, separators=(",", ":")).encode()
 
     @staticmethod
-    def from_json_bytes(data: bytes) -> "DatabaseDescriptor":
+    def from_json_bytes(data: bytes) -> DatabaseDescriptor:
         """A descriptor read from the server's JSON.
 
         Args:
@@ -175,10 +175,10 @@ class LakeSnapshot:
 
     def __init__(self, snapshot_id: int):
         self._snapshot_id = want_int("snapshot_id", snapshot_id)
-        self._offsets: Dict[TableBucket, int] = {}
+        self._offsets: dict[TableBucket, int] = {}
 
     @staticmethod
-    def _make(snapshot_id: int, offsets: Dict[TableBucket, int]) -> "LakeSnapshot":
+    def _make(snapshot_id: int, offsets: dict[TableBucket, int]) -> LakeSnapshot:
         s = LakeSnapshot(snapshot_id)
         s._offsets = dict(offsets)
         return s
@@ -189,11 +189,11 @@ class LakeSnapshot:
         return self._snapshot_id
 
     @property
-    def table_buckets_offset(self) -> Dict[TableBucket, int]:
+    def table_buckets_offset(self) -> dict[TableBucket, int]:
         """``{TableBucket: log offset}`` of every bucket in the snapshot (a copy)."""
         return dict(self._offsets)
 
-    def get_bucket_offset(self, bucket: TableBucket) -> Optional[int]:
+    def get_bucket_offset(self, bucket: TableBucket) -> int | None:
         """The offset one bucket has been tiered up to.
 
         Args:
@@ -204,7 +204,7 @@ class LakeSnapshot:
         """
         return self._offsets.get(want_instance("bucket", bucket, TableBucket))
 
-    def get_table_buckets(self) -> List[TableBucket]:
+    def get_table_buckets(self) -> list[TableBucket]:
         """The buckets in the snapshot."""
         return list(self._offsets)
 

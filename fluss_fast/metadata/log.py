@@ -3,7 +3,6 @@ record means (``ChangeType``)."""
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import Optional
 
 from ._args import want_int
 
@@ -31,7 +30,7 @@ class ChangeType(IntEnum):
         return f"ChangeType.{self.name}"
 
     @classmethod
-    def from_byte(cls, value: int) -> "ChangeType":
+    def from_byte(cls, value: int) -> ChangeType:
         """The change type stored as ``value`` in a log record.
 
         Args:
@@ -59,22 +58,22 @@ class OffsetSpec:
 
     __slots__ = ("_type", "_ts")
 
-    def __init__(self, offset_type: int = 1, timestamp: Optional[int] = None):
+    def __init__(self, offset_type: int = 1, timestamp: int | None = None):
         self._type = offset_type
         self._ts = timestamp
 
     @staticmethod
-    def earliest() -> "OffsetSpec":
+    def earliest() -> OffsetSpec:
         """The first offset each bucket still holds (remote segments included)."""
         return OffsetSpec(OffsetSpec.EARLIEST)
 
     @staticmethod
-    def latest() -> "OffsetSpec":
+    def latest() -> OffsetSpec:
         """The offset the next record will get (the end of the log)."""
         return OffsetSpec(OffsetSpec.LATEST)
 
     @staticmethod
-    def timestamp(ts: int) -> "OffsetSpec":
+    def timestamp(ts: int) -> OffsetSpec:
         """The first offset whose commit time is at or after ``ts``.
 
         Args:
@@ -91,7 +90,7 @@ class OffsetSpec:
         return self._type
 
     @property
-    def timestamp_ms(self) -> Optional[int]:
+    def timestamp_ms(self) -> int | None:
         """The timestamp of a ``timestamp`` spec, else ``None``."""
         return self._ts
 

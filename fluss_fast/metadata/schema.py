@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import operator
 from dataclasses import replace
-from typing import Dict, List, Optional, Tuple
 
 from ..datatypes import DataType, SchemaInfo, TableDescriptorInfo
 from ..errors import FlussError
@@ -17,8 +16,8 @@ class Schema:
 
     __slots__ = ("_info",)
 
-    def __init__(self, schema, primary_keys: Optional[List[str]] = None,
-                 auto_increment_column: Optional[str] = None):
+    def __init__(self, schema, primary_keys: list[str] | None = None,
+                 auto_increment_column: str | None = None):
         import pyarrow as pa
 
         pk = [] if primary_keys is None else want_str_list("primary_keys", primary_keys)
@@ -44,7 +43,7 @@ class Schema:
             raise FlussError("Failed to build schema: Fluss API Error: ApiError { code: 15, message: "
                              + rust_str(f"Primary key columns {rust_set(dict.fromkeys(pk))} not found in schema")
                              + " }.")
-        auto: Tuple[str, ...] = ()
+        auto: tuple[str, ...] = ()
         if auto_increment_column is not None:
             if not pk:
                 raise FlussError("Failed to build schema: Fluss hitting illegal argument error "
@@ -71,7 +70,7 @@ class Schema:
         self._info = _assign_field_ids(replace(info, columns=tuple(cols)))
 
     @staticmethod
-    def _from_info(info: SchemaInfo) -> "Schema":
+    def _from_info(info: SchemaInfo) -> Schema:
         s = Schema.__new__(Schema)
         s._info = info
         return s
@@ -81,23 +80,23 @@ class Schema:
         """The schema in Fluss terms (columns with Fluss types, primary key); fluss_fast's own form."""
         return self._info
 
-    def get_column_names(self) -> List[str]:
+    def get_column_names(self) -> list[str]:
         """The column names, in order."""
         return [c.name for c in self._info.columns]
 
-    def get_column_types(self) -> List[str]:
+    def get_column_types(self) -> list[str]:
         """The Fluss types of the columns as strings (``"BIGINT"``, ``"STRING"``, ...), in order."""
         return [str(c.type) for c in self._info.columns]
 
-    def get_columns(self) -> List[Tuple[str, str]]:
+    def get_columns(self) -> list[tuple[str, str]]:
         """``(name, Fluss type)`` pairs, in order."""
         return [(c.name, str(c.type)) for c in self._info.columns]
 
-    def get_primary_keys(self) -> List[str]:
+    def get_primary_keys(self) -> list[str]:
         """The primary-key columns; empty for a log table."""
         return list(self._info.primary_key)
 
-    def get_auto_increment_columns(self) -> List[str]:
+    def get_auto_increment_columns(self) -> list[str]:
         """The auto-increment column, in a list (empty if none)."""
         return list(self._info.auto_increment_columns)
 
@@ -170,11 +169,11 @@ class TableDescriptor:
 
     def __init__(self, schema: Schema, **kwargs):
         want_instance("schema", schema, Schema)
-        partition_keys: List[str] = []
-        bucket_keys: List[str] = []
+        partition_keys: list[str] = []
+        bucket_keys: list[str] = []
         bucket_count = None
-        properties: Dict[str, str] = {}
-        custom: Dict[str, str] = {}
+        properties: dict[str, str] = {}
+        custom: dict[str, str] = {}
         comment = None
         log_format = kv_format = None
         # pyfluss reads known keys from **kwargs and ignores everything else.
@@ -235,7 +234,7 @@ class TableDescriptor:
                                          properties, custom, comment)
 
     @staticmethod
-    def _from_info(info: TableDescriptorInfo) -> "TableDescriptor":
+    def _from_info(info: TableDescriptorInfo) -> TableDescriptor:
         d = TableDescriptor.__new__(TableDescriptor)
         d._info = info
         return d

@@ -2,8 +2,6 @@
 (what the server stores for a table)."""
 from __future__ import annotations
 
-from typing import Dict, List, Optional
-
 from ..datatypes import TableDescriptorInfo
 from ._args import I32, want_int, want_str
 from .schema import Schema
@@ -79,11 +77,11 @@ class TableBucket:
 
     def __init__(self, table_id: int, bucket: int):
         self._table_id = want_int("table_id", table_id)
-        self._partition_id: Optional[int] = None
+        self._partition_id: int | None = None
         self._bucket = want_int("bucket", bucket, I32)
 
     @staticmethod
-    def with_partition(table_id: int, partition_id: int, bucket: int) -> "TableBucket":
+    def with_partition(table_id: int, partition_id: int, bucket: int) -> TableBucket:
         """A bucket of one partition.
 
         Args:
@@ -99,7 +97,7 @@ class TableBucket:
         return tb
 
     @staticmethod
-    def _make(table_id: int, partition_id: Optional[int], bucket: int) -> "TableBucket":
+    def _make(table_id: int, partition_id: int | None, bucket: int) -> TableBucket:
         tb = TableBucket.__new__(TableBucket)
         tb._table_id = table_id
         tb._partition_id = partition_id
@@ -117,7 +115,7 @@ class TableBucket:
         return self._bucket
 
     @property
-    def partition_id(self) -> Optional[int]:
+    def partition_id(self) -> int | None:
         """The partition's id, or ``None`` for a non-partitioned table."""
         return self._partition_id
 
@@ -159,7 +157,7 @@ class TableInfo:
         self._modified = modified_time
 
     @staticmethod
-    def from_meta(meta) -> "TableInfo":
+    def from_meta(meta) -> TableInfo:
         """The `TableInfo` of the client's cached table metadata.
 
         Args:
@@ -203,7 +201,7 @@ class TableInfo:
         return 1 if bc is None else bc
 
     @property
-    def comment(self) -> Optional[str]:
+    def comment(self) -> str | None:
         """The table's comment, or ``None``."""
         return self._descriptor.comment
 
@@ -212,15 +210,15 @@ class TableInfo:
         """The stored descriptor in fluss_fast's own form (the server's defaults filled in)."""
         return self._descriptor
 
-    def get_primary_keys(self) -> List[str]:
+    def get_primary_keys(self) -> list[str]:
         """The primary-key columns; empty for a log table."""
         return list(self._descriptor.schema.primary_key)
 
-    def get_bucket_keys(self) -> List[str]:
+    def get_bucket_keys(self) -> list[str]:
         """The columns that pick a row's bucket; empty when rows are spread without a key."""
         return list(self._descriptor.bucket_keys)
 
-    def get_partition_keys(self) -> List[str]:
+    def get_partition_keys(self) -> list[str]:
         """The partition columns; empty for a non-partitioned table."""
         return list(self._descriptor.partition_keys)
 
@@ -232,11 +230,11 @@ class TableInfo:
         """Whether the table is partitioned."""
         return bool(self._descriptor.partition_keys)
 
-    def get_properties(self) -> Dict[str, str]:
+    def get_properties(self) -> dict[str, str]:
         """The table properties (``table.*`` keys), including the server's defaults."""
         return dict(self._descriptor.properties)
 
-    def get_custom_properties(self) -> Dict[str, str]:
+    def get_custom_properties(self) -> dict[str, str]:
         """The user's custom properties."""
         return dict(self._descriptor.custom_properties)
 
@@ -244,7 +242,7 @@ class TableInfo:
         """The table's `Schema`."""
         return Schema._from_info(self._descriptor.schema)
 
-    def get_column_names(self) -> List[str]:
+    def get_column_names(self) -> list[str]:
         """The column names, in order."""
         return [c.name for c in self._descriptor.schema.columns]
 
@@ -272,7 +270,7 @@ class PartitionInfo:
 
     __slots__ = ("_id", "_name", "_spec")
 
-    def __init__(self, partition_id: int, partition_name: str, spec: Optional[Dict[str, str]] = None):
+    def __init__(self, partition_id: int, partition_name: str, spec: dict[str, str] | None = None):
         self._id = partition_id
         self._name = partition_name
         self._spec = dict(spec) if spec else {}
@@ -288,7 +286,7 @@ class PartitionInfo:
         return self._name
 
     @property
-    def partition_spec(self) -> Dict[str, str]:
+    def partition_spec(self) -> dict[str, str]:
         """``{partition key: value}``."""
         return dict(self._spec)
 

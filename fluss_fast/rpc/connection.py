@@ -9,18 +9,19 @@ handed out as a memoryview; the buffer is reused once no view of it is left.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import socket
 import struct
-from typing import Optional
 
+from ..error_codes import Errors, default_message
 from ..errors import FlussError
 from . import fluss_api_pb2 as pb
-from .api import API_KEYS, Api, COORDINATOR, TABLET_SERVER, response_class
-from ..error_codes import Errors, default_message
+from .api import API_KEYS, COORDINATOR, TABLET_SERVER, Api, response_class
+from .frame import ERROR_RESPONSE, REQUEST_HEADER_SIZE, RESPONSE_HEADER_SIZE, SERVER_FAILURE, SUCCESS_RESPONSE
+from .frame import LENGTH as _LEN
+from .frame import REQUEST_HEADER as _HDR
 from .frame_pool import FramePool
-from .frame import (ERROR_RESPONSE, LENGTH as _LEN, REQUEST_HEADER as _HDR, REQUEST_HEADER_SIZE,
-                    RESPONSE_HEADER_SIZE, SERVER_FAILURE, SUCCESS_RESPONSE)
 
 _RID = struct.Struct(">i")
 
@@ -72,7 +73,7 @@ class _Protocol(asyncio.BufferedProtocol):
     __slots__ = ("_conn", "_buf", "_view", "_start", "_end", "_big", "_big_view", "_big_filled",
                  "pool", "pool_used", "pool_watched")
 
-    def __init__(self, conn: "Connection"):
+    def __init__(self, conn: Connection):
         self._conn = conn
         self.pool = FramePool(_POOL_FREE_BYTES)
         self.pool_used = False  # a big frame arrived since the last idle check
@@ -174,23 +175,23 @@ class Connection:
         self.port = port
         self.address = f"{host}:{port}"
         self.request_timeout = request_timeout_ms / 1000.0 if request_timeout_ms else None
-        self.server_type: Optional[int] = None
+        self.server_type: int | None = None
         self._transport = None
-        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._pending: dict = {}
         self._next_id = 0
         self._versions: dict = {Api.API_VERSIONS: 0}
         self._closing = False
-        self._close_error: Optional[FlussError] = None
-        self._drain_waiter: Optional[asyncio.Future] = None
+        self._close_error: FlussError | None = None
+        self._drain_waiter: asyncio.Future | None = None
         self._ready = False
-        self._closed_event: Optional[asyncio.Event] = None
+        self._closed_event: asyncio.Event | None = None
 
     # -- opening -----------------------------------------------------------------------------------
     @classmethod
     async def open(cls, host: str, port: int, *, connect_timeout_ms: int = 15000,
-                   request_timeout_ms: int = 30000, sasl=None, expected_server_type: Optional[int] = None,
-                   ) -> "Connection":
+                   request_timeout_ms: int = 30000, sasl=None, expected_server_type: int | None = None,
+                   ) -> Connection:
         conn = cls(host, port, request_timeout_ms)
         loop = asyncio.get_running_loop()
         conn._loop = loop
@@ -198,7 +199,7 @@ class Connection:
         timeout = connect_timeout_ms / 1000.0 if connect_timeout_ms else None
         try:
             await asyncio.wait_for(loop.create_connection(lambda: _Protocol(conn), host, port), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise FlussError(f"Timed out connecting to {conn.address} after {connect_timeout_ms} ms",
                              NETWORK_EXCEPTION) from None
         except OSError as exc:
@@ -206,13 +207,11 @@ class Connection:
             raise err from exc
         sock = conn._transport.get_extra_info("socket")
         if sock is not None:
-            try:
+            with contextlib.suppress(OSError, AttributeError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            except (OSError, AttributeError):
-                pass
         try:
             await asyncio.wait_for(conn._handshake(sasl, expected_server_type), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             conn.close()
             raise FlussError(f"Timed out during the handshake with {conn.address} after {connect_timeout_ms} ms",
                              NETWORK_EXCEPTION) from None
@@ -254,7 +253,7 @@ class Connection:
     def closed(self) -> bool:
         return self._closing
 
-    def version(self, api_key: int) -> Optional[int]:
+    def version(self, api_key: int) -> int | None:
         return self._versions.get(api_key)
 
     def supports(self, api_key: int) -> bool:
@@ -320,7 +319,7 @@ class Connection:
         while self._drain_waiter is not None and not self._closing:
             await asyncio.shield(self._drain_waiter)
 
-    async def request(self, api_key: int, request, timeout: Optional[float] = None, *, _handshake: bool = False):
+    async def request(self, api_key: int, request, timeout: float | None = None, *, _handshake: bool = False):
         """Send one request and wait for its parsed response (an ERROR_RESPONSE raises FlussError)."""
         if not self._ready and not _handshake:
             raise FlussError(f"Connection to {self.address} is not ready", NETWORK_EXCEPTION)
@@ -328,7 +327,7 @@ class Connection:
             await self._wait_writable()
         return await self._enqueue(api_key, request.SerializeToString(), False, timeout)
 
-    async def request_raw(self, api_key: int, body, timeout: Optional[float] = None) -> memoryview:
+    async def request_raw(self, api_key: int, body, timeout: float | None = None) -> memoryview:
         """Send an already-serialized body (bytes or a list of chunks); returns the response body
         as a memoryview, without parsing or copying it."""
         if not self._ready:
@@ -337,7 +336,7 @@ class Connection:
             await self._wait_writable()
         return await self._enqueue(api_key, body, True, timeout)
 
-    def send_raw(self, api_key: int, body, timeout: Optional[float] = None) -> Optional[asyncio.Future]:
+    def send_raw(self, api_key: int, body, timeout: float | None = None) -> asyncio.Future | None:
         """``request_raw`` written at once, from a plain callback: the response body's future, or
         None when the connection is not ready or is waiting for its send buffer to drain (then
         ``await request_raw``)."""
@@ -345,7 +344,7 @@ class Connection:
             return None
         return self._enqueue(api_key, body, True, timeout)
 
-    def send(self, api_key: int, request, timeout: Optional[float] = None) -> asyncio.Future:
+    def send(self, api_key: int, request, timeout: float | None = None) -> asyncio.Future:
         """Like ``request`` but returns the future at once (for callers that fan out)."""
         return self._enqueue(api_key, request.SerializeToString(), False, timeout)
 
@@ -392,7 +391,8 @@ class Connection:
             try:
                 err.ParseFromString(body)
                 code = err.error_code
-                msg = err.error_message if err.HasField("error_message") and err.error_message else default_message(code)
+                msg = (err.error_message if err.HasField("error_message") and err.error_message
+                       else default_message(code))
             except Exception:  # noqa: BLE001
                 code, msg = -1, "unreadable error response"
             fut.set_exception(FlussError(msg, code))
@@ -451,7 +451,7 @@ class Connection:
         if w is not None and not w.done():
             w.set_result(None)
 
-    def _fail_all(self, error: FlussError, close: bool = False, cause: Optional[BaseException] = None):
+    def _fail_all(self, error: FlussError, close: bool = False, cause: BaseException | None = None):
         if self._close_error is None:
             self._close_error = error
         pending, self._pending = self._pending, {}
@@ -498,5 +498,5 @@ class Connection:
         if self._closed_event is not None and self._transport is not None:
             try:
                 await asyncio.wait_for(self._closed_event.wait(), timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 self._transport.abort()

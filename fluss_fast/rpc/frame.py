@@ -1,4 +1,5 @@
-"""Frame layout (docs/contributing/protocol.md §1): a 4-byte big-endian length, then a small header, then a protobuf body.
+"""Frame layout (docs/contributing/protocol.md §1): a 4-byte big-endian length, then a small header, then a
+protobuf body.
 
 Request:  len | api_key i16 | api_version i16 | request_id i32 | body
 Response: len | type i8 | request_id i32 | body          (type 0 success, 1 error)

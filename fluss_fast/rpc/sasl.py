@@ -1,10 +1,10 @@
 """SASL/PLAIN for the client side of a connection (docs/contributing/protocol.md §5)."""
 from __future__ import annotations
 
+from ..error_codes import Errors
 from ..errors import FlussError
 from . import fluss_api_pb2 as pb
 from .api import Api
-from ..error_codes import Errors
 
 MECHANISM = "PLAIN"
 
