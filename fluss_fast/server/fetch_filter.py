@@ -52,11 +52,11 @@ def batch_may_match(bfilter: BatchFilter, entry, data, h) -> bool:
     start = h.position + fixed
     try:
         stats = batchstats.decode_statistics(data, schema.types, start, start + h.statistics_length)
-    except (ValueError, IndexError) as e:
+        return bfilter.may_match(h.record_count, stats, schema)
+    except Exception as e:  # noqa: BLE001 - as Java: one bad batch never fails the fetch, it is sent
         _log.warning("unreadable statistics in the batch at offset %s of table %s (%s): sent unfiltered",
                      h.base_offset, entry.path, e)
         return True
-    return bfilter.may_match(h.record_count, stats, schema)
 
 
 def keep_matching(bfilter: BatchFilter, entry, data):
