@@ -175,13 +175,17 @@ class FlussConnection:
                             f"'TablePath'")
         self._ctx._check_open()
         from .table import FlussTable
-        from .virtual import VirtualTable, split_virtual
 
-        virtual = split_virtual(table_path)
-        if virtual is not None:  # "orders$changelog" / "users$binlog": views made in the client
-            base_path, kind = virtual
-            meta = await self._ctx.metadata.table(base_path, refresh=True)
-            return VirtualTable(FlussTable(self._ctx, meta), kind, table_path)
+        # the virtual-table module (~3 ms to import) is loaded only for names that can be one: a
+        # script's first get_table is on its time to first row
+        if "$" in table_path.table_name:
+            from .virtual import VirtualTable, split_virtual
+
+            virtual = split_virtual(table_path)
+            if virtual is not None:  # "orders$changelog" / "users$binlog": views made in the client
+                base_path, kind = virtual
+                meta = await self._ctx.metadata.table(base_path, refresh=True)
+                return VirtualTable(FlussTable(self._ctx, meta), kind, table_path)
         meta = await self._ctx.metadata.table(table_path, refresh=True)
         return FlussTable(self._ctx, meta)
 
