@@ -86,6 +86,7 @@ class Coordinator:
             Api.GET_LAKE_SNAPSHOT: self.get_lake_snapshot,
             Api.GET_LATEST_KV_SNAPSHOTS: self.get_latest_kv_snapshots,
             Api.GET_KV_SNAPSHOT_METADATA: self.get_kv_snapshot_metadata,
+            Api.LIST_KV_SNAPSHOTS: self.list_kv_snapshots,
             Api.GET_FILESYSTEM_SECURITY_TOKEN: self.get_filesystem_security_token,
             Api.CREATE_ACLS: self.security_disabled,
             Api.LIST_ACLS: self.security_disabled,
@@ -488,6 +489,22 @@ class Coordinator:
         where = entry.path if entry is not None else f"table id {req.table_id}"
         raise FlussError(f"Kv snapshot {req.snapshot_id} of {where} bucket {req.bucket_id} does not exist.",
                          Errors.KV_SNAPSHOT_NOT_EXIST)
+
+    async def list_kv_snapshots(self, ctx, version, req):
+        # the embedded server keeps no KV snapshots: a primary-key table has none to list
+        entry = self.catalog.table_by_id(req.table_id)
+        if entry is None:
+            raise FlussError(f"Table with id {req.table_id} does not exist.", Errors.TABLE_NOT_EXIST)
+        if not entry.has_primary_key:
+            raise FlussError(f"Table '{entry.path}' is not a primary key table, so it doesn't have any kv snapshots.",
+                             Errors.NON_PRIMARY_KEY_TABLE_EXCEPTION)
+        resp = pb.ListKvSnapshotsResponse(table_id=entry.table_id)
+        if req.HasField("partition_id"):
+            if req.partition_id not in entry.partitions:
+                raise FlussError(f"Partition id {req.partition_id} of table {entry.path} does not exist.",
+                                 Errors.PARTITION_NOT_EXISTS)
+            resp.partition_id = req.partition_id
+        return resp
 
     async def get_filesystem_security_token(self, ctx, version, req):
         # the replicas know the remote store (file system or S3 credentials)

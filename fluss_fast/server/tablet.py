@@ -35,6 +35,7 @@ from .kv_service import KvService
 from .protocol import HandlerEntry, RawBody, RawParsed
 from .replicas import ReplicaManager
 from .segment_read import read_segment
+from .table_stats import TableStats
 
 log = logging.getLogger("fluss_fast.server.tablet")
 
@@ -102,6 +103,7 @@ class TabletService:
             Api.LIMIT_SCAN: self.limit_scan,
             Api.INIT_WRITER: self.init_writer,
             Api.GET_FILESYSTEM_SECURITY_TOKEN: self.get_filesystem_security_token,
+            Api.GET_TABLE_STATS: TableStats(self).get_table_stats,
             **self.kv.handlers(),
         }
 

@@ -146,12 +146,50 @@ async def test_apis_the_embedded_server_lacks_fail_at_once(conn, db):
     admin = conn.get_admin()
     path = await _table(conn, db)
     info = await admin.get_table_info(path)
-    for aw in (admin.list_kv_snapshots(info.table_id), admin.list_remote_log_manifests(info.table_id),
-               admin.get_table_stats(path)):
-        with pytest.raises(FlussError) as err:
-            await aw
-        assert err.value.error_code == ErrorCode.UNSUPPORTED_VERSION
-        assert "not supported" in err.value.message
+    with pytest.raises(FlussError) as err:
+        await admin.list_remote_log_manifests(info.table_id)
+    assert err.value.error_code == ErrorCode.UNSUPPORTED_VERSION
+    assert "LIST_REMOTE_LOG_MANIFESTS" in err.value.message and "not supported" in err.value.message
+
+
+async def test_list_kv_snapshots_has_none(conn, db):
+    admin = conn.get_admin()
+    info = await admin.get_table_info(await _table(conn, db))
+    assert await admin.list_kv_snapshots(info.table_id) == {}
+    log = await admin.get_table_info(await _table(conn, db, "log", pk=False))
+    assert await _code(admin.list_kv_snapshots(log.table_id)) == ErrorCode.NON_PRIMARY_KEY_TABLE_EXCEPTION
+    assert await _code(admin.list_kv_snapshots(987654)) == ErrorCode.TABLE_NOT_EXIST
+
+
+async def test_table_stats_count_rows(conn, db):
+    admin = conn.get_admin()
+    pk = await _table(conn, db)
+    assert await admin.get_table_stats(pk) == 0
+    t = await conn.get_table(pk)
+    async with t.new_upsert().create_writer() as w:
+        for i in range(10):
+            w.upsert({"id": i, "name": "a"})
+        for i in range(4):
+            w.upsert({"id": i, "name": "b"})  # updates: no new rows
+        w.delete({"id": 9})
+    assert await admin.get_table_stats(pk) == 9
+    log = await _table(conn, db, "log", pk=False)
+    lt = await conn.get_table(log)
+    w = lt.new_append().create_writer()
+    for i in range(7):
+        w.append({"id": i, "name": "x"})
+    await w.flush()
+    assert await admin.get_table_stats(log) == 7
+    part = fluss.TablePath(db, "p")
+    schema = fluss.Schema(pa.schema(FIELDS + [pa.field("region", pa.string())]), primary_keys=["id", "region"])
+    await admin.create_table(part, fluss.TableDescriptor(schema, partition_keys=["region"], bucket_count=2))
+    for region in ("eu", "us"):
+        await admin.create_partition(part, {"region": region})
+    pt = await conn.get_table(part)
+    async with pt.new_upsert().create_writer() as w:
+        for i in range(6):
+            w.upsert({"id": i, "name": "n", "region": "eu" if i % 3 else "us"})
+    assert await admin.get_table_stats(part) == 6
 
 
 def test_sync_facade_has_the_new_methods(fluss_server):
