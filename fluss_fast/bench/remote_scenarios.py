@@ -103,6 +103,7 @@ async def prepare_remote(env: Env) -> RemoteShared:
         await writer.flush()
     finally:
         await verifier.close()
+    # the server (another process) tiers segments on its own schedule and signals nothing: poll its data dir
     deadline = time.monotonic() + 120
     fraction = 0.0
     while time.monotonic() < deadline:
