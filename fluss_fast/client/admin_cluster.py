@@ -7,6 +7,8 @@ ones it does not implement (tags, rebalance, producer offsets, altering configs)
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ..metadata._args import want_instance as _check
 from ..metadata._args import want_int as _want_int
 from ..metadata._args import want_str as _want_str
@@ -50,6 +52,12 @@ def _bucket_offsets(table_id: int, pb_table) -> dict[TableBucket, int]:
 
 class AdminClusterMixin:
     """ACL, cluster-config, server-tag, rebalance, producer-offset and health methods of `FlussAdmin`."""
+
+    if TYPE_CHECKING:  # provided by FlussAdmin
+        _ctx: Any
+        _runtime: Any
+
+        async def _call(self, api_key: int, req: Any, what: str = "") -> Any: ...
 
     # -- ACLs --------------------------------------------------------------------------------------
     @on_runtime

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import TYPE_CHECKING, Any
 
 from ..datatypes import SchemaInfo as _FlussSchema
 from ..errors import FlussError
@@ -58,6 +59,12 @@ def _lake_snapshot(resp) -> LakeSnapshot:
 
 class AdminSchemaMixin:
     """Schema, database-change, snapshot and statistics methods of `FlussAdmin`."""
+
+    if TYPE_CHECKING:  # provided by FlussAdmin
+        _ctx: Any
+        _runtime: Any
+
+        async def _call(self, api_key: int, req: Any, what: str = "") -> Any: ...
 
     # -- schemas and ALTER -----------------------------------------------------------------------
     @on_runtime
