@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Dict, List, Optional
 
-from ..errors import FlussError
 from ..error_codes import CLIENT_ERROR, Errors
-from ..metadata._args import type_name as _type_name, want_instance as _check, want_str_dict as _want_str_dict
+from ..errors import FlussError
+from ..metadata._args import type_name as _type_name
+from ..metadata._args import want_instance as _check
+from ..metadata._args import want_str_dict as _want_str_dict
 from ..metadata.cluster import DatabaseDescriptor, DatabaseInfo, LakeSnapshot, ServerNode
 from ..metadata.log import OffsetSpec
 from ..metadata.schema import TableDescriptor
@@ -28,7 +29,7 @@ def _check_bool(arg: str, value) -> bool:
     return _check(arg, value, bool)
 
 
-def _bucket_ids(bucket_ids) -> List[int]:
+def _bucket_ids(bucket_ids) -> list[int]:
     if isinstance(bucket_ids, (str, bytes)) or not hasattr(bucket_ids, "__iter__"):
         raise TypeError(f"argument 'bucket_ids': '{_type_name(bucket_ids)}' object cannot be converted to 'Sequence'")
     out = []
@@ -69,7 +70,7 @@ def _offset_spec(offset_spec, offset_type, timestamp) -> OffsetSpec:
                      CLIENT_ERROR)
 
 
-def _fill_spec(msg, spec: Dict[str, str]) -> None:
+def _fill_spec(msg, spec: dict[str, str]) -> None:
     for k, v in spec.items():
         kv = msg.partition_key_values.add()
         kv.key = k
@@ -129,7 +130,7 @@ class FlussAdmin(AdminSchemaMixin, AdminClusterMixin):
 
     # -- databases ---------------------------------------------------------------------------------
     @on_runtime
-    async def create_database(self, database_name: str, database_descriptor: Optional[DatabaseDescriptor] = None,
+    async def create_database(self, database_name: str, database_descriptor: DatabaseDescriptor | None = None,
                               ignore_if_exists: bool = False) -> None:
         """Create a database.
 
@@ -183,7 +184,7 @@ class FlussAdmin(AdminSchemaMixin, AdminClusterMixin):
         await self._call(Api.DROP_DATABASE, req, f"database '{database_name}'")
 
     @on_runtime
-    async def list_databases(self) -> List[str]:
+    async def list_databases(self) -> list[str]:
         """Names of every database.
 
         Returns:
@@ -230,7 +231,7 @@ class FlussAdmin(AdminSchemaMixin, AdminClusterMixin):
 
     # -- tables ------------------------------------------------------------------------------------
     @on_runtime
-    async def list_tables(self, database_name: str) -> List[str]:
+    async def list_tables(self, database_name: str) -> list[str]:
         """Names of the tables of one database.
 
         Args:
@@ -262,7 +263,7 @@ class FlussAdmin(AdminSchemaMixin, AdminClusterMixin):
 
     @on_runtime
     async def create_table(self, table_path: TablePath, table_descriptor: TableDescriptor,
-                           ignore_if_exists: Optional[bool] = None) -> None:
+                           ignore_if_exists: bool | None = None) -> None:
         """Create a table.
 
         A schema with ``primary_keys`` makes a primary-key table; otherwise a log table.
@@ -363,7 +364,7 @@ class FlussAdmin(AdminSchemaMixin, AdminClusterMixin):
 
     # -- partitions --------------------------------------------------------------------------------
     @on_runtime
-    async def create_partition(self, table_path: TablePath, partition_spec: Dict[str, str],
+    async def create_partition(self, table_path: TablePath, partition_spec: dict[str, str],
                                ignore_if_exists: bool = False) -> None:
         """Create a partition of a partitioned table.
 
@@ -381,7 +382,7 @@ class FlussAdmin(AdminSchemaMixin, AdminClusterMixin):
         await self._call(Api.CREATE_PARTITION, req, what)
 
     @on_runtime
-    async def drop_partition(self, table_path: TablePath, partition_spec: Dict[str, str],
+    async def drop_partition(self, table_path: TablePath, partition_spec: dict[str, str],
                              ignore_if_not_exists: bool = False) -> None:
         """Drop a partition and its data.
 
@@ -411,7 +412,7 @@ class FlussAdmin(AdminSchemaMixin, AdminClusterMixin):
 
     @on_runtime
     async def list_partition_infos(self, table_path: TablePath,
-                                   partition_spec: Optional[Dict[str, str]] = None) -> List[PartitionInfo]:
+                                   partition_spec: dict[str, str] | None = None) -> list[PartitionInfo]:
         """The partitions of a table.
 
         Args:
@@ -441,8 +442,8 @@ class FlussAdmin(AdminSchemaMixin, AdminClusterMixin):
 
     # -- offsets -----------------------------------------------------------------------------------
     @on_runtime
-    async def list_offsets(self, table_path: TablePath, bucket_ids: List[int], offset_spec=None,
-                           timestamp: Optional[int] = None, *, offset_type: Optional[str] = None) -> Dict[int, int]:
+    async def list_offsets(self, table_path: TablePath, bucket_ids: list[int], offset_spec=None,
+                           timestamp: int | None = None, *, offset_type: str | None = None) -> dict[int, int]:
         """Offsets of some buckets of a non-partitioned table.
 
         Args:
@@ -471,9 +472,9 @@ class FlussAdmin(AdminSchemaMixin, AdminClusterMixin):
         return await self._list_offsets(table_path, None, buckets, spec)
 
     @on_runtime
-    async def list_partition_offsets(self, table_path: TablePath, partition_name: str, bucket_ids: List[int],
-                                     offset_spec=None, timestamp: Optional[int] = None, *,
-                                     offset_type: Optional[str] = None) -> Dict[int, int]:
+    async def list_partition_offsets(self, table_path: TablePath, partition_name: str, bucket_ids: list[int],
+                                     offset_spec=None, timestamp: int | None = None, *,
+                                     offset_type: str | None = None) -> dict[int, int]:
         """Offsets of some buckets of one partition.
 
         Args:
@@ -496,8 +497,8 @@ class FlussAdmin(AdminSchemaMixin, AdminClusterMixin):
         spec = _offset_spec(offset_spec, offset_type, timestamp)
         return await self._list_offsets(table_path, partition_name, buckets, spec)
 
-    async def _list_offsets(self, path: TablePath, partition_name: Optional[str], buckets: List[int],
-                            spec: OffsetSpec) -> Dict[int, int]:
+    async def _list_offsets(self, path: TablePath, partition_name: str | None, buckets: list[int],
+                            spec: OffsetSpec) -> dict[int, int]:
         if not buckets:
             raise FlussError("Buckets are empty.", CLIENT_ERROR)
         md = self._ctx.metadata
@@ -514,7 +515,7 @@ class FlussAdmin(AdminSchemaMixin, AdminClusterMixin):
                     why = " (the table is not partitioned)" if exc.error_code == TABLE_NOT_PARTITIONED else ""
                     raise FlussError(f"Table partition '{path}(p={partition_name})' does not exist{why}.",
                                      PARTITION_NOT_EXISTS) from None
-            by_leader: Dict[int, List[int]] = {}
+            by_leader: dict[int, list[int]] = {}
             for b in buckets:
                 leader = md.leader(meta.table_id, partition_id, b)
                 if leader is None and 0 <= b < meta.num_buckets:
@@ -534,7 +535,7 @@ class FlussAdmin(AdminSchemaMixin, AdminClusterMixin):
                                      CLIENT_ERROR)
                 by_leader.setdefault(leader, []).append(b)
 
-            async def one(leader: int, ids: List[int]):
+            async def one(leader: int, ids: list[int], meta=meta, partition_id=partition_id):
                 req = pb.ListOffsetsRequest(follower_server_id=-1, offset_type=spec.offset_type,
                                             table_id=meta.table_id)
                 if partition_id is not None:
@@ -545,7 +546,7 @@ class FlussAdmin(AdminSchemaMixin, AdminClusterMixin):
                 return await self._ctx.tablet(leader, Api.LIST_OFFSETS, req)
 
             results = await asyncio.gather(*(one(n, ids) for n, ids in by_leader.items()), return_exceptions=True)
-            out: Dict[int, int] = {}
+            out: dict[int, int] = {}
             retry = False
             for res in results:
                 if isinstance(res, BaseException):
@@ -575,7 +576,7 @@ class FlussAdmin(AdminSchemaMixin, AdminClusterMixin):
 
     # -- cluster -----------------------------------------------------------------------------------
     @on_runtime
-    async def get_server_nodes(self) -> List[ServerNode]:
+    async def get_server_nodes(self) -> list[ServerNode]:
         """The cluster's servers: the coordinator and every tablet server.
 
         Returns:
