@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+from typing import Any
 
 from .. import sync
 from ..errors import ErrorCode, FlussError
@@ -18,8 +19,9 @@ from ..metadata import TablePath
 
 _lock = threading.Lock()
 _pid = os.getpid()
-_connections: dict[tuple[tuple[str, str], ...], object] = {}
-_tables: dict[tuple, object] = {}
+# sync proxies, typed Any as the proxies forward every attribute
+_connections: dict[tuple[tuple[str, str], ...], Any] = {}
+_tables: dict[tuple, Any] = {}
 
 
 def _reset_after_fork() -> None:

@@ -82,8 +82,14 @@ def list_offsets(opts: SourceOptions, meta, partition_name: str | None, spec: Of
 def offsets_for(opts: SourceOptions, meta, partitions, kind: str, timestamp: int | None = None
                 ) -> dict[tuple[int | None, int], int]:
     """{(partition id, bucket): offset} of ``kind`` ('earliest', 'latest' or 'timestamp')."""
-    spec = {"earliest": OffsetSpec.earliest, "latest": OffsetSpec.latest}.get(kind)
-    spec = spec() if spec is not None else OffsetSpec.timestamp(timestamp)
+    if kind == "earliest":
+        spec = OffsetSpec.earliest()
+    elif kind == "latest":
+        spec = OffsetSpec.latest()
+    elif timestamp is not None:
+        spec = OffsetSpec.timestamp(timestamp)
+    else:
+        raise ValueError(f"offsets_for({kind!r}) needs a timestamp")
     out = {}
     for pid, name, _ in partitions:
         for bucket, off in list_offsets(opts, meta, name, spec).items():
@@ -129,6 +135,8 @@ def plan_batch(opts: SourceOptions, meta, partitions,
 # -- reading --------------------------------------------------------------------------------------------
 def _record_stats(opts: SourceOptions, what: dict) -> None:
     """One JSON line per task in scan.stats.dir (for checking pushdown and profiling reads)."""
+    if opts.stats_dir is None:
+        return
     os.makedirs(opts.stats_dir, exist_ok=True)
     line = json.dumps(dict(what, table=opts.name, pid=os.getpid())) + "\n"
     fd = os.open(os.path.join(opts.stats_dir, "reads.jsonl"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

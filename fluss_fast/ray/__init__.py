@@ -78,7 +78,8 @@ def read_fluss(bootstrap_servers: str, table: str | TablePath, *, columns: Seque
 
 def write_fluss(dataset: ray.data.Dataset, bootstrap_servers: str, table: str | TablePath, *,
                 mode: str | None = None, config: Mapping[str, str] | None = None,
-                concurrency: int | None = None, ray_remote_args: dict[str, Any] | None = None) -> WriteStats:
+                partial_update: Sequence[str] | None = None, concurrency: int | None = None,
+                ray_remote_args: dict[str, Any] | None = None) -> WriteStats:
     """Write ``dataset`` into a Fluss table and wait until every row is acknowledged.
 
     Args:
@@ -88,6 +89,8 @@ def write_fluss(dataset: ray.data.Dataset, bootstrap_servers: str, table: str | 
         mode: ``"append"`` (log tables) or ``"upsert"`` (primary-key tables, through the bulk Arrow
             path); None picks the one the table takes.
         config: More client settings, e.g. ``{"writer.batch-size": "4mb"}``.
+        partial_update: Upsert only these columns (with the whole primary key); other columns of
+            existing rows keep their values. Without it, columns the dataset leaves out become null.
         concurrency: At most this many write tasks at once.
         ray_remote_args: Ray options of the write tasks.
 
@@ -98,8 +101,9 @@ def write_fluss(dataset: ray.data.Dataset, bootstrap_servers: str, table: str | 
         FlussError: An unknown or virtual table, a mode the table does not take, or a column the
             table does not have.
     """
-    from .datasink import FlussDatasink
+    from .datasink import FlussDatasink, WriteStats
 
-    sink = FlussDatasink(bootstrap_servers, table, mode=mode, config=config)
+    sink = FlussDatasink(bootstrap_servers, table, mode=mode, config=config, partial_update=partial_update)
     dataset.write_datasink(sink, concurrency=concurrency, ray_remote_args=ray_remote_args)
-    return sink.result
+    # Ray calls on_write_complete on this very object once every task has flushed
+    return sink.result if sink.result is not None else WriteStats()

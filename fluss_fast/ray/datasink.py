@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -34,11 +34,21 @@ class WriteStats:
     seconds: float = 0.0
 
 
-def _as_arrow(block) -> pa.Table:
-    if isinstance(block, pa.Table):
-        return block
-    # Ray hands pandas blocks to sinks of datasets built from pandas
-    return pa.Table.from_pandas(block, preserve_index=False)
+def _as_arrow(block, target: pa.Schema) -> pa.Table:
+    if not isinstance(block, pa.Table):
+        # Ray hands pandas blocks to sinks of datasets built from pandas
+        block = pa.Table.from_pandas(block, preserve_index=False)
+    # Ray's own steps turn string into large_string (and pandas 3 strings arrive as large_string):
+    # a cast that loses nothing makes them the table's types; anything else is left for the
+    # client to refuse with its message naming the column
+    for i, field in enumerate(block.schema):
+        if field.name not in target.names:
+            continue
+        want = target.field(field.name).type
+        if field.type != want:
+            with contextlib.suppress(pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                block = block.set_column(i, field.name, block.column(i).cast(want, safe=True))
+    return block
 
 
 class FlussDatasink(Datasink):
@@ -50,20 +60,27 @@ class FlussDatasink(Datasink):
         mode: ``"append"`` (log tables) or ``"upsert"`` (primary-key tables); None picks the one the
             table takes.
         config: More client settings (``{"writer.batch-size": "4mb"}``, SASL keys, ...).
+        partial_update: Upsert only these columns (the whole primary key among them); the other
+            columns of existing rows keep their values. Without it, columns the dataset leaves out
+            become null.
 
     Raises:
         FlussError: An unknown table, a virtual table, or a mode the table does not take; raised
             when the write starts, on the driver. A column the table does not have, or a type it
-            cannot take, fails the first write task with the client's message.
+            cannot take, fails the first write task with the client's message (Ray raises it as a
+            ``RayTaskError`` that is also a FlussError).
     """
 
     def __init__(self, bootstrap_servers: str, table: str | TablePath, *, mode: str | None = None,
-                 config: Mapping[str, str] | None = None):
+                 config: Mapping[str, str] | None = None, partial_update: Sequence[str] | None = None):
         if mode is not None and mode not in MODES:
             raise _err(f"Invalid write mode '{mode}': expected 'append' or 'upsert'")
         self._opts = source_options(bootstrap_servers, table, config)
         if self._opts.virtual is not None:
             raise _err(f"Cannot write to virtual table '{self._opts.name}'")
+        if partial_update is not None and (isinstance(partial_update, str) or mode == "append"):
+            raise _err("partial_update takes a list of column names, and only with mode='upsert'")
+        self._partial = list(partial_update) if partial_update is not None else None
         self._mode = mode
         self._table_id: int | None = None
         self.result: WriteStats | None = None
@@ -72,6 +89,8 @@ class FlussDatasink(Datasink):
         return f"Fluss({self._opts.name})"
 
     def on_write_start(self, schema: pa.Schema | None = None) -> None:
+        # the schema Ray passes here is not always the one the blocks will have (after map_batches,
+        # say): columns are checked against the blocks themselves, by the writer
         opts = self._opts
         meta = ranges.table_meta(opts)
         pk = bool(meta.schema.primary_key)
@@ -81,12 +100,14 @@ class FlussDatasink(Datasink):
                        f"write with mode='upsert'")
         if mode == "upsert" and not pk:
             raise _err(f"Table '{opts.name}' is a log table (no primary key): write with mode='append'")
-        if schema is not None:
-            names = meta.schema.names
-            unknown = [n for n in schema.names if n not in names]
-            if unknown:
-                raise _err(f"Column '{unknown[0]}' of the dataset does not exist in table '{opts.name}' "
-                           f"(columns: {', '.join(names)})")
+        if self._partial is not None:
+            if not pk:
+                raise _err(f"partial_update needs a primary-key table; '{opts.name}' is a log table")
+            missing = [k for k in meta.schema.primary_key if k not in self._partial]
+            unknown = [c for c in self._partial if c not in meta.schema.names]
+            if missing or unknown:
+                raise _err(f"partial_update of table '{opts.name}' must name columns of the table and "
+                           f"its whole primary key ({', '.join(meta.schema.primary_key)}): {self._partial}")
         self._mode = mode
         self._table_id = meta.table_id
 
@@ -95,15 +116,19 @@ class FlussDatasink(Datasink):
         began = time.perf_counter()
         table = connections.table(opts.client, opts.database, opts.table, self._table_id)
         if self._mode == "upsert":
-            writer = table.new_upsert().create_writer()
+            builder = table.new_upsert()
+            if self._partial is not None:
+                builder = builder.partial_update_by_name(self._partial)
+            writer = builder.create_writer()
             put = writer.upsert_arrow
         else:
             writer = table.new_append().create_writer()
             put = writer.write_arrow
+        target = table.unwrap()._meta.schema.to_arrow()
         stats = WriteStats()
         try:
             for block in blocks:
-                data = _as_arrow(block)
+                data = _as_arrow(block, target)
                 if data.num_rows == 0:
                     continue
                 put(data)

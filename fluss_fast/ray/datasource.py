@@ -87,6 +87,7 @@ def _read_snapshot(opts: SourceOptions, p, read: list[str], refine: _Refine, sch
 
 def _read_changes(opts: SourceOptions, r, read: list[str], names: list[str], refine: _Refine,
                   schema) -> Iterator[pa.Table]:
+    assert opts.virtual is not None  # planned as a virtual table's read
     reader = virtual.ChangeReader(opts, opts.virtual, False, read, names)
     return _blocks(reader.read(r, refine), schema)
 

@@ -3,10 +3,11 @@ created, projection and filters, primary-key snapshots, the virtual tables."""
 from __future__ import annotations
 
 import pyarrow as pa
-from conftest import append, create_table, rows, upsert
 
 import fluss_fast as fluss
 from fluss_fast.ray import FlussDatasource, read_fluss
+
+from conftest import append, create_table, rows, upsert
 
 SCHEMA = pa.schema([("id", pa.int64()), ("cust", pa.string()), ("amount", pa.float64())])
 
