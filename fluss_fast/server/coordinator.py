@@ -21,6 +21,7 @@ from ..metadata import PARTITION_SEPARATOR
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
 from ..rpc.wire import partition_metadata_field, table_metadata_field
+from .acl import Authorizer
 from .alter_table import altered_descriptor
 from .auto_partition import AutoPartition
 from .catalog import BUILTIN_DATABASE, PartitionEntry, TableEntry, now_ms
@@ -51,6 +52,7 @@ class Coordinator:
         self._nodes_cache: dict = {}
         self._meta_cache: dict = {}  # table id -> (version key, serialized field 3 of MetadataResponse)
         self._pmeta_cache: dict = {}  # partition id -> serialized field 4 (ids are never reused)
+        self.authorizer = Authorizer(server)  # ACLs: off unless -c authorizer.enabled=true
 
     # -- life cycle ----------------------------------------------------------------------------
     async def start(self) -> None:
@@ -88,9 +90,9 @@ class Coordinator:
             Api.GET_KV_SNAPSHOT_METADATA: self.get_kv_snapshot_metadata,
             Api.LIST_KV_SNAPSHOTS: self.list_kv_snapshots,
             Api.GET_FILESYSTEM_SECURITY_TOKEN: self.get_filesystem_security_token,
-            Api.CREATE_ACLS: self.security_disabled,
-            Api.LIST_ACLS: self.security_disabled,
-            Api.DROP_ACLS: self.security_disabled,
+            Api.CREATE_ACLS: self.authorizer.create_acls,
+            Api.LIST_ACLS: self.authorizer.list_acls,
+            Api.DROP_ACLS: self.authorizer.drop_acls,
             Api.DESCRIBE_CLUSTER_CONFIGS: self.describe_cluster_configs,
             Api.GET_CLUSTER_HEALTH: self.get_cluster_health,
         }
