@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fluss_fast.codec.errors import CorruptBatchError
 from fluss_fast.codec.log import arrowlog as al
 from fluss_fast.codec.log import logbatch as lb
-from fluss_fast.codec.errors import CorruptBatchError
 from fluss_fast.datatypes import SchemaInfo
 from fluss_fast.errors import FlussError
 
@@ -72,7 +72,7 @@ def _rows(n):
             "t6": None if nul else dt.time(1, 2, 3, 4000),
             "ts3": None if nul else dt.datetime(1969, 12, 31, 23, 59, 59) + dt.timedelta(milliseconds=i),
             "ts9": None if nul else dt.datetime(2024, 2, 29, 12, 0, 0, i),
-            "ltz": None if nul else dt.datetime(2000, 1, 1, tzinfo=dt.timezone.utc),
+            "ltz": None if nul else dt.datetime(2000, 1, 1, tzinfo=dt.UTC),
             "arr": None if nul else [None if j == 1 else f"e{j}" for j in range(i % 4)],
             "m": None if nul else [(f"k{j}", None if j == 2 else j) for j in range(i % 5)],
             "row": None if nul else {"x": i, "y": [i, None, -i] if i % 2 else None},
@@ -207,7 +207,7 @@ def test_unaligned_batches_in_a_fetch_blob_decode_zero_copy(batch):
     headers = list(lb.iter_batches(whole, 3))
     assert [h.record_count for h in headers] == [50, 7, 7]
     expected = [batch, small, small]
-    for h, exp in zip(headers, expected):
+    for h, exp in zip(headers, expected, strict=True):
         out, ct = codec.decode(whole, h)
         assert out.equals(exp)
         data_buf = out.column("id").buffers()[1]

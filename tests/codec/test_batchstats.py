@@ -18,7 +18,7 @@ from fluss_fast.codec.log.batchstats import BatchStatistics, StatisticsError
 from fluss_fast.datatypes import DataType, SchemaInfo
 from fluss_fast.rpc import fluss_api_pb2 as pb
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 SCHEMA = pa.schema([
     ("b", pa.bool_()), ("i8", pa.int8()), ("i16", pa.int16()), ("i32", pa.int32()), ("i64", pa.int64()),
@@ -273,7 +273,9 @@ def test_a_column_without_statistics_never_rules_a_batch_out():
 
 
 def test_strings_and_compounds():
-    starts = lambda p: BatchFilter.from_pb(_leaf(8, 1, p, literal_type=8), FSCHEMA, 0)
+    def starts(p):
+        return BatchFilter.from_pb(_leaf(8, 1, p, literal_type=8), FSCHEMA, 0)
+
     assert starts("c").may_match(3, _stats(1, 2, names=("b", "d")), FSCHEMA)
     assert not starts("e").may_match(3, _stats(1, 2, names=("b", "d")), FSCHEMA)
     assert starts("d").may_match(3, _stats(1, 2, names=("b", "dz")), FSCHEMA)

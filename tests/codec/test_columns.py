@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
-from fluss_fast.codec import _select as _select_mod
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fluss_fast.codec import _select as _select_mod
 from fluss_fast.codec.rows import columns
 from fluss_fast.datatypes import SchemaInfo
 from fluss_fast.errors import FlussError
@@ -27,7 +27,7 @@ if _ext is not None:
     BUILDERS.append(pytest.param(_ext.RowBatchBuilder, id="ext"))
 
 D = decimal.Decimal
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def _zone(name):
@@ -389,7 +389,7 @@ def test_error_in_late_column_rolls_back_every_earlier_column(builder_cls):
     rb = b.build()
     rb.validate(full=True)
     assert rb.num_rows == 6
-    expected = pa.RecordBatch.from_pylist([dict(zip(NAMES, r)) for r in [good, nulls] * 3],
+    expected = pa.RecordBatch.from_pylist([dict(zip(NAMES, r, strict=True)) for r in [good, nulls] * 3],
                                           schema=SCHEMA.to_arrow())
     assert rb.equals(expected)
     for name in NAMES:
@@ -588,7 +588,7 @@ def test_aware_timestamps_match_pure_twin_and_utc_arithmetic(values):
     a, b = py.build(), ext.build()
     b.validate(full=True)
     assert a.equals(b)
-    assert _int_columns(b) == [list(c) for c in zip(*kept)] if kept else b.num_rows == 0
+    assert _int_columns(b) == [list(c) for c in zip(*kept, strict=True)] if kept else b.num_rows == 0
 
 
 @pytest.mark.skipif(_ext is None, reason="Cython twin not built")
@@ -618,7 +618,7 @@ def test_many_distinct_fixed_offsets_in_one_column(builder_cls):
             u = v.astimezone(UTC)
             b.append([u, u, u, u])
             want.append(list(_expected_ltz(u)))
-    assert _int_columns(b.build()) == [list(c) for c in zip(*want)]
+    assert _int_columns(b.build()) == [list(c) for c in zip(*want, strict=True)]
 
 
 @pytest.mark.parametrize("builder_cls", BUILDERS)

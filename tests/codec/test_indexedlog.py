@@ -8,16 +8,17 @@ import pyarrow as pa
 import pytest
 
 from fluss_fast import datatypes as D
-from fluss_fast.codec.log import indexedlog as L
+from fluss_fast.codec.errors import CorruptBatchError
 from fluss_fast.codec.kv import kvbatch as KV
+from fluss_fast.codec.log import indexedlog as L
+from fluss_fast.codec.log import logbatch
 from fluss_fast.codec.rows.compacted import CompactedRowEncoder
 from fluss_fast.codec.rows.indexed import IndexedRowEncoder
-from fluss_fast.codec.log import logbatch
-from fluss_fast.codec.errors import CorruptBatchError
-from fluss_fast.datatypes import Column, DataType as T, RowField, SchemaInfo
+from fluss_fast.datatypes import Column, RowField, SchemaInfo
+from fluss_fast.datatypes import DataType as T
 
 INT, STRING, BIGINT = T(D.INTEGER), T(D.STRING), T(D.BIGINT)
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def h(s: str) -> bytes:
@@ -159,7 +160,7 @@ def test_to_arrow_matches_pyarrow_for_every_type():
     assert first["ltz"] == dt.datetime(2024, 1, 1, tzinfo=UTC)
     assert first["m"] == [("k", 1), ("j", None)]
     assert first["r"] == {"x": 5, "y": [1, None]}
-    expected = dict(zip([n for n, _ in cols], row))
+    expected = dict(zip([n for n, _ in cols], row, strict=True))
     for name in expected:
         if name not in ("bin",):
             assert first[name] == expected[name], name

@@ -12,10 +12,10 @@ import pyarrow as pa
 import pytest
 
 from fluss_fast.bench import datasets
+from fluss_fast.codec.errors import CorruptBatchError
 from fluss_fast.codec.log import arrowlog as al
 from fluss_fast.codec.log import ipcbody
 from fluss_fast.codec.log import logbatch as lb
-from fluss_fast.codec.errors import CorruptBatchError
 from fluss_fast.datatypes import SchemaInfo
 
 try:
@@ -65,7 +65,7 @@ def _nested_rows(n):
             "day": None if nul else dt.date(1970, 1, 1) + dt.timedelta(days=i),
             "tm": None if nul else dt.time(i % 24, i % 60, 1, i % 1000),
             "ts": None if nul else dt.datetime(2025, 1, 1) + dt.timedelta(microseconds=i),
-            "ltz": None if nul else dt.datetime(2001, 2, 3, tzinfo=dt.timezone.utc),
+            "ltz": None if nul else dt.datetime(2001, 2, 3, tzinfo=dt.UTC),
             "tags": None if nul else [None if j == 2 else f"t{j}" for j in range(i % 4)],
             "attrs": None if nul else [(f"k{j}", j / 2) for j in range(i % 3)],
             "pos": None if nul else {"x": -i, "ys": None if i % 2 else [i, i + 1]},
@@ -134,7 +134,7 @@ def test_bodies_decompress_to_the_uncompressed_buffers(case, comp, writer, twin)
     plain = batch.serialize().to_pybytes()
     pmeta, pbody = _body_and_meta(plain)
     assert len(new_buffers) == len(pmeta.buffers)
-    for (noff, nlen), (poff, plen) in zip(new_buffers, pmeta.buffers):
+    for (noff, nlen), (poff, plen) in zip(new_buffers, pmeta.buffers, strict=True):
         assert noff % ipcbody.ALIGN == 0
         assert out[noff:noff + nlen] == pbody[poff:poff + plen]
     # padding is zeroed, whatever the memory held before

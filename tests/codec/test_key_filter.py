@@ -6,10 +6,11 @@ from __future__ import annotations
 import random
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from fluss_fast.codec.kv import kvsplit
 from fluss_fast.codec._select import LOADED
+from fluss_fast.codec.kv import kvsplit
 
 TWINS = [kvsplit.KeyFilter_py] + ([kvsplit.KeyFilter] if LOADED.get("_kvsplit") else [])
 

@@ -1,4 +1,5 @@
-"""Key encoding (docs/contributing/formats.md §6.2), key columns and bucket assignment, with Java's reference vectors."""
+"""Key encoding (docs/contributing/formats.md §6.2), key columns and bucket assignment, with Java's reference
+vectors."""
 from __future__ import annotations
 
 import datetime as dt
@@ -10,7 +11,8 @@ import pytest
 from fluss_fast import datatypes as D
 from fluss_fast.codec.kv import keys as K
 from fluss_fast.codec.rows.compacted import CompactedRowEncoder_py
-from fluss_fast.datatypes import Column, DataType as T, RowField, SchemaInfo, TableDescriptorInfo
+from fluss_fast.datatypes import Column, RowField, SchemaInfo, TableDescriptorInfo
+from fluss_fast.datatypes import DataType as T
 
 INT, BIGINT, STRING = T(D.INTEGER, False), T(D.BIGINT, False), T(D.STRING, False)
 ENCODERS = [K.KeyEncoder_py, K.KeyEncoder]
@@ -68,7 +70,7 @@ def test_java_all_types_reference_key(KE):
     ts = dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=1698235273182)
     values = [True, 2, 10, 100, -6101065172474983726, 13.2, 15.21, dt.date(2023, 10, 25), dt.time(9, 30),
               b"1234567890", b"20", "1", "hello", decimal.Decimal("0.09"), decimal.Decimal(10),
-              ts, ts, ts.replace(tzinfo=dt.timezone.utc), ts.replace(tzinfo=dt.timezone.utc),
+              ts, ts, ts.replace(tzinfo=dt.UTC), ts.replace(tzinfo=dt.UTC),
               [1, 2, 3, 4, 5, -11, None, 444, 102234],
               [0.1, 1.1, -0.5, 6.6, _f32(0x7F7FFFFF), _f32(1)],   # Float.MAX_VALUE, Float.MIN_VALUE
               [["a", None, "c"], None, ["hello", "world"]]]

@@ -9,17 +9,18 @@ from decimal import Decimal
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fluss_fast import datatypes as T
 from fluss_fast.client.write.kvrecords import KvRecordBuilder, kv_batch_header, kv_record
 from fluss_fast.client.write.upsert_bulk import _spec
+from fluss_fast.codec.errors import CorruptBatchError
 from fluss_fast.codec.kv import kvcolumns as K
 from fluss_fast.codec.kv.kvbatch import build_kv_batch, kv_records
-from fluss_fast.codec.wire.murmur import bucket_for_key
-from fluss_fast.codec.rows.compacted import CompactedKeyEncoder, CompactedRowEncoder
 from fluss_fast.codec.kv.valuebatch import build_value_batch, value_records
-from fluss_fast.codec.errors import CorruptBatchError
+from fluss_fast.codec.rows.compacted import CompactedKeyEncoder, CompactedRowEncoder
+from fluss_fast.codec.wire.murmur import bucket_for_key
 from fluss_fast.datatypes import DataType
 
 
@@ -114,7 +115,7 @@ def _per_row(cols, data, n, nkeys, nbuckets, delete):
 @given(tables(), st.integers(1, 7), st.booleans())
 def test_columnwise_records_equal_per_row_records(table, nbuckets, delete):
     cols, data, n, nkeys = table
-    specs = [_spec(pa.array(col, TYPES[c][1]), TYPES[c][0]) for c, col in zip(cols, data)]
+    specs = [_spec(pa.array(col, TYPES[c][1]), TYPES[c][0]) for c, col in zip(cols, data, strict=True)]
     args = (specs, list(range(nkeys)), None, None if delete else list(range(len(cols))), n, nbuckets)
     expected = _per_row(cols, data, n, nkeys, nbuckets, delete)
     assert K.encode_kv_columns_py(*args) == expected

@@ -7,14 +7,18 @@ import struct
 
 import pytest
 
-from fluss_fast.codec.log import logbatch
-from fluss_fast.codec.rows.compacted import (CompactedRowDecoder, CompactedRowDecoder_py, CompactedRowEncoder,
-                                             CompactedRowEncoder_py)
-from fluss_fast.codec.log.arrowlog import ArrowLogCodec
-from fluss_fast.codec.wire.crc32c import crc32c
 from fluss_fast.codec.errors import CorruptBatchError
 from fluss_fast.codec.kv.kvbatch import KV_HEADER_SIZE, build_kv_batch, iter_kv_records, parse_kv_header
 from fluss_fast.codec.kv.valuebatch import build_value_batch, iter_value_records
+from fluss_fast.codec.log import logbatch
+from fluss_fast.codec.log.arrowlog import ArrowLogCodec
+from fluss_fast.codec.rows.compacted import (
+    CompactedRowDecoder,
+    CompactedRowDecoder_py,
+    CompactedRowEncoder,
+    CompactedRowEncoder_py,
+)
+from fluss_fast.codec.wire.crc32c import crc32c
 from fluss_fast.datatypes import SchemaInfo
 
 INT_STRING = SchemaInfo.from_json({"columns": [
@@ -74,7 +78,7 @@ def test_row_changelog_batch_carries_change_types(fmt):
     h = next(logbatch.iter_batches(b))
     assert not h.append_only and h.record_count == 4 and h.writer_id == 5
     assert [(ct, list(v)) for ct, v in decode_row_log_batch(b, h, INT_STRING.types, fmt)] == list(
-        zip([1, 2, 3, 4], rows))
+        zip([1, 2, 3, 4], rows, strict=True))
 
 
 def test_arrow_changelog_batch_carries_change_types():

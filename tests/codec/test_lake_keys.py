@@ -20,7 +20,8 @@ from fluss_fast import datatypes as D
 from fluss_fast.codec.kv import keys as K
 from fluss_fast.codec.kv import lakekeys as L
 from fluss_fast.codec.wire import murmur
-from fluss_fast.datatypes import Column, DataType as T, SchemaInfo, TableDescriptorInfo
+from fluss_fast.datatypes import Column, SchemaInfo, TableDescriptorInfo
+from fluss_fast.datatypes import DataType as T
 
 Dd = decimal.Decimal
 NS = (1, 7, 16, 100)
@@ -95,7 +96,8 @@ CASES = {
 
 # (format, case) -> (key hex, [bucket with 1, 7, 16, 100 buckets]) from LakeKeyVectors.java
 JAVA = {
-    ('PAIMON', 'all_types'): (('0000000000000000010000000000000002000000000000000a000000000000006400000000000000d20a1feb8ca954ab'
+    ('PAIMON', 'all_types'): ((
+        '0000000000000000010000000000000002000000000000000a000000000000006400000000000000d20a1feb8ca954ab'
         '3333534100000000ec51b81e856b2e40c74c000000000000c0d90902000000000a000000a00000003230000000000082'
         '310000000000008168656c6c6f000085090000000000000001000000b0000000decfb5668b01000000000000c0000000'
         'decfb5668b01000040e20100c8000000313233343536373839300000000000000a000000000000000000000000000000'
@@ -129,10 +131,12 @@ JAVA = {
         [0, 3, 6, 98]),
     ('PAIMON', 'ts_compact'): ('000000000000000024faffffffffffff28cfb5668b010000',
         [0, 2, 15, 3]),
-    ('PAIMON', 'mixed_var'): (('0000000000000000120000002800000005000000000000000900000040000000780000000000008161206c6f6e676572'
+    ('PAIMON', 'mixed_var'): ((
+        '0000000000000000120000002800000005000000000000000900000040000000780000000000008161206c6f6e676572'
         '206669727374206b657900000000000001020304050607080900000000000000'),
         [0, 0, 8, 20]),
-    ('PAIMON', 'int_x57'): (('00000000000000000000000000000000f9ffffff00000000e103000000000000c907000000000000b10b000000000000'
+    ('PAIMON', 'int_x57'): ((
+        '00000000000000000000000000000000f9ffffff00000000e103000000000000c907000000000000b10b000000000000'
         '990f00000000000081130000000000006917000000000000511b000000000000391f0000000000002123000000000000'
         '0927000000000000f12a000000000000d92e000000000000c132000000000000a936000000000000913a000000000000'
         '793e00000000000061420000000000004946000000000000314a000000000000194e0000000000000152000000000000'
@@ -241,7 +245,7 @@ def test_bucketing_function_vectors():
     expected = {None: [1, 0, 6, 6], "LANCE": [1, 0, 6, 6], "PAIMON": [1, 11, 12, 0], "ICEBERG": [3, 4, 12, 3]}
     for fmt, want in expected.items():
         fn = K.bucketing_function(fmt)
-        assert [fn(k, n) for k, n in zip(keys, ns)] == want, fmt
+        assert [fn(k, n) for k, n in zip(keys, ns, strict=True)] == want, fmt
 
 
 @pytest.mark.parametrize("which", [0, 1], ids=["py", "selected"])
@@ -300,7 +304,7 @@ def test_twins_give_the_same_bytes(types):
         if rnd.random() < 0.1:
             row[rnd.randrange(len(row))] = None
         assert sel.encode(row) == py.encode(row), row
-        for dtype, v in zip(types, row):
+        for dtype, v in zip(types, row, strict=True):
             try:
                 ice_py = L.IcebergKeyEncoder_py([dtype])
             except ValueError:
@@ -417,7 +421,7 @@ def test_kv_columns_take_given_keys_and_buckets():
     row_enc = CompactedRowEncoder([types[0], STRING])
     for delete in (False, True):
         want = {}
-        for i, name, k, b in zip(ids, names, keys, buckets):
+        for i, name, k, b in zip(ids, names, keys, buckets, strict=True):
             rec = kv_record(k, None if delete else row_enc.encode([i, name]))
             data, count = want.get(b, (b"", 0))
             want[b] = (data + rec, count + 1)
@@ -444,8 +448,8 @@ def bytearray_keys(keys):
 @pytest.mark.parametrize("fmt", ["PAIMON", "ICEBERG"])
 @pytest.mark.parametrize("which", [0, 1], ids=["py", "selected"])
 def test_upsert_row_fast_path_takes_lake_keys_and_buckets(fmt, which):
-    from fluss_fast.client.write.kvrecords import kv_record
     from fluss_fast.client.write import upsertrow
+    from fluss_fast.client.write.kvrecords import kv_record
     from fluss_fast.codec.rows.compacted import CompactedRowEncoder
 
     cls = (upsertrow.UpsertRow_py, upsertrow.UpsertRow)[which]

@@ -1,4 +1,5 @@
-"""Log record batch header: the known answers of docs/contributing/formats.md, round trips, validation and offset assignment.
+"""Log record batch header: the known answers of docs/contributing/formats.md, round trips, validation and offset
+assignment.
 
 Every test runs against both twins (the pure functions ``*_py`` and the compiled module, when
 built); hypothesis tests also check that the twins agree with each other.
@@ -11,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fluss_fast.codec.errors import CorruptBatchError
 from fluss_fast.codec.log import logbatch as lb
 from fluss_fast.codec.wire.crc32c import crc32c_py
-from fluss_fast.codec.errors import CorruptBatchError
 
 try:
     _ext = importlib.import_module("fluss_fast.codec.log._logbatch")

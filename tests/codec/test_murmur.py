@@ -65,7 +65,7 @@ def test_table_6_5(impl, key_hex, h1, h2, buckets):
     assert impl.fluss_murmur32(key) == s32(h1)
     assert impl.fluss_murmur32(key, 42) == s32(h1)
     assert impl.int_murmur(s32(h1)) == h2
-    for n, expected in zip((3, 4, 8, 16), buckets):
+    for n, expected in zip((3, 4, 8, 16), buckets, strict=True):
         assert impl.bucket_for_key(key, n) == expected
         assert impl.bucket_for_key(memoryview(b"#" + key)[1:], n) == expected
 

@@ -20,16 +20,16 @@ from hypothesis import strategies as st
 
 from fluss_fast import datatypes as D
 from fluss_fast.codec import _select
+from fluss_fast.codec.kv.valuebatch import build_value_batch
 from fluss_fast.codec.rows import rowarrow as RA
+from fluss_fast.codec.rows.columns import RowBatchBuilder_py
 from fluss_fast.codec.rows.compacted import CompactedRowDecoder_py, CompactedRowEncoder_py
 from fluss_fast.codec.rows.indexed import IndexedRowDecoder_py, IndexedRowEncoder_py
 from fluss_fast.codec.wire.varint import encode_varint
-from fluss_fast.codec.rows.columns import RowBatchBuilder_py
-from fluss_fast.codec.kv.valuebatch import build_value_batch
 from fluss_fast.datatypes import Column, RowField, SchemaInfo
 from fluss_fast.datatypes import DataType as T
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 FMTS = ["COMPACTED", "INDEXED"]
 
 PURE = types.SimpleNamespace(name="py", RTA=RA.RowsToArrow_py)
@@ -47,7 +47,8 @@ def impl(request):
 
 def schema_of(types_, names=None, ids=True) -> SchemaInfo:
     names = names or [f"c{i}" for i in range(len(types_))]
-    return SchemaInfo(tuple(Column(n, t, None, i if ids else None) for i, (n, t) in enumerate(zip(names, types_))))
+    return SchemaInfo(tuple(Column(n, t, None, i if ids else None)
+                            for i, (n, t) in enumerate(zip(names, types_, strict=True))))
 
 
 def encoder(fmt, schema):
@@ -593,7 +594,7 @@ def test_long_calls_from_several_threads_at_once(impl):
     ref = conv.value_list(vals)
     with ThreadPoolExecutor(4) as ex:
         outs = list(ex.map(lambda k: conv.value_list(vals[k:]), range(0, 40, 5)))
-    assert all(o.equals(ref.slice(k)) for o, k in zip(outs, range(0, 40, 5)))
+    assert all(o.equals(ref.slice(k)) for o, k in zip(outs, range(0, 40, 5), strict=True))
 
 
 def test_long_call_missing_not_null_column_error_names_the_row(impl):

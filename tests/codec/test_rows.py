@@ -1,12 +1,13 @@
 """CompactedRow / IndexedRow / BinaryArray codecs: known-answer vectors, round trips, twins."""
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import decimal
 import os
+import struct
 import subprocess
 import sys
-import decimal
-import struct
 import types
 
 import pytest
@@ -16,21 +17,27 @@ from hypothesis import strategies as st
 from fluss_fast import datatypes as D
 from fluss_fast.codec import _select
 from fluss_fast.codec.rows.binarray import decode_array, decode_map, encode_array, encode_map
-from fluss_fast.codec.rows.compacted import (CompactedKeyEncoder_py, CompactedRowDecoder_py,
-                                             CompactedRowEncoder, CompactedRowEncoder_py)
+from fluss_fast.codec.rows.compacted import (
+    CompactedKeyEncoder_py,
+    CompactedRowDecoder_py,
+    CompactedRowEncoder,
+    CompactedRowEncoder_py,
+)
 from fluss_fast.codec.rows.indexed import IndexedRowDecoder, IndexedRowDecoder_py, IndexedRowEncoder_py
 from fluss_fast.codec.rows.scalars import bigint_bytes
 from fluss_fast.codec.wire.varint import decode_varint, encode_varint
-from fluss_fast.datatypes import DataType as T, RowField
+from fluss_fast.datatypes import DataType as T
+from fluss_fast.datatypes import RowField
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 PURE = types.SimpleNamespace(
     name="py", CE=CompactedRowEncoder_py, CD=CompactedRowDecoder_py, IE=IndexedRowEncoder_py,
     ID=IndexedRowDecoder_py, KE=CompactedKeyEncoder_py)
 EXT_LOADED = bool(_select.LOADED.get("_compacted") and _select.LOADED.get("_indexed"))
 if EXT_LOADED:
-    from fluss_fast.codec.rows import _compacted as XC, _indexed as XI
+    from fluss_fast.codec.rows import _compacted as XC
+    from fluss_fast.codec.rows import _indexed as XI
     EXT = types.SimpleNamespace(name="ext", CE=XC.CompactedRowEncoder, CD=XC.CompactedRowDecoder,
                                 IE=XI.IndexedRowEncoder, ID=XI.IndexedRowDecoder, KE=XC.CompactedKeyEncoder)
     IMPLS = [PURE, EXT]
@@ -344,10 +351,8 @@ SCHEMA_FOR_FUZZ = [INT, STRING, T(D.DECIMAL, precision=25, scale=3), T(D.TIMESTA
 @given(data=st.binary(max_size=120), fmt=st.sampled_from(FMTS))
 def test_garbage_never_crashes_a_decoder(data, fmt):
     for impl in IMPLS:
-        try:
+        with contextlib.suppress(ValueError):
             dec(impl, fmt, SCHEMA_FOR_FUZZ, data)
-        except ValueError:
-            pass
 
 
 # ------------------------------------------------------------------ hypothesis round trips
@@ -461,7 +466,7 @@ def test_keys_are_compacted_fields_without_bitset(case):
     keys = [impl.KE(tys).encode(row) for impl in IMPLS]
     assert all(k == keys[0] for k in keys)
     # field-by-field concatenation of CompactedRow fields
-    expected = b"".join(CompactedRowEncoder_py([t]).encode([v])[1:] for t, v in zip(tys, row))
+    expected = b"".join(CompactedRowEncoder_py([t]).encode([v])[1:] for t, v in zip(tys, row, strict=True))
     assert keys[0] == expected
 
 
@@ -485,10 +490,8 @@ def test_corrupted_rows_only_raise_value_error(case, fmt, data):
     cut = data.draw(st.integers(0, len(bad)))
     for candidate in (bytes(bad), bytes(bad[:cut])):
         for impl in IMPLS:
-            try:
+            with contextlib.suppress(ValueError):
                 dec(impl, fmt, tys, candidate)
-            except ValueError:
-                pass
 
 
 @pytest.mark.parametrize("fmt", FMTS)
@@ -499,7 +502,7 @@ def test_encode_records_frames_rows_like_the_log_format(impl, fmt):
     rows = [[1, "a"], [None, "bb" * 300], [3, None]]
     out = e.encode_records(rows, [1, 3, 4])
     expected = b"".join(struct.pack("<i", len(e.encode(r)) + 1) + bytes([ct]) + e.encode(r)
-                        for r, ct in zip(rows, [1, 3, 4]))
+                        for r, ct in zip(rows, [1, 3, 4], strict=True))
     assert out == expected
     assert e.encode_records(rows)[4] == 0   # default change type +A
     assert e.encode_records([]) == b""
@@ -562,13 +565,13 @@ def test_a_codec_made_first_in_a_process_handles_decimals(first):
         "from fluss_fast.datatypes import DataType as T\n"
         "from fluss_fast import datatypes as D\n"
         "types = [T(D.DECIMAL, precision=10, scale=2), T(D.DECIMAL, precision=30, scale=2)]\n"
-        "mod = compacted if 'Compacted' in %r else indexed\n"
+        f"mod = compacted if 'Compacted' in {first!r} else indexed\n"
         "row = [decimal.Decimal('1.25'), decimal.Decimal('-3.50')]\n"
-        "if %r.endswith('Decoder'):\n"
+        f"if {first!r}.endswith('Decoder'):\n"
         "    enc = (mod.CompactedRowEncoder_py if mod is compacted else mod.IndexedRowEncoder_py)(types)\n"
-        "    print(getattr(mod, %r)(types).decode(enc.encode(row)))\n"
+        f"    print(getattr(mod, {first!r})(types).decode(enc.encode(row)))\n"
         "else:\n"
-        "    print(len(getattr(mod, %r)(types).encode(row)))\n" % (first, first, first, first))
+        f"    print(len(getattr(mod, {first!r})(types).encode(row)))\n")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
                          cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     assert out.returncode == 0, out.stderr

@@ -7,12 +7,16 @@ import random
 
 import pytest
 
-from fluss_fast.client.write.kvrecords import kv_record
-from fluss_fast.codec.rows.compacted import CompactedKeyEncoder_py, CompactedRowEncoder_py
-from fluss_fast.codec.rows.indexed import IndexedRowEncoder
 from fluss_fast.client.write import upsertrow
+from fluss_fast.client.write.kvrecords import kv_record
+from fluss_fast.codec.rows.compacted import (
+    CompactedKeyEncoder,
+    CompactedKeyEncoder_py,
+    CompactedRowEncoder,
+    CompactedRowEncoder_py,
+)
+from fluss_fast.codec.rows.indexed import IndexedRowEncoder
 from fluss_fast.codec.wire.murmur import bucket_for_key
-from fluss_fast.codec.rows.compacted import CompactedKeyEncoder, CompactedRowEncoder
 from fluss_fast.datatypes import SchemaInfo
 
 SCHEMA = SchemaInfo.from_json({"columns": [
@@ -58,7 +62,8 @@ def test_records_and_buckets_match_the_general_path(cls, encoders):
     enc = cls(SCHEMA.names, KEY_POS, key_enc, row_enc, 3, slots)
     for i in range(60):
         values = ["x" * rnd.randrange(0, 300), rnd.randrange(-(1 << 60), 1 << 60), rnd.choice([None, 1.5])]
-        row = dict(zip(SCHEMA.names, values)) if i % 3 == 0 else (tuple(values) if i % 3 == 1 else list(values))
+        row = (dict(zip(SCHEMA.names, values, strict=True)) if i % 3 == 0
+               else (tuple(values) if i % 3 == 1 else list(values)))
         key = KEY_ENC_PY.encode([values[i] for i in KEY_POS])
         record, bucket = kv_record(key, row_enc.encode(values)), bucket_for_key(key, 3)
         got = enc.put(row)
@@ -87,7 +92,8 @@ def test_record_builders_frame_records_as_kv_record(cls, capacity):
     expect = []
     for i in range(300):
         key = bytes(rnd.randrange(256) for _ in range(rnd.choice([0, 1, 5, 127, 128, 300])))
-        value = None if i % 7 == 0 else bytes(rnd.randrange(256) for _ in range(rnd.randrange(0, 70000 if i == 5 else 40)))
+        size = rnd.randrange(0, 70000 if i == 5 else 40) if i % 7 else 0
+        value = None if i % 7 == 0 else bytes(rnd.randrange(256) for _ in range(size))
         rec = kv_record(key, value)
         expect.append(rec)
         size = b.append(bytearray(rec)) if i % 3 == 0 else (b.append(rec) if i % 3 == 1 else b.put(key, value))
@@ -126,7 +132,7 @@ def test_rows_go_into_the_slots_builders(cls, builder, slot):
     for i in range(200):
         values = ["k" * rnd.randrange(0, 40), rnd.randrange(-(1 << 40), 1 << 40), 0.25]
         record, bucket = _expected(values, 3)
-        got = enc.upsert(dict(zip(SCHEMA.names, values)) if i % 2 else values)
+        got = enc.upsert(dict(zip(SCHEMA.names, values, strict=True)) if i % 2 else values)
         if got == "appended":  # the slot was full
             assert appended[-1] == (record, None, bucket, 3)
         else:
@@ -162,7 +168,7 @@ def test_dict_rows_in_any_key_order(cls):
     for i in range(300):
         values = [f"n{i}", i * 7919, None if i % 4 else 2.5]
         names = shared if i % 3 else ["".join(list(n)) for n in SCHEMA.names]  # fresh str objects
-        pairs = list(zip(names, values))
+        pairs = list(zip(names, values, strict=True))
         if i % 5 == 0:
             rnd.shuffle(pairs)
         row = dict(pairs)

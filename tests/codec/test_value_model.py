@@ -22,7 +22,7 @@ from fluss_fast.datatypes import Column, DataType, RowField, SchemaInfo
 from fluss_fast.errors import FlussError
 
 D = decimal.Decimal
-UTC = dt.timezone.utc
+UTC = dt.UTC
 PLUS2 = dt.timezone(dt.timedelta(hours=2))
 
 
@@ -175,7 +175,7 @@ def test_format_limits_are_the_only_differences(ty, value, where, needle):
 def test_bool_for_int_uses_pyflusss_hint_and_kinds_of_errors():
     for b in BUILDERS:
         assert "use 0 or 1 explicitly" in _append(b, INT, True)
-    for fmt, enc in ENCODERS:
+    for _fmt, enc in ENCODERS:
         with pytest.raises(TypeError):  # wrong kind: a TypeError (also the codec's ValueError)
             enc([INT], ["c"]).encode([True])
         with pytest.raises(ValueError):

@@ -1,6 +1,7 @@
 """One varint pair: the protobuf framing of rpc.wire and the row / KV codecs share codec.wire.varint."""
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from fluss_fast.codec.wire import varint
 from fluss_fast.rpc import wire

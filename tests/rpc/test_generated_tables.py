@@ -2,8 +2,8 @@
 say: same names, same values, nothing missing, nothing extra."""
 from __future__ import annotations
 
-from fluss_fast.errors import ErrorCode
 from fluss_fast import error_codes as errors
+from fluss_fast.errors import ErrorCode
 from fluss_fast.rpc import api
 
 

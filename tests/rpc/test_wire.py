@@ -123,7 +123,7 @@ def _put_kv_pb(acks, table_id, timeout_ms, target_columns, buckets) -> pb.PutKvR
 
 def _assert_same_buckets(raw, message, body):
     assert len(raw.buckets_req) == len(message.buckets_req)
-    for got, want in zip(raw.buckets_req, message.buckets_req):
+    for got, want in zip(raw.buckets_req, message.buckets_req, strict=True):
         assert got.HasField("partition_id") == want.HasField("partition_id")
         assert got.partition_id == want.partition_id
         assert got.bucket_id == want.bucket_id
@@ -266,9 +266,9 @@ def test_fetch_log_encode_and_parse_match_protobuf(tables):
     assert encoded == message.SerializeToString()
     parsed = wire.parse_fetch_response(encoded)
     assert [t for t, _ in parsed] == [t.table_id for t in message.tables_resp]
-    for (_, got), want in zip(parsed, message.tables_resp):
+    for (_, got), want in zip(parsed, message.tables_resp, strict=True):
         assert len(got) == len(want.buckets_resp)
-        for r, m in zip(got, want.buckets_resp):
+        for r, m in zip(got, want.buckets_resp, strict=True):
             assert r.partition_id == (m.partition_id if m.HasField("partition_id") else None)
             assert r.bucket_id == m.bucket_id
             assert r.error_code == m.error_code

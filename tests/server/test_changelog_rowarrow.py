@@ -7,12 +7,12 @@ import decimal
 import pytest
 
 from fluss_fast import datatypes as D
+from fluss_fast.codec.kv.kvbatch import encode_value
 from fluss_fast.codec.log import logbatch
 from fluss_fast.codec.log.arrowlog import ArrowLogCodec
-from fluss_fast.codec.kv.kvbatch import encode_value
-from fluss_fast.codec.rows.rowarrow import RowsToArrow
 from fluss_fast.codec.rows.compacted import CompactedRowEncoder
 from fluss_fast.codec.rows.indexed import IndexedRowEncoder
+from fluss_fast.codec.rows.rowarrow import RowsToArrow
 from fluss_fast.datatypes import Column, SchemaInfo, TableDescriptorInfo
 from fluss_fast.datatypes import DataType as T
 from fluss_fast.server.catalog import TableEntry

@@ -8,13 +8,15 @@ import random
 
 import pytest
 
-from fluss_fast.codec.kv import kvsplit
 from fluss_fast.codec.errors import CorruptBatchError
+from fluss_fast.codec.kv import kvsplit
 from fluss_fast.codec.kv.kvbatch import build_kv_batch, iter_kv_records
+from fluss_fast.error_codes import Errors
 from fluss_fast.rpc import fluss_api_pb2 as pb
 from fluss_fast.rpc.api import Api
-from fluss_fast.error_codes import Errors
-from test_server_kv import Kv, changes, dl, k, looked_up, same_answer as _both, up
+
+from test_server_kv import Kv, changes, dl, k, looked_up, up
+from test_server_kv import same_answer as _both
 
 
 @pytest.fixture
@@ -59,7 +61,8 @@ def test_same_changelog_and_state(pair, image):
     if image == "FULL":
         assert changes(log)[-3:] == \
             [(2, [300, "new", None]), (3, [300, "again", None]), (4, [300, "again", None])]
-    _both(kvs, lambda kv: looked_up(kv.lookup(tid, [k(i) for i in list(range(25)) + [100, 300] + list(range(1000, 1600))])))
+    ids = list(range(25)) + [100, 300] + list(range(1000, 1600))
+    _both(kvs, lambda kv: looked_up(kv.lookup(tid, [k(i) for i in ids])))
 
 
 def test_idempotent_writer_and_errors(pair):
@@ -68,9 +71,9 @@ def test_idempotent_writer_and_errors(pair):
     wids = [kv.tablet.call(Api.INIT_WRITER, pb.InitWriterRequest()).writer_id for kv in kvs]
     for seq, recs in enumerate([[up(1, "a")], [up(1, "b"), dl(2)], [up(2, "c")]]):
         for _ in range(2):  # every batch sent twice: the retry is acknowledged, not applied
-            got = [kv.put(tid, recs, writer_id=w, seq=seq) for kv, w in zip(kvs, wids)]
+            got = [kv.put(tid, recs, writer_id=w, seq=seq) for kv, w in zip(kvs, wids, strict=True)]
             assert [g.log_end_offset for g in got] == [got[0].log_end_offset] * 2 and not got[0].error_code
-    gaps = [kv.put(tid, [up(3, "z")], writer_id=w, seq=9) for kv, w in zip(kvs, wids)]
+    gaps = [kv.put(tid, [up(3, "z")], writer_id=w, seq=9) for kv, w in zip(kvs, wids, strict=True)]
     assert [g.error_code for g in gaps] == [Errors.OUT_OF_ORDER_SEQUENCE_EXCEPTION] * 2
     good = build_kv_batch([up(4, "q")], schema_id=1)
     bad_crc = bytearray(good)
@@ -88,13 +91,13 @@ def test_idempotent_writer_and_errors(pair):
 def test_delete_behaviors(pair):
     kvs, db, _ = pair
     for behavior in ("IGNORE", "DISABLE"):
-        tid = _both(kvs, lambda kv: kv.create_table(db, f"d{behavior}",
+        tid = _both(kvs, lambda kv, behavior=behavior: kv.create_table(db, f"d{behavior}",
                                                     properties={"table.delete.behavior": behavior}))
         _put(kvs, tid, [up(1, "a"), up(2, "b")])
         r = _put(kvs, tid, [up(3, "c"), dl(1)])
         assert r.error_code == (Errors.DELETION_DISABLED_EXCEPTION if behavior == "DISABLE" else 0)
-        _both(kvs, lambda kv: kv.changelog(tid))
-        _both(kvs, lambda kv: looked_up(kv.lookup(tid, [k(i) for i in range(4)])))
+        _both(kvs, lambda kv, tid=tid: kv.changelog(tid))
+        _both(kvs, lambda kv, tid=tid: looked_up(kv.lookup(tid, [k(i) for i in range(4)])))
 
 
 def test_random_batches_then_kill9_replay(pair):
@@ -215,12 +218,12 @@ def test_current_values_twins_agree(seed):
     keys = [bytes([rnd.randrange(5)]) * rnd.randint(1, 3) for _ in range(25)]
     values = [None if rnd.random() < 0.4 else b"v" for _ in keys]
     for deletes_only in (False, True):
-        wanted = [key for key, v in zip(keys, values) if not deletes_only or v is None]
+        wanted = [key for key, v in zip(keys, values, strict=True) if not deletes_only or v is None]
         expect = {key: pending[key] if key in pending else stored.get(key) for key in wanted}
         for fn in (kvsplit.current_values, kvsplit.current_values_py):
             asked = []
 
-            def get(ks):
+            def get(ks, asked=asked):
                 asked.append(list(ks))
                 return [stored.get(key) for key in ks]
 
@@ -257,7 +260,8 @@ def test_current_values_asks_in_byte_order_keys_that_differ_past_eight_bytes_or_
         rnd.shuffle(keys)
         for fn in (kvsplit.current_values, kvsplit.current_values_py):
             asked = []
-            got = fn(keys, [b"v"] * len(keys), {b"abcdefg": b"p"}, lambda ks: asked.append(ks) or [b"s"] * len(ks), False)
+            got = fn(keys, [b"v"] * len(keys), {b"abcdefg": b"p"},
+                     lambda ks, asked=asked: asked.append(ks) or [b"s"] * len(ks), False)
             assert asked == [sorted(set(keys) - {b"abcdefg"})]
             assert list(got) == keys and got[b"abcdefg"] == b"p" and set(got.values()) == {b"s", b"p"}
 

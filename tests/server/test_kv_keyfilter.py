@@ -11,10 +11,11 @@ import pytest
 
 from fluss_fast.codec.kv.kvsplit import KeyFilter
 from fluss_fast.server import kvstore
+
 from test_kv_prewrite import _start
 from test_server_kv import Kv, changes, k, up
 
-I, UB, UA = 1, 2, 3
+INS, UB, UA = 1, 2, 3
 
 
 @pytest.mark.parametrize("stop", ["clean", "kill"])
@@ -42,7 +43,7 @@ def test_keys_stored_before_a_restart_are_updated_not_inserted(start_server, uni
         resp = kv.put(tid, [up(i, f"b{i}") for i in range(290, 310)])
         assert not resp.error_code, resp.error_message
         got = [(ct, row[0]) for ct, row in changes(kv.changelog(tid, offset=first.log_end_offset))]
-        want = [c for i in range(290, 300) for c in ((UB, i), (UA, i))] + [(I, i) for i in range(300, 310)]
+        want = [c for i in range(290, 300) for c in ((UB, i), (UA, i))] + [(INS, i) for i in range(300, 310)]
         assert got == want
     finally:
         kv.close()
@@ -115,7 +116,7 @@ def test_current_values_reads_only_the_keys_the_filter_cannot_rule_out():
             f.add(k(i))
         asked = []
 
-        def get(keys):
+        def get(keys, asked=asked):
             asked.append(list(keys))
             return [b"old" if key == k(3) else None for key in keys]
 

@@ -15,7 +15,9 @@ import pytest
 from fluss_fast.codec.kv.valuebatch import iter_value_records
 from fluss_fast.rpc import fluss_api_pb2 as pb
 from fluss_fast.rpc.api import Api
-from test_server_kv import DEC, Kv, dl, k, looked_up, same_answer as _both, up
+
+from test_server_kv import DEC, Kv, dl, k, looked_up, up
+from test_server_kv import same_answer as _both
 
 
 def _with_env(monkeypatch, keys, seconds, start):

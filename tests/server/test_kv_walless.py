@@ -4,6 +4,7 @@ moment, with memtables flushed or not, must leave state and changelog in agreeme
 acknowledged write. A store written by an older server (WAL on, offset in a file) is taken over."""
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import random
@@ -15,7 +16,7 @@ import pytest
 from test_kv_prewrite import _start
 from test_server_kv import Kv, changes, dl, k, looked_up, up
 
-I, UB, UA, D = 1, 2, 3, 4
+INS, UB, UA, D = 1, 2, 3, 4
 KEYS = 60
 
 
@@ -31,7 +32,8 @@ def _writer(srv, tid, seed, acked, stop):
             batch = []
             for _ in range(rnd.randint(1, 25)):
                 i = rnd.randrange(KEYS)
-                batch.append(dl(i) if rnd.random() < 0.25 else up(i, rnd.choice(["a", "b", "x" * 40]), rnd.randrange(99)))
+                batch.append(dl(i) if rnd.random() < 0.25
+                             else up(i, rnd.choice(["a", "b", "x" * 40]), rnd.randrange(99)))
             try:
                 resp = kv.put(tid, batch)
             except Exception:  # noqa: BLE001 - the kill (a connection torn anywhere in a frame)
@@ -41,10 +43,8 @@ def _writer(srv, tid, seed, acked, stop):
                 return
             acked.append(resp.log_end_offset)
     finally:
-        try:
+        with contextlib.suppress(Exception):
             kv.close()
-        except Exception:  # noqa: BLE001
-            pass
 
 
 def _check(srv, tid, must_have):
@@ -56,7 +56,7 @@ def _check(srv, tid, must_have):
         assert end >= must_have
         model = {}
         for ct, row in changes(log):
-            if ct in (I, UA):
+            if ct in (INS, UA):
                 model[row[0]] = row
             elif ct == D:
                 assert model.pop(row[0], None) is not None

@@ -1,15 +1,16 @@
 """The embedded server's per-bucket log store: append, read, indexes, roll, recovery, idempotence."""
 from __future__ import annotations
 
+import asyncio
 import os
 import struct
-import time
+from itertools import pairwise
 
 import pytest
 
 from fluss_fast.codec.log import logbatch as lb
-from fluss_fast.errors import FlussError
 from fluss_fast.error_codes import Errors
+from fluss_fast.errors import FlussError
 from fluss_fast.server import bucket_log, segment, segment_read
 from fluss_fast.server.logstore import LogManager
 
@@ -105,7 +106,7 @@ async def test_sparse_index_entries_are_java_layout(tmp_path):
     lm = LogManager(str(tmp_path))
     blog = lm.get(T, None, 0)
     positions = []
-    for i in range(12):
+    for _ in range(12):
         positions.append(blog.segments[-1].size)
         await blog.append(batch(2, payload_size=1500))
     with open(os.path.join(blog.dir, "0" * 20 + ".index"), "rb") as f:
@@ -117,7 +118,7 @@ async def test_sparse_index_entries_are_java_layout(tmp_path):
         # each entry maps the last offset of an append to the position where that append starts
         k = positions.index(pos)
         assert rel == 2 * k + 1
-    assert all(a[0] < b[0] for a, b in zip(idx, idx[1:]))
+    assert all(a[0] < b[0] for a, b in pairwise(idx))
     assert len(tidx) >= 1 and all(0 <= off < 24 for _, off in tidx)
     # lookups through the index land on the right batch for every offset
     for off in range(24):
@@ -237,12 +238,12 @@ async def test_offset_for_timestamp(tmp_path):
     lm = LogManager(str(tmp_path), segment_bytes=20_000)
     blog = lm.get(T, None, 0)
     stamps = []
-    for i in range(8):
+    for _ in range(8):
         r = await blog.append(batch(3, payload_size=3000))
         stamps.append((r.commit_timestamp, r.base_offset))
-        time.sleep(0.003)
+        await asyncio.sleep(0.003)
     assert len(blog.segments) > 1
-    for ts, base in stamps:
+    for ts, _base in stamps:
         # the first batch whose commit timestamp is >= ts
         assert blog.offset_for_timestamp(ts) == min(b for t, b in stamps if t >= ts)
         assert blog.offset_for_timestamp(ts - 1) == min(b for t, b in stamps if t >= ts - 1)

@@ -70,9 +70,9 @@ def test_second_server_on_same_data_dir_fails_naming_dir_and_pid(start_server):
 # -- 11: a produce whose schema id the table never had ---------------------------------------------
 async def test_produce_with_foreign_schema_id_is_refused_like_java(fluss_server, unique_name):
     from fluss_fast.codec.log.arrowlog import ArrowLogCodec
+    from fluss_fast.error_codes import Errors
     from fluss_fast.rpc import fluss_api_pb2 as pb
     from fluss_fast.rpc.api import Api
-    from fluss_fast.error_codes import Errors
     conn = await connect(fluss_server.bootstrap_servers)
     _, a = await make_table(conn, unique_name(), schema=pa.schema([("s", pa.string())]), bucket_count=1)
     _, b = await make_table(conn, unique_name(), bucket_count=1)
@@ -265,8 +265,8 @@ def _field(num, data):
 
 
 def test_non_utf8_names_get_name_errors(fluss_server):
-    from fluss_fast.rpc.api import Api
     from fluss_fast.error_codes import Errors
+    from fluss_fast.rpc.api import Api
 
     from wire import WireClient, WireError
 
@@ -304,7 +304,8 @@ async def test_full_disk_answers_storage_errors_without_tracebacks(tiny_disk, tm
     import sys
     err_path = tmp_path / "server.err"
     with open(err_path, "w") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "fluss_fast", "server", "--data-dir", tiny_disk,
+        # the server is a child process: Popen returns at once, and nothing runs on this loop until READY
+        proc = subprocess.Popen([sys.executable, "-m", "fluss_fast", "server", "--data-dir", tiny_disk,  # noqa: ASYNC220
                                  "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE, stderr=err, text=True)
     try:
         line = proc.stdout.readline()

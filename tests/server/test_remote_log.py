@@ -12,15 +12,16 @@ import shutil
 import tempfile
 import time
 import uuid
+from itertools import pairwise
 
 import pyarrow as pa
 import pytest
 
 import fluss_fast as ff
-from conftest import ServerProcess
 from fluss_fast import col
-from remote_util import (BUCKET, local_bases, moto_s3, pointer, s3_args, tiering_args,  # noqa: F401
-                         wait_tiered)
+
+from conftest import ServerProcess
+from remote_util import BUCKET, local_bases, moto_s3, pointer, s3_args, tiering_args, wait_tiered  # noqa: F401
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("score", pa.float64())])
 ROWS = 3000
@@ -177,7 +178,8 @@ async def test_every_scanner_kind_reads_remote_then_local(tiered):
         assert [r.offset for r in recs] == list(range(mid, ROWS))
         assert [r.row["id"] for r in recs] == list(range(mid, ROWS))
         # poll_record_batch with projection (client side for remote data) and a filter
-        ps = await t.new_scan().project_by_name(["score", "id"]).filter(col("id") >= 10).create_record_batch_log_scanner()
+        ps = await (t.new_scan().project_by_name(["score", "id"]).filter(col("id") >= 10)
+                    .create_record_batch_log_scanner())
         ps.subscribe(0, 0)
         batches = []
         deadline = time.monotonic() + 20
@@ -410,13 +412,15 @@ async def test_kill_9_mid_upload_loses_nothing_and_cleans_orphans(start_server):
         srv.start()
         p = await asyncio.to_thread(wait_tiered, srv.data_dir, db, "events", 4)
         deadline = time.monotonic() + 10
-        while (os.path.exists(os.path.join(tablet, orphan)) or os.path.exists(stray)) and time.monotonic() < deadline:
+        # the server process removes them on its own schedule: poll the file system
+        orphan_path = os.path.join(tablet, orphan)
+        while (os.path.exists(orphan_path) or os.path.exists(stray)) and time.monotonic() < deadline:  # noqa: ASYNC110
             await asyncio.sleep(0.1)
         assert not os.path.exists(os.path.join(tablet, orphan)) and not os.path.exists(stray)
         segs = p["manifest"]["remote_log_segments"]
         ids = [s["segment_id"] for s in segs]
         assert len(ids) == len(set(ids))
-        assert all(a["end_offset"] == b["start_offset"] for a, b in zip(segs, segs[1:]))
+        assert all(a["end_offset"] == b["start_offset"] for a, b in pairwise(segs))
         assert segs[0]["start_offset"] == 0
         conn = await _connect(srv.bootstrap_servers)
         try:
@@ -474,7 +478,8 @@ async def test_missing_remote_segment_is_named_and_drop_table_removes_remote_log
             assert (await bs.to_arrow()).column("id").to_pylist() == list(range(later, ROWS))
             await conn.get_admin().drop_table(ff.TablePath(db, "events"))
             deadline = time.monotonic() + 10
-            while os.path.exists(tablet) and time.monotonic() < deadline:
+            # the server process removes it on its own schedule: poll the file system
+            while os.path.exists(tablet) and time.monotonic() < deadline:  # noqa: ASYNC110
                 await asyncio.sleep(0.1)
             assert not os.path.exists(tablet)
         finally:

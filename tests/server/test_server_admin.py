@@ -7,9 +7,10 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from fluss_fast.error_codes import Errors
 from fluss_fast.rpc import fluss_api_pb2 as pb
 from fluss_fast.rpc.api import API_KEYS, Api
-from fluss_fast.error_codes import Errors
+
 from wire import WireClient, WireError, spec, table_path
 
 
@@ -153,7 +154,8 @@ def test_database_lifecycle(coord, unique_name):
     coord.call(Api.DROP_DATABASE, pb.DropDatabaseRequest(database_name=name, ignore_if_not_exists=True, cascade=True))
     assert error_code(coord.call, Api.GET_DATABASE_INFO,
                       pb.GetDatabaseInfoRequest(database_name=name)) == Errors.DATABASE_NOT_EXIST
-    assert error_code(coord.call, Api.LIST_TABLES, pb.ListTablesRequest(database_name=name)) == Errors.DATABASE_NOT_EXIST
+    assert error_code(coord.call, Api.LIST_TABLES,
+                      pb.ListTablesRequest(database_name=name)) == Errors.DATABASE_NOT_EXIST
 
 
 @pytest.mark.parametrize("bad", ["", "a.b", "__internal", "x" * 201, "sp ace", "ü"])
@@ -434,7 +436,8 @@ def test_everything_survives_restart(start_server):
         c.call(Api.DROP_TABLE, pb.DropTableRequest(table_path=table_path("keep", "gone"), ignore_if_not_exists=False))
         create_table(c, "keep", "p", descriptor(SIMPLE, partition_keys=["name"]))
         c.call(Api.CREATE_PARTITION, pb.CreatePartitionRequest(table_path=table_path("keep", "p"),
-                                                               partition_spec=spec(name="x"), ignore_if_not_exists=False))
+                                                               partition_spec=spec(name="x"),
+                                                               ignore_if_not_exists=False))
         before_t1, before_json = table_info(c, "keep", "t1")
         before_p, _ = table_info(c, "keep", "p")
         before_parts = c.call(Api.LIST_PARTITION_INFOS, pb.ListPartitionInfosRequest(
@@ -457,7 +460,8 @@ def test_everything_survives_restart(start_server):
         t2, _ = table_info(c, "keep", "t2")
         assert t2.table_id == before_p.table_id + 1
         c.call(Api.CREATE_PARTITION, pb.CreatePartitionRequest(table_path=table_path("keep", "p"),
-                                                               partition_spec=spec(name="y"), ignore_if_not_exists=False))
+                                                               partition_spec=spec(name="y"),
+                                                               ignore_if_not_exists=False))
         parts = c.call(Api.LIST_PARTITION_INFOS, pb.ListPartitionInfosRequest(
             table_path=table_path("keep", "p"))).partitions_info
         assert parts[-1].partition_id == before_parts[0].partition_id + 1

@@ -17,15 +17,27 @@ from hypothesis import strategies as st
 
 from fluss_fast.codec.log import logbatch as lb
 from fluss_fast.codec.log.arrowlog import ArrowLogCodec
+from fluss_fast.error_codes import Errors
 from fluss_fast.rpc import fluss_api_pb2 as pb
 from fluss_fast.rpc import frame as F
 from fluss_fast.rpc.api import Api
-from fluss_fast.error_codes import Errors
 from fluss_fast.rpc.frame_pool import FramePool
 from fluss_fast.server.local import LocalServer
 from fluss_fast.server.tablet import _varint, parse_produce_request
-from test_server_log import (MB, SCHEMA, Cluster, arrow_batch, cluster, db, expected_rows, fetch,  # noqa: F401
-                             list_offsets, produce, rows_of)
+
+from test_server_log import (  # noqa: F401
+    MB,
+    SCHEMA,
+    Cluster,
+    arrow_batch,
+    cluster,
+    db,
+    expected_rows,
+    fetch,
+    list_offsets,
+    produce,
+    rows_of,
+)
 from wire import WireClient, WireError
 
 PLAIN = ArrowLogCodec(SCHEMA, "NONE")
@@ -253,7 +265,7 @@ def test_pipelined_big_frames_in_random_chunks_are_stored_exactly():
             rng = random.Random(11)
             sizes = [rng.choice([40, 2500, 9000, 30000, 70000]) for _ in range(40)]
             starts = [sum(sizes[:i]) for i in range(len(sizes))]
-            batches = [big_batch(s, n) for s, n in zip(starts, sizes)]
+            batches = [big_batch(s, n) for s, n in zip(starts, sizes, strict=True)]
             encoded = [F.encode_request(Api.PRODUCE_LOG, 0, i, _produce_body(tid, b)) for i, b in enumerate(batches)]
             offsets = {}
             with cl.new_tablet_connection() as c:
@@ -263,7 +275,7 @@ def test_pipelined_big_frames_in_random_chunks_are_stored_exactly():
                 for lo, hi in ((0, 20), (20, len(batches))):
                     frames = b"".join(encoded[lo:hi])
 
-                    def pump():
+                    def pump(frames=frames):
                         pos = 0
                         while pos < len(frames):
                             step = rng.randint(1, 3 * MB)
@@ -292,7 +304,7 @@ def test_pipelined_big_frames_in_random_chunks_are_stored_exactly():
                     next_offset = whole[-1].next_offset
             heads = list(lb.iter_batches(stored))
             assert len(heads) == len(batches)
-            for h, sent_batch, start in zip(heads, batches, starts):
+            for h, sent_batch, start in zip(heads, batches, starts, strict=True):
                 mine = stored[h.position:h.position + h.total_size]
                 assert h.base_offset == start
                 # the payload (everything after the header) is exactly what was sent
@@ -359,7 +371,7 @@ def test_raw_produce_parser_matches_protobuf(acks, table_id, timeout, buckets, c
         assert ref.IsInitialized()
         assert (raw.acks, raw.table_id, raw.timeout_ms) == (ref.acks, ref.table_id, ref.timeout_ms)
         assert len(raw.buckets_req) == len(ref.buckets_req)
-        for rb, pb_b in zip(raw.buckets_req, ref.buckets_req):
+        for rb, pb_b in zip(raw.buckets_req, ref.buckets_req, strict=True):
             assert rb.bucket_id == pb_b.bucket_id
             assert rb.HasField("partition_id") == pb_b.HasField("partition_id")
             assert rb.partition_id == pb_b.partition_id
@@ -396,7 +408,7 @@ def test_reading_pauses_while_big_frames_are_still_being_handled(monkeypatch):
             batch = big_batch(0, 9000)  # ~215 KB: a big frame
             assert len(batch) > 200_000
             with cl.new_tablet_connection() as c:
-                for i in range(8):
+                for _ in range(8):
                     c.send(Api.PRODUCE_LOG, _produce_body(tid, batch))
                 time.sleep(0.5)
                 conns = [x for x in srv.server._connections if x._listener is tablet]

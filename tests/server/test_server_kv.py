@@ -8,21 +8,22 @@ import os
 
 import pytest
 
+from fluss_fast.codec.kv.kvbatch import build_kv_batch, decode_value
+from fluss_fast.codec.kv.valuebatch import iter_value_records
 from fluss_fast.codec.log import logbatch as lb
 from fluss_fast.codec.log.arrowlog import ArrowLogCodec
 from fluss_fast.codec.log.indexedlog import decode_row_log_batch
-from fluss_fast.codec.kv.kvbatch import build_kv_batch, decode_value
-from fluss_fast.codec.wire.murmur import bucket_for_key
 from fluss_fast.codec.rows.compacted import CompactedKeyEncoder, CompactedRowDecoder, CompactedRowEncoder
 from fluss_fast.codec.rows.indexed import IndexedRowDecoder, IndexedRowEncoder
-from fluss_fast.codec.kv.valuebatch import iter_value_records
+from fluss_fast.codec.wire.murmur import bucket_for_key
 from fluss_fast.datatypes import SchemaInfo
+from fluss_fast.error_codes import Errors
 from fluss_fast.rpc import fluss_api_pb2 as pb
 from fluss_fast.rpc.api import Api
-from fluss_fast.error_codes import Errors
+
 from wire import WireClient, spec, table_path
 
-I, UB, UA, D = 1, 2, 3, 4
+INS, UB, UA, D = 1, 2, 3, 4
 
 
 def _col(name, typ, cid, nullable=True, **extra):
@@ -103,7 +104,7 @@ class Kv:
             if log_format == "ARROW":
                 rb, cts = ArrowLogCodec(schema, "ZSTD").decode(resp.records, h)
                 rows = [list(r.values()) for r in rb.to_pylist()]
-                out.append((h.base_offset, h.record_count, list(zip(cts, rows))))
+                out.append((h.base_offset, h.record_count, list(zip(cts, rows, strict=True))))
             else:
                 out.append((h.base_offset, h.record_count,
                             [(ct, list(v)) for ct, v in decode_row_log_batch(resp.records, h, schema.types,
@@ -175,7 +176,7 @@ def test_full_image_changelog_and_lookup(kv, db):
     r = kv.put(tid, [up(1, "a2", 11), dl(2), dl(3)])
     assert r.log_end_offset == 5
     assert changes(kv.changelog(tid)) == [
-        (I, [1, "a", 10]), (I, [2, "b", 20]),
+        (INS, [1, "a", 10]), (INS, [2, "b", 20]),
         (UB, [1, "a", 10]), (UA, [1, "a2", 11]), (D, [2, "b", 20])]
     assert looked_up(kv.lookup(tid, [k(1), k(2), k(3)])) == [[1, "a2", 11], None, None]
 
@@ -184,7 +185,7 @@ def test_same_key_twice_in_one_batch_sees_the_first(kv, db):
     tid = kv.create_table(db, "twice")
     kv.put(tid, [up(1, "x"), up(1, "y"), dl(1), up(1, "z")])
     assert changes(kv.changelog(tid)) == [
-        (I, [1, "x", None]), (UB, [1, "x", None]), (UA, [1, "y", None]), (D, [1, "y", None]), (I, [1, "z", None])]
+        (INS, [1, "x", None]), (UB, [1, "x", None]), (UA, [1, "y", None]), (D, [1, "y", None]), (INS, [1, "z", None])]
 
 
 def test_wal_image_emits_update_after_only(kv, db):
@@ -213,7 +214,7 @@ def test_duplicate_batch_is_acknowledged_once(kv, db):
     gap = kv.put(tid, [up(2, "b")], writer_id=wid, seq=5)
     assert gap.error_code == Errors.OUT_OF_ORDER_SEQUENCE_EXCEPTION
     assert kv.put(tid, [up(2, "b")], writer_id=wid, seq=1).log_end_offset == 2
-    assert changes(kv.changelog(tid)) == [(I, [1, "a", None]), (I, [2, "b", None])]
+    assert changes(kv.changelog(tid)) == [(INS, [1, "a", None]), (INS, [2, "b", None])]
 
 
 # -- partial updates ----------------------------------------------------------------------------------
@@ -229,7 +230,7 @@ def test_partial_update_keeps_other_columns(kv, db):
     kv.put(tid, [dl(2)], target=[0, 2])
     assert looked_up(kv.lookup(tid, [k(2)])) == [None]
     assert changes(kv.changelog(tid)) == [
-        (I, [1, "a", 10]), (UB, [1, "a", 10]), (UA, [1, "a", 99]), (I, [2, None, 5]),
+        (INS, [1, "a", 10]), (UB, [1, "a", 10]), (UA, [1, "a", 99]), (INS, [2, None, 5]),
         (UB, [1, "a", 99]), (UA, [1, "a", None]), (D, [2, None, 5])]
 
 
@@ -248,7 +249,7 @@ def test_first_row_keeps_the_first_and_ignores_deletes(kv, db):
     tid = kv.create_table(db, "first", properties={"table.merge-engine": "first_row"})
     kv.put(tid, [up(1, "a"), up(1, "b"), dl(1)])
     assert looked_up(kv.lookup(tid, [k(1)])) == [[1, "a", None]]
-    assert changes(kv.changelog(tid)) == [(I, [1, "a", None])]
+    assert changes(kv.changelog(tid)) == [(INS, [1, "a", None])]
     r = kv.put(tid, [up(1, "c", 3)], target=[0, 2])
     assert r.error_code == Errors.UNKNOWN_SERVER_ERROR and "first_row" in r.error_message
 
@@ -258,7 +259,7 @@ def test_versioned_replaces_only_newer_versions(kv, db):
                                                  "table.merge-engine.versioned.ver-column": "score"})
     kv.put(tid, [up(1, "v5", 5), up(1, "v3", 3), up(1, "v5b", 5), up(1, "null")])
     assert looked_up(kv.lookup(tid, [k(1)])) == [[1, "v5b", 5]]
-    assert [c[0] for c in changes(kv.changelog(tid))] == [I, UB, UA]
+    assert [c[0] for c in changes(kv.changelog(tid))] == [INS, UB, UA]
 
 
 def test_delete_disabled(kv, db):
@@ -294,7 +295,7 @@ def test_auto_increment_column(start_server, unique_name):
     assert r.error_code == Errors.INVALID_TARGET_COLUMN and "index 2 must not be included" in r.error_message
     kv.put(tid, [up(1, "a"), up(2, "b"), up(1, "a2")], target=[0, 1])
     assert looked_up(kv.lookup(tid, [k(1), k(2)])) == [[1, "a2", 1], [2, "b", 2]]
-    assert changes(kv.changelog(tid))[:2] == [(I, [1, "a", 1]), (I, [2, "b", 2])]
+    assert changes(kv.changelog(tid))[:2] == [(INS, [1, "a", 1]), (INS, [2, "b", 2])]
     kv.close()
     srv.kill()
     srv.start()
@@ -312,7 +313,7 @@ def test_lookup_insert_if_not_exists(kv, db):
     req.buckets_req.add(bucket_id=0).keys.extend([k(1), k(2)])
     resp = kv.tablet.call(Api.LOOKUP, req).buckets_resp[0]
     assert looked_up(resp) == [[1, "a", 1], [2, None, None]]
-    assert changes(kv.changelog(tid)) == [(I, [1, "a", 1]), (I, [2, None, None])]
+    assert changes(kv.changelog(tid)) == [(INS, [1, "a", 1]), (INS, [2, None, None])]
     assert looked_up(kv.lookup(tid, [k(2)])) == [[2, None, None]]
 
 
@@ -326,14 +327,14 @@ def test_indexed_kv_format(kv, db, log_format):
     kv.put(tid, [up(1, "c", 3, enc), dl(2)])
     assert looked_up(kv.lookup(tid, [k(1), k(2)]), dec) == [[1, "c", 3], None]
     assert changes(kv.changelog(tid, log_format=log_format)) == [
-        (I, [1, "a", 1]), (I, [2, "b", 2]), (UB, [1, "a", 1]), (UA, [1, "c", 3]), (D, [2, "b", 2])]
+        (INS, [1, "a", 1]), (INS, [2, "b", 2]), (UB, [1, "a", 1]), (UA, [1, "c", 3]), (D, [2, "b", 2])]
 
 
 def test_compacted_log_format(kv, db):
     tid = kv.create_table(db, "clog", properties={"table.log.format": "COMPACTED"})
     kv.put(tid, [up(1, "a"), up(1, "b")])
     assert changes(kv.changelog(tid, log_format="COMPACTED")) == [
-        (I, [1, "a", None]), (UB, [1, "a", None]), (UA, [1, "b", None])]
+        (INS, [1, "a", None]), (UB, [1, "a", None]), (UA, [1, "b", None])]
 
 
 # -- prefix lookup, partitions, scans --------------------------------------------------------------------------
@@ -490,7 +491,8 @@ def test_pk_ceiling_scenarios_run(tmp_path):
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
     proc = subprocess.run(
-        [sys.executable, "-m", "fluss_fast", "bench", "--scenarios", "ceiling_put_kv,ceiling_lookup,ceiling_lookup_batch",
+        [sys.executable, "-m", "fluss_fast", "bench",
+         "--scenarios", "ceiling_put_kv,ceiling_lookup,ceiling_lookup_batch",
          "--rows", "3000", "--repeat", "1", "--clients", "fluss_fast", "--json", str(out), "--no-progress"],
         capture_output=True, text=True, timeout=170, cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -546,7 +548,7 @@ def test_random_workload_matches_a_model(kv, db, seed, image):
         log = changes(kv.changelog(tid, bucket=b))
         assert len(log) == expected_changes[b]
         for ct, row in log:
-            if ct in (I, UA):
+            if ct in (INS, UA):
                 replay[row[0]] = row
             elif ct == D:
                 del replay[row[0]]

@@ -16,6 +16,7 @@ from fluss_fast.codec.rows.compacted import CompactedRowDecoder, CompactedRowEnc
 from fluss_fast.datatypes import SchemaInfo
 from fluss_fast.rpc import fluss_api_pb2 as pb
 from fluss_fast.rpc.api import Api
+
 from wire import WireClient, table_path
 
 COLS = [{"name": "id", "data_type": {"type": "INTEGER", "nullable": False}, "id": 0},

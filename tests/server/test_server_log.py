@@ -12,9 +12,10 @@ import pytest
 from fluss_fast.codec.log import logbatch as lb
 from fluss_fast.codec.log.arrowlog import ArrowLogCodec
 from fluss_fast.datatypes import SchemaInfo
+from fluss_fast.error_codes import Errors
 from fluss_fast.rpc import fluss_api_pb2 as pb
 from fluss_fast.rpc.api import Api
-from fluss_fast.error_codes import Errors
+
 from wire import WireClient, WireError, spec, table_path
 
 MB = 1 << 20
@@ -576,7 +577,7 @@ def test_large_multi_bucket_fetch(cluster, db):
         got = f[(None, b)].records
         hs = list(lb.iter_batches(got))
         assert [h.base_offset for h in hs] == [0, 7]
-        for h, sent in zip(hs, blobs[b]):
+        for h, sent in zip(hs, blobs[b], strict=True):
             assert got[h.position + 21:h.position + h.total_size] == sent[21:]
     # the overall budget is shared in request order: bucket 0 gets it, the rest what is left
     one = len(blobs[0][0])

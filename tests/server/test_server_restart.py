@@ -6,12 +6,13 @@ import os
 
 import pyarrow as pa
 import pytest
-import pyfluss_util
-from pyfluss_util import call
 
 from fluss_fast.codec.log import logbatch as lb
 from fluss_fast.rpc import fluss_api_pb2 as pb
 from fluss_fast.rpc.api import Api
+
+import pyfluss_util
+from pyfluss_util import call
 from wire import WireClient
 
 fluss = pytest.importorskip("fluss")

@@ -7,10 +7,11 @@ import time
 
 import pytest
 
+from fluss_fast.error_codes import Errors
 from fluss_fast.rpc import fluss_api_pb2 as pb
 from fluss_fast.rpc import frame as F
 from fluss_fast.rpc.api import Api
-from fluss_fast.error_codes import Errors
+
 from wire import Closed, WireClient, WireError, split_address
 
 
