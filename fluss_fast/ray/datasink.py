@@ -86,9 +86,11 @@ class FlussDatasink(Datasink):
         self.result: WriteStats | None = None
 
     def get_name(self) -> str:
+        """The name Ray shows for the write (``Write(Fluss(db.table))``)."""
         return f"Fluss({self._opts.name})"
 
     def on_write_start(self, schema: pa.Schema | None = None) -> None:
+        """On the driver, before any task: the table exists and takes this mode (FlussError if not)."""
         # the schema Ray passes here is not always the one the blocks will have (after map_batches,
         # say): columns are checked against the blocks themselves, by the writer
         opts = self._opts
@@ -112,6 +114,7 @@ class FlussDatasink(Datasink):
         self._table_id = meta.table_id
 
     def write(self, blocks: Iterable, ctx) -> WriteStats:
+        """In a worker: writes the task's blocks, flushes, and returns what it wrote."""
         opts = self._opts
         began = time.perf_counter()
         table = connections.table(opts.client, opts.database, opts.table, self._table_id)
@@ -143,6 +146,7 @@ class FlussDatasink(Datasink):
         return stats
 
     def on_write_complete(self, write_result) -> None:
+        """On the driver, after every task flushed: sums the tasks' WriteStats into ``result``."""
         # a WriteResult whose write_returns are the tasks' WriteStats (older Rays: the list itself)
         returns = getattr(write_result, "write_returns", write_result) or []
         total = WriteStats()

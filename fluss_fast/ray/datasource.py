@@ -180,9 +180,11 @@ class FlussDatasource(Datasource):
         return list(self._plan)
 
     def get_name(self) -> str:
+        """The name Ray shows for the read (``ReadFluss(db.table)`` in its progress and stats)."""
         return f"Fluss({self._opts.name})"
 
     def estimate_inmemory_data_size(self) -> int | None:
+        """None: a range's size in memory is unknown until read (compression, projection, filters)."""
         return None
 
     def _read_fn(self, item):
@@ -196,6 +198,8 @@ class FlussDatasource(Datasource):
 
     def get_read_tasks(self, parallelism: int, per_task_row_limit: int | None = None,
                        data_context=None) -> list[ReadTask]:
+        """One ReadTask per planned range or primary-key bucket; ``parallelism`` does not change
+        them (cut ranges with ``max_offsets_per_task``)."""
         # row counts are unknown until read (filters, snapshots, change pairs), so none are claimed:
         # Ray would otherwise answer count() from them
         tasks = []
