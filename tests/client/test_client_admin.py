@@ -1,6 +1,7 @@
 """FlussAdmin against the embedded server: every method, its results and its error codes, next to pyfluss."""
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pyarrow as pa
@@ -14,7 +15,8 @@ SCHEMA = pa.schema([pa.field("id", pa.int32()), pa.field("region", pa.string()),
 
 @pytest.fixture
 async def conn(fluss_server):
-    c = await fluss_fast.FlussConnection.create(fluss_fast.Config({"bootstrap.servers": fluss_server.bootstrap_servers}))
+    c = await fluss_fast.FlussConnection.create(
+        fluss_fast.Config({"bootstrap.servers": fluss_server.bootstrap_servers}))
     yield c
     await c.close()
 
@@ -189,7 +191,8 @@ async def test_argument_types_are_checked(conn):
 
 
 async def test_older_guide_spellings(fluss_server):
-    conn = await fluss_fast.FlussConnection.connect(fluss_fast.Config({"bootstrap.servers": fluss_server.bootstrap_servers}))
+    conn = await fluss_fast.FlussConnection.connect(
+        fluss_fast.Config({"bootstrap.servers": fluss_server.bootstrap_servers}))
     admin = await conn.get_admin()
     assert isinstance(admin, fluss_fast.FlussAdmin)
     assert "fluss" in await admin.list_databases()
@@ -197,7 +200,7 @@ async def test_older_guide_spellings(fluss_server):
     for _ in range(100):
         if conn.closed:
             break
-        time.sleep(0.01)
+        await asyncio.sleep(0.01)  # the close runs on the client's runtime thread
     assert conn.closed
     with pytest.raises(FlussError):
         await admin.list_databases()
@@ -231,27 +234,29 @@ async def test_same_error_codes_as_pyfluss(fluss_server, unique_name):
         admin = conn.get_admin()
         db = f"{name}_{mod.__name__}"
         schema = mod.Schema(SCHEMA)
+        # (method, arguments): plain values, so nothing refers back to this loop's variables
+        t, nope = mod.TablePath(db, "t"), mod.TablePath(db, "nope")
         ops = [
-            lambda: admin.create_database(db),
-            lambda: admin.create_database(db),
-            lambda: admin.get_database_info(db + "_missing"),
-            lambda: admin.list_tables(db + "_missing"),
-            lambda: admin.create_table(mod.TablePath(db, "t"), mod.TableDescriptor(schema, bucket_count=2)),
-            lambda: admin.create_table(mod.TablePath(db, "t"), mod.TableDescriptor(schema, bucket_count=2)),
-            lambda: admin.get_table_info(mod.TablePath(db, "nope")),
-            lambda: admin.drop_table(mod.TablePath(db, "nope")),
-            lambda: admin.create_partition(mod.TablePath(db, "t"), {"region": "US"}),
-            lambda: admin.list_offsets(mod.TablePath(db, "t"), [0, 1], mod.OffsetSpec.latest()),
-            lambda: admin.list_offsets(mod.TablePath(db, "t"), [-1], mod.OffsetSpec.latest()),
-            lambda: admin.get_latest_lake_snapshot(mod.TablePath(db, "t")),
-            lambda: admin.drop_database(db, cascade=False),
-            lambda: admin.drop_database(db),
-            lambda: admin.drop_database(db),
+            (admin.create_database, (db,)),
+            (admin.create_database, (db,)),
+            (admin.get_database_info, (db + "_missing",)),
+            (admin.list_tables, (db + "_missing",)),
+            (admin.create_table, (t, mod.TableDescriptor(schema, bucket_count=2))),
+            (admin.create_table, (t, mod.TableDescriptor(schema, bucket_count=2))),
+            (admin.get_table_info, (nope,)),
+            (admin.drop_table, (nope,)),
+            (admin.create_partition, (t, {"region": "US"})),
+            (admin.list_offsets, (t, [0, 1], mod.OffsetSpec.latest())),
+            (admin.list_offsets, (t, [-1], mod.OffsetSpec.latest())),
+            (admin.get_latest_lake_snapshot, (t,)),
+            (admin.drop_database, (db,), {"cascade": False}),
+            (admin.drop_database, (db,)),
+            (admin.drop_database, (db,)),
         ]
         out = []
-        for op in ops:
+        for fn, args, *kw in ops:
             try:
-                r = await op()
+                r = await fn(*args, **(kw[0] if kw else {}))
                 out.append(("ok", r if isinstance(r, (dict, list, bool, type(None))) else type(r).__name__))
             except FlussError if mod is fluss_fast else fluss.FlussError as exc:  # noqa: B030
                 out.append(("error", exc.error_code))

@@ -13,9 +13,10 @@ import pyarrow as pa
 import pytest
 
 import fluss_fast as fluss
+
 from client_util import connect
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 async def make_pk(conn, name, fields, pk, **kw):

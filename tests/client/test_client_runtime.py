@@ -269,7 +269,8 @@ async def test_connection_reset_mid_request_gives_network_error_with_cause():
     await asyncio.wait_for(got.wait(), 5)
     peer.reset_all()
     with pytest.raises(FlussError) as info:
-        await asyncio.wait_for(asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_await(fut), get_runtime().loop)), 5)
+        done = asyncio.run_coroutine_threadsafe(_await(fut), get_runtime().loop)
+        await asyncio.wait_for(asyncio.wrap_future(done), 5)
     assert info.value.error_code == ErrorCode.NETWORK_EXCEPTION
     assert isinstance(info.value.__cause__, OSError)
     assert conn.closed

@@ -6,7 +6,7 @@ import pickle
 import pytest
 
 import fluss_fast
-from fluss_fast.config import ALIASES, _OPTIONS
+from fluss_fast.config import _OPTIONS, ALIASES
 
 fluss = pytest.importorskip("fluss")
 
@@ -50,8 +50,8 @@ def test_every_pyfluss_property_exists():
 @pytest.mark.parametrize("key", [o[0] for o in PYFLUSS_KEYS])
 def test_parsing_matches_pyfluss(key):
     for value in SAMPLE_VALUES:
-        ours = _outcome(lambda: fluss_fast.Config({key: value}))
-        theirs = _outcome(lambda: fluss.Config({key: value}))
+        ours = _outcome(lambda value=value: fluss_fast.Config({key: value}))
+        theirs = _outcome(lambda value=value: fluss.Config({key: value}))
         assert ours[:2] == theirs[:2], (key, value, ours, theirs)
         if ours[0] == "error":
             assert ours[2].replace("FlussError: ", "") == theirs[2].replace("FlussError: ", ""), (key, value)
@@ -92,8 +92,8 @@ SETTER_VALUES = [0, 1, -1, 5, 2**31 - 1, 2**31, -(2**31) - 1, 2**63, 2**64, True
 def test_setters_match_pyfluss(prop):
     for value in SETTER_VALUES:
         ours, theirs = fluss_fast.Config(), fluss.Config()
-        r1 = _outcome(lambda: (setattr(ours, prop, value), ours)[1])
-        r2 = _outcome(lambda: (setattr(theirs, prop, value), theirs)[1])
+        r1 = _outcome(lambda ours=ours, value=value: (setattr(ours, prop, value), ours)[1])
+        r2 = _outcome(lambda theirs=theirs, value=value: (setattr(theirs, prop, value), theirs)[1])
         assert r1[:2] == r2[:2], (prop, value, r1, r2)
         if r1[0] == "ok":
             assert r1 == r2, (prop, value)

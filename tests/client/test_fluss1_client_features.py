@@ -13,8 +13,9 @@ import pyarrow as pa
 import pytest
 
 import fluss_fast as fluss
-from java_util import require_java
+
 from client_util import connect
+from java_util import require_java
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -188,7 +189,7 @@ async def test_insert_if_not_exists_one_row_per_key_under_concurrent_lookers(boo
 
         # each looker walks the keys in its own order, so first lookups of a key come from anywhere
         orders = [keys[i * 25:] + keys[:i * 25] for i in range(8)]
-        results = await asyncio.gather(*[looker(lk, o) for lk, o in zip(lookupers, orders)])
+        results = await asyncio.gather(*[looker(lk, o) for lk, o in zip(lookupers, orders, strict=True)])
         uids = {}
         for res in results:
             for k in keys:
@@ -295,6 +296,7 @@ async def test_remote_first_is_answered_from_the_remote_log(start_server, unique
     # read preference decides which one answers.
     from fluss_fast.rpc import fluss_api_pb2 as pb
     from fluss_fast.rpc.api import Api
+
     from remote_util import pointer, tiering_args
 
     srv = start_server(sasl=False, extra_args=tiering_args(str(tmp_path / "remote"), local_segments=100))

@@ -14,6 +14,7 @@ import os
 import pyarrow as pa
 
 import fluss_fast as fluss
+
 from client_util import connect
 
 FIELDS = [pa.field("id", pa.int32()), pa.field("name", pa.string())]

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from fluss_fast.client.write import upsertrow
 from fluss_fast.client.write.accumulator import RecordAccumulator
 from fluss_fast.client.write.assigners import make_no_key_assigner
 from fluss_fast.client.write.batch import KIND_KV
-from fluss_fast.client.write import upsertrow
 
 
 @pytest.mark.parametrize("slot_class", [upsertrow.KvSlot, upsertrow.KvSlot_py])

@@ -206,7 +206,8 @@ def test_lake_snapshot_and_database_descriptor():
         assert ours.comment == theirs.comment
         assert ours.get_custom_properties() == theirs.get_custom_properties()
     # the order-free comparison still sees a different value, key or comment
-    assert _map_repr(fluss_fast.DatabaseDescriptor("cm", {"a": "1"})) != _map_repr(fluss.DatabaseDescriptor("cm", {"a": "2"}))
+    assert (_map_repr(fluss_fast.DatabaseDescriptor("cm", {"a": "1"}))
+            != _map_repr(fluss.DatabaseDescriptor("cm", {"a": "2"})))
     assert _map_repr(fluss_fast.DatabaseDescriptor("cm", many)) != _map_repr(fluss.DatabaseDescriptor("cx", many))
     assert _err(lambda: fluss_fast.DatabaseDescriptor(comment=5)) == _err(lambda: fluss.DatabaseDescriptor(comment=5))
     d = fluss_fast.DatabaseDescriptor("c", {"k": "v"})

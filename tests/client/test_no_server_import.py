@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from conftest import ServerProcess
-from remote_util import tiering_args, wait_tiered
 
 import fluss_fast as ff
+
+from conftest import ServerProcess
+from remote_util import tiering_args, wait_tiered
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "fluss_fast"

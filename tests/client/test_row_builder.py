@@ -17,7 +17,7 @@ from fluss_fast.codec._select import extensions_disabled
 from fluss_fast.metadata import TableBucket
 
 TB = TableBucket(1, 0)
-UTC = dt.timezone.utc
+UTC = dt.UTC
 BUILDERS = [pytest.param(records.RowBuilder_py, id="pure")]
 if not extensions_disabled():
     BUILDERS.append(pytest.param(records.RowBuilder, id="compiled"))
@@ -63,12 +63,12 @@ def _batch(n=N):
 
 def _expected(batch):
     cols = [column_to_pylist(c) for c in batch.columns]
-    return [dict(zip(batch.schema.names, vals)) for vals in zip(*cols)]
+    return [dict(zip(batch.schema.names, vals, strict=True)) for vals in zip(*cols, strict=True)]
 
 
 def _same(got, want):
     assert len(got) == len(want)
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         assert list(g) == list(w)
         for k in w:
             assert g[k] == w[k] and type(g[k]) is type(w[k]), (k, g[k], w[k])
@@ -79,7 +79,7 @@ def _same(got, want):
 
 
 def test_kinds_read_from_buffers_and_slow_ones():
-    kinds = dict(zip(_batch(4).schema.names, row_kinds(_batch(4).schema)))
+    kinds = dict(zip(_batch(4).schema.names, row_kinds(_batch(4).schema), strict=True))
     codes = records.KIND_CODES
     assert kinds["wide"] == codes["slow"] and kinds["t"] == codes["slow"]
     assert kinds["dec"] == codes["decimal"] and kinds["ts_ns"] == codes["timestamp"]
@@ -140,7 +140,7 @@ def test_row_source_windows_cross_batches_like_polls():
     src = RowSource(batch)
     got = []
     start = 0
-    for k, size in enumerate([1, 499, 500, 8191, 1, 8193] * 10):
+    for size in [1, 499, 500, 8191, 1, 8193] * 10:
         if start >= batch.num_rows:
             break
         size = min(size, batch.num_rows - start)

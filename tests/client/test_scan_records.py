@@ -10,7 +10,6 @@ import pytest
 from fluss_fast.client.cluster import TableMeta
 from fluss_fast.client.predicate import bind_predicate, col
 from fluss_fast.client.scan.decode import ScanSpec
-from fluss_fast.rpc.wire import parse_fetch_response
 from fluss_fast.client.scan.records import Chunk, RecordBatch, RowSource, ScanRecords
 from fluss_fast.codec.log import logbatch
 from fluss_fast.codec.log.arrowlog import ArrowLogCodec
@@ -18,6 +17,7 @@ from fluss_fast.datatypes import SchemaInfo, TableDescriptorInfo
 from fluss_fast.errors import FlussError
 from fluss_fast.metadata import ChangeType, TableBucket, TablePath
 from fluss_fast.rpc import fluss_api_pb2 as pb
+from fluss_fast.rpc.wire import parse_fetch_response
 
 ARROW = pa.schema([("id", pa.int64()), ("name", pa.string()), ("ts", pa.timestamp("us", tz="UTC"))])
 SCHEMA = SchemaInfo.from_arrow(ARROW)
@@ -32,7 +32,7 @@ def _meta(compression="NONE"):
 
 def _rb(ids):
     return pa.RecordBatch.from_pylist(
-        [{"id": i, "name": f"n{i}", "ts": dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(seconds=i)}
+        [{"id": i, "name": f"n{i}", "ts": dt.datetime(2024, 1, 1, tzinfo=dt.UTC) + dt.timedelta(seconds=i)}
          for i in ids], schema=ARROW)
 
 
@@ -75,7 +75,8 @@ def test_fetch_response_is_walked_without_copying_records():
     assert table_id == 7
     bad, ok = buckets
     assert (bad.bucket_id, bad.error_code, bad.error_message, bad.records) == (1, -1, "boom", None)
-    assert (ok.partition_id, ok.bucket_id, ok.error_code, ok.high_watermark, ok.filtered_end_offset) == (3, 0, 0, 23, 21)
+    got = (ok.partition_id, ok.bucket_id, ok.error_code, ok.high_watermark, ok.filtered_end_offset)
+    assert got == (3, 0, 0, 23, 21)
     assert body[ok.records[0]:ok.records[1]] == blob
     assert parse_fetch_response(pb.FetchLogResponse().SerializeToString()) == []
 
@@ -93,7 +94,7 @@ def test_decode_skips_below_fetch_offset_empty_batches_and_truncated_tail(compre
     assert [r.offset for r in recs] == [12, 13, 14, 16, 17, 18, 19]
     assert [r.row["id"] for r in recs] == [12, 13, 14, 16, 17, 18, 19]
     assert {r.timestamp for r in recs} == {1_700_000_000_123}
-    assert recs[0].row["ts"] == dt.datetime(2024, 1, 1, 0, 0, 12, tzinfo=dt.timezone.utc)
+    assert recs[0].row["ts"] == dt.datetime(2024, 1, 1, 0, 0, 12, tzinfo=dt.UTC)
     assert all(r.change_type is ChangeType.AppendOnly for r in recs)
     # nothing at all from a fetch offset behind the complete batches
     assert spec.decode_records(TB, mv, 0, len(blob), 20) == ([], 20)
@@ -154,7 +155,7 @@ def test_scan_records_are_lazy_and_shaped_like_pyfluss():
     assert recs._records.keys() == {other} and src._cols is None  # records made, rows not yet
     assert [r.offset for r in first] == list(range(504, 510))
     row = first[0].row
-    assert row == {"id": 104, "name": "n104", "ts": dt.datetime(2024, 1, 1, 0, 1, 44, tzinfo=dt.timezone.utc)}
+    assert row == {"id": 104, "name": "n104", "ts": dt.datetime(2024, 1, 1, 0, 1, 44, tzinfo=dt.UTC)}
     assert first[0].row is row and recs[other][0] is first[0]
     assert [r.row["id"] for r in recs] == list(range(100, 110))
     assert recs[-1].offset == 509 and [r.offset for r in recs[2:5]] == [502, 503, 504]
@@ -182,7 +183,7 @@ def test_row_windows_give_the_same_rows_as_whole_batch_conversion():
     from fluss_fast.client.scan.records import Chunk, RowSource
 
     n = 20000
-    ts = [datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc) + datetime.timedelta(seconds=i)
+    ts = [datetime.datetime(2024, 1, 1, tzinfo=datetime.UTC) + datetime.timedelta(seconds=i)
           for i in range(n)]
     flat = pa.record_batch({
         "id": pa.array(range(n), pa.int64()),
@@ -197,7 +198,7 @@ def test_row_windows_give_the_same_rows_as_whole_batch_conversion():
                                                  pa.list_(pa.int32())))
     for batch in (flat, nested):
         want_cols = [column_to_pylist(c) for c in batch.columns]
-        want = [dict(zip(batch.schema.names, vals)) for vals in zip(*want_cols)]
+        want = [dict(zip(batch.schema.names, vals, strict=True)) for vals in zip(*want_cols, strict=True)]
         src = RowSource(batch)
         got = []
         for start in range(0, n, 500):

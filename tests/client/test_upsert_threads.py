@@ -9,6 +9,7 @@ import threading
 import pyarrow as pa
 
 import fluss_fast as fluss
+
 from client_util import connect
 
 

@@ -7,10 +7,10 @@ import pyarrow as pa
 import pytest
 
 import fluss_fast as fluss
-from fluss_fast.codec.log import logbatch
-from fluss_fast.codec.wire import murmur
-from fluss_fast.codec.log.arrowlog import ArrowLogCodec
 from fluss_fast.codec.kv.keys import RowKeyEncoder
+from fluss_fast.codec.log import logbatch
+from fluss_fast.codec.log.arrowlog import ArrowLogCodec
+from fluss_fast.codec.wire import murmur
 
 from client_util import connect, fetch_records
 

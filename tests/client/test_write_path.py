@@ -351,8 +351,8 @@ def slot_classes():
 
 
 def test_appendslot_twin_is_selected():
-    from fluss_fast.codec import LOADED, _select
     from fluss_fast.client.write import appendslot
+    from fluss_fast.codec import LOADED, _select
 
     if _select.extensions_disabled():
         assert appendslot.HotSlot is appendslot.HotSlot_py and LOADED["_appendslot"] is False

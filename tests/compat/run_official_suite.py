@@ -26,14 +26,14 @@ import hashlib
 import io
 import json
 import os
-import tarfile
-import urllib.request
 import select
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
+import urllib.request
 
 # what the suite's SASL tests log in with (test_sasl_auth.py)
 SUITE_USERS = {"admin": "admin-secret", "alice": "alice-secret"}
@@ -173,7 +173,8 @@ def main(argv=None) -> int:
     ap.add_argument("--client", choices=("fluss", "fluss_fast"), default="fluss",
                     help="fluss = the installed pyfluss; fluss_fast = `import fluss` aliased to fluss_fast")
     ap.add_argument("--tablet-servers", type=int, default=1)
-    ap.add_argument("--fluss-version", default=None, help="the Java cluster's Fluss version (default: the newest that works)")
+    ap.add_argument("--fluss-version", default=None,
+                    help="the Java cluster's Fluss version (default: the newest that works)")
     ap.add_argument("--timeout", type=int, default=1800, help="seconds for the whole pytest run")
     ap.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     args = ap.parse_args(argv)

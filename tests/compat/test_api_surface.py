@@ -200,11 +200,11 @@ async def test_create_table_and_database_bytes_match_pyfluss():
     theirs, ours = captured["fluss"], captured["fluss_fast"]
     t_tables, o_tables = theirs.bodies(Api.CREATE_TABLE), ours.bodies(Api.CREATE_TABLE)
     assert len(t_tables) == len(o_tables) == 4
-    for t, o in zip(t_tables, o_tables):
+    for t, o in zip(t_tables, o_tables, strict=True):
         assert json.loads(o.table_json) == json.loads(t.table_json)
         assert o.ignore_if_exists == t.ignore_if_exists and o.table_path == t.table_path
     t_dbs, o_dbs = theirs.bodies(Api.CREATE_DATABASE), ours.bodies(Api.CREATE_DATABASE)
-    for t, o in zip(t_dbs, o_dbs):
+    for t, o in zip(t_dbs, o_dbs, strict=True):
         assert (o.database_name, o.ignore_if_exists) == (t.database_name, t.ignore_if_exists)
         tj = json.loads(t.database_json) if t.HasField("database_json") else {"version": 1, "custom_properties": {}}
         assert json.loads(o.database_json) == tj

@@ -11,12 +11,13 @@ import pyarrow as pa
 import pytest
 
 import fluss_fast as ff
+
 from pyfluss_util import call, connect
 
 fluss = pytest.importorskip("fluss")
 pytestmark = pytest.mark.compat
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 KEY_FIELDS = [  # every scalar type the key encoder takes
     ("k_bool", pa.bool_()), ("k_i8", pa.int8()), ("k_i16", pa.int16()), ("k_i32", pa.int32()),

@@ -10,9 +10,10 @@ import pyarrow as pa
 import pytest
 
 import fluss_fast as ff
+from fluss_fast import datatypes as D
 from fluss_fast.codec.kv import keys as K
 from fluss_fast.datatypes import DataType as T
-from fluss_fast import datatypes as D
+
 from pyfluss_util import call, connect
 
 fluss = pytest.importorskip("fluss")

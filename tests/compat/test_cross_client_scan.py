@@ -9,13 +9,13 @@ import datetime as dt
 import decimal
 import time
 
+import fluss
 import pyarrow as pa
 import pytest
 
-import fluss
 import fluss_fast as ff
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 SCHEMA = pa.schema([
     ("b", pa.bool_()), ("i8", pa.int8()), ("i16", pa.int16()), ("i32", pa.int32()), ("i64", pa.int64()),
@@ -83,7 +83,7 @@ async def _read_arrow(table, *, project=None):
 
 def _same_rows(a, b):
     assert len(a) == len(b)
-    for (oa, ta, ca, sa, ra), (ob, tb, cb, sb, rb) in zip(a, b):
+    for (oa, ta, ca, sa, ra), (ob, tb, cb, sb, rb) in zip(a, b, strict=True):
         assert (oa, ta, ca, sa) == (ob, tb, cb, sb)
         assert list(ra) == list(rb)
         for k in ra:

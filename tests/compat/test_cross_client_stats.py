@@ -5,10 +5,10 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 
+import fluss
 import pyarrow as pa
 import pytest
 
-import fluss
 import fluss_fast as ff
 from fluss_fast.codec.log import batchstats, logbatch
 
@@ -16,7 +16,7 @@ from client_util import fetch_records
 
 pytestmark = pytest.mark.timeout(120)
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 SCHEMA = pa.schema([
     ("b", pa.bool_()), ("i8", pa.int8()), ("i16", pa.int16()), ("i32", pa.int32()), ("i64", pa.int64()),
@@ -86,7 +86,7 @@ async def test_both_clients_write_the_same_statistics(clients, columns):
     assert stored["ff"] == stored["py"]
     types = ft._meta.schema.types
     cols = batchstats.statistics_columns(ft._meta.schema, {"table.statistics.columns": columns})
-    for rb, block in zip(batches, stored["py"]):
+    for rb, block in zip(batches, stored["py"], strict=True):
         assert batchstats.statistics_of(rb, types, cols) == block
         assert batchstats.decode_statistics(block, types).column_indexes == tuple(cols)
 

@@ -39,7 +39,7 @@ def sample_rows(n=5):
             "ts": dt.datetime(2024, 2, 3, 4, 5, 6, 789012) + dt.timedelta(seconds=i),
             "ts_ms": dt.datetime(2024, 2, 3, 4, 5, 6, 789000),
             "ts_ns": dt.datetime(2024, 2, 3, 4, 5, 6, 789012),
-            "ltz": dt.datetime(2024, 2, 3, 4, 5, 6, 1, tzinfo=dt.timezone.utc),
+            "ltz": dt.datetime(2024, 2, 3, 4, 5, 6, 1, tzinfo=dt.UTC),
             "arr": [i, None, -i], "m": [("a", i), ("b", None)], "row": {"x": i, "y": f"y{i}"},
             "deep": [{"k": "p", "vs": [0.5, float(i)]}, {"k": None, "vs": []}],
         })
@@ -54,7 +54,7 @@ def normalize(table: pa.Table) -> list:
         r = dict(row)
         v = r.get("ltz")
         if isinstance(v, dt.datetime) and v.tzinfo is not None:
-            r["ltz"] = v.astimezone(dt.timezone.utc).replace(tzinfo=None)
+            r["ltz"] = v.astimezone(dt.UTC).replace(tzinfo=None)
         out.append(r)
     return out
 
@@ -64,7 +64,7 @@ def expected_rows(rows):
     for r in rows:
         e = dict(r)
         if isinstance(e.get("ltz"), dt.datetime):
-            e["ltz"] = e["ltz"].astimezone(dt.timezone.utc).replace(tzinfo=None)
+            e["ltz"] = e["ltz"].astimezone(dt.UTC).replace(tzinfo=None)
         exp.append(e)
     return exp
 

@@ -375,7 +375,7 @@ async def test_subscriptions_are_frozen_while_a_batch_reader_is_alive(env):
     theirs, ours = await both(env, go)
     assert theirs.ok and ours.ok, (theirs, ours)
     assert theirs.value[-1] == ours.value[-1] == 4
-    for t, o in zip(theirs.value[:-1], ours.value[:-1]):
+    for t, o in zip(theirs.value[:-1], ours.value[:-1], strict=True):
         assert "Cannot modify subscriptions while a RecordBatchLogReader is active" in t
         assert o.replace("Fluss hitting illegal argument error ", "") == t.replace(
             "Fluss hitting illegal argument error ", "").replace("first..", "first.")
@@ -571,7 +571,7 @@ async def test_subscribing_a_bucket_the_table_lacks(env):
     theirs, ours = await both(env, go)
     assert theirs.ok and ours.ok, (theirs, ours)
     assert theirs.value[0] == ours.value[0] == 4  # the real buckets still deliver
-    for t, o in zip(theirs.value[1], ours.value[1]):  # a bounded read refuses, and keeps the subscriptions
+    for t, o in zip(theirs.value[1], ours.value[1], strict=True):  # a bounded read refuses, and keeps the subscriptions
         assert_same_failure(t, o, "Bounded read bucket id", "is out of range for a table with 3 buckets")
 
 
@@ -717,7 +717,7 @@ async def test_subscribe_mismatches_match(env):
              "Can't unsubscribe a partition for a non-partitioned table",
              'please use "unsubscribe_partition" to unsubscribe a partitioned bucket instead',
              "Bucket offsets are empty"]
-    for t, o, w in zip(theirs.value, ours.value, words):
+    for t, o, w in zip(theirs.value, ours.value, words, strict=True):
         assert_same_failure(t, o, w)
 
 

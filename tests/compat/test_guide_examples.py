@@ -456,7 +456,7 @@ async def namespace(mod, server) -> dict:
 SCHEMA = pa.schema([pa.field("id", pa.int32()), pa.field("name", pa.string()), pa.field("score", pa.float32())])
 WRITTEN = [(1, "Alice", 95.5), (2, "Bob", 87.0), (3, "Charlie", 91.0), (10, "Dan", 70.25), (11, "Eve", 80.5),
            (20, "Fay", 1.5), (21, None, None), (30, "Gus", -2.0), (31, "Hal", 3.25)]
-ROWS = [dict(zip(SCHEMA.names, r)) for r in WRITTEN]
+ROWS = [dict(zip(SCHEMA.names, r, strict=True)) for r in WRITTEN]
 
 
 def expected_table(rows=ROWS, columns=None) -> pa.Table:
@@ -835,7 +835,7 @@ async def test_older_guide_data_types_via_dicts(fluss_server, unique_name):
                     ("tl", pa.timestamp("us", tz="UTC")), ("dec", pa.decimal128(10, 2))])
     row = {"b": True, "i": -3, "f": 2.5, "s": "é", "by": b"\x00\x01", "d": dt.date(2024, 2, 29),
            "t": dt.time(1, 2, 3, 4000), "ts": dt.datetime(2024, 1, 2, 3, 4, 5, 6),
-           "tl": dt.datetime(2024, 1, 2, 3, 4, 5, 6, tzinfo=dt.timezone.utc), "dec": decimal.Decimal("123.45")}
+           "tl": dt.datetime(2024, 1, 2, 3, 4, 5, 6, tzinfo=dt.UTC), "dec": decimal.Decimal("123.45")}
     path = ff.TablePath("fluss", unique_name("types"))
     async with await ff.FlussConnection.create(ff.Config({"bootstrap.servers": fluss_server.bootstrap_servers})) as c:
         await c.get_admin().create_table(path, ff.TableDescriptor(ff.Schema(sc)))

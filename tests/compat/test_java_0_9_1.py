@@ -11,10 +11,11 @@ import pyarrow as pa
 import pytest
 
 import fluss_fast as fluss
-from java_util import require_java
 from fluss_fast.rpc import fluss_api_pb2 as pb
 from fluss_fast.rpc.api import API_KEYS, Api
 from fluss_fast.rpc.connection import Connection
+
+from java_util import require_java
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -100,7 +101,7 @@ async def test_snapshot_scan_reads_every_bucket_whole_with_limit_scan(conn):
     snap = await t.new_scan().project_by_name(["v", "id"]).create_snapshot_scanner()
     got = await snap.to_arrow()
     assert got.column_names == ["v", "id"]
-    assert dict(zip(got.column("id").to_pylist(), got.column("v").to_pylist())) == want
+    assert dict(zip(got.column("id").to_pylist(), got.column("v").to_pylist(), strict=True)) == want
     per_bucket = [(await snap.to_arrow(bucket=b)).num_rows for b in range(BUCKETS)]
     assert sum(per_bucket) == len(want) and all(per_bucket)
     # 0.9.1 does apply a LIMIT_SCAN's limit to a primary-key bucket, so the fallback's 2^31-1 is what

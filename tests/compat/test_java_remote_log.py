@@ -15,6 +15,7 @@ import pyarrow as pa
 import pytest
 
 import fluss_fast as ff
+
 from java_util import require_java
 from pyfluss_util import call, connect
 

@@ -232,7 +232,7 @@ async def test_errors_raise_on_use_and_on_await(log_table):
     with pytest.raises(ff.FlussError, match="batch-based scanner"):
         await sc.poll_arrow(10)
     with pytest.raises(ff.FlussError, match="batch-based scanner"):
-        sc.to_arrow().num_rows
+        _ = sc.to_arrow().num_rows
 
 
 def test_reads_without_await_from_a_plain_thread(fluss_server, unique_name):
@@ -351,12 +351,13 @@ async def test_builders_behave_like_pyfluss(fluss_server, unique_name):
                              ("partial_by_index_bad", lambda t: t.new_upsert().partial_update_by_index([5])),
                              ("partial_by_name", lambda t: t.new_upsert().partial_update_by_name(["id"])),
                              ("log_scanner_type", lambda t: type(t.new_scan()).__name__)]:
-                assert _outcome(lambda: fn(t_ff)) == _outcome(lambda: fn(t_py)), (path, name)
+                assert (_outcome(lambda fn=fn, t_ff=t_ff: fn(t_ff))
+                        == _outcome(lambda fn=fn, t_py=t_py: fn(t_py))), (path, name)
             if t_ff.has_primary_key():
-                assert str(_err(lambda: t_ff.new_upsert().partial_update_by_name(["zz"]))) == \
-                    str(_err(lambda: t_py.new_upsert().partial_update_by_name(["zz"])))
-                assert str(_err(lambda: t_ff.new_upsert().partial_update_by_index([5]))) == \
-                    str(_err(lambda: t_py.new_upsert().partial_update_by_index([5])))
+                assert str(_err(lambda t_ff=t_ff: t_ff.new_upsert().partial_update_by_name(["zz"]))) == \
+                    str(_err(lambda t_py=t_py: t_py.new_upsert().partial_update_by_name(["zz"])))
+                assert str(_err(lambda t_ff=t_ff: t_ff.new_upsert().partial_update_by_index([5]))) == \
+                    str(_err(lambda t_py=t_py: t_py.new_upsert().partial_update_by_index([5])))
                 with pytest.raises(ff.FlussError, match=r"Append is only supported for log tables .*'fluss\.bpk"):
                     t_ff.new_append()
             else:
@@ -447,7 +448,7 @@ async def test_async_with_writer_flushes_like_pyfluss(fluss_server, unique_name)
             with pytest.raises(ZeroDivisionError):
                 async with w:
                     w.append([base + 50, "x"])
-                    1 / 0
+                    _ = 1 / 0
             written += 1
         sc = await (await conn.get_table(path)).new_scan().create_batch_scanner()
         sc.subscribe(0, ff.EARLIEST_OFFSET)

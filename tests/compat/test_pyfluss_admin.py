@@ -6,6 +6,7 @@ import time
 
 import pyarrow as pa
 import pytest
+
 from pyfluss_util import call, pyfluss_fixtures, wait_for_leaders
 
 fluss = pytest.importorskip("fluss")
@@ -175,7 +176,8 @@ async def test_auto_partitioned_table(admin, db):
         "table.auto-partition.enabled": "true", "table.auto-partition.time-unit": "DAY"})))
     # the coordinator creates them on its own schedule: Java's right after CREATE_TABLE has answered
     deadline = time.monotonic() + 20
-    while len(parts := await call(admin.list_partition_infos(path))) < 2 and time.monotonic() < deadline:
+    # polls the server (another process) until its auto-partitioning has run
+    while len(parts := await call(admin.list_partition_infos(path))) < 2 and time.monotonic() < deadline:  # noqa: ASYNC110
         await asyncio.sleep(0.1)
     assert len(parts) == 2 and all(len(p.partition_name) == 8 for p in parts)
 

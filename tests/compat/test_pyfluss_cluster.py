@@ -10,12 +10,13 @@ import time
 import pandas as pd
 import pyarrow as pa
 import pytest
-import pyfluss_util
-from pyfluss_util import call
 
+from fluss_fast.error_codes import Errors
 from fluss_fast.rpc import fluss_api_pb2 as pb
 from fluss_fast.rpc.api import Api
-from fluss_fast.error_codes import Errors
+
+import pyfluss_util
+from pyfluss_util import call
 from wire import WireClient
 
 fluss = pytest.importorskip("fluss")
@@ -23,7 +24,7 @@ fluss = pytest.importorskip("fluss")
 pytestmark = pytest.mark.compat
 
 TIMEOUT = 30
-UTC = dt.timezone.utc
+UTC = dt.UTC
 SIMPLE = pa.schema([("id", pa.int64()), ("name", pa.string()), ("score", pa.float64())])
 
 
@@ -115,7 +116,8 @@ async def test_three_tablet_servers_spread_writes_and_scans(cluster3, unique_nam
         arrow = await call(sc.to_arrow())
         assert arrow.column_names == ["score", "id"]
         assert arrow.num_rows == sum(offsets[b] - offsets[b] // 2 for b in range(6))
-        assert all(s == i / 4 for s, i in zip(arrow.column("score").to_pylist(), arrow.column("id").to_pylist()))
+        assert all(s == i / 4 for s, i in zip(arrow.column("score").to_pylist(), arrow.column("id").to_pylist(),
+                                              strict=True))
         # limit scans go to each bucket's own leader
         by_bucket = {b: [r for bb, _, o, r in sorted(got, key=lambda x: x[2]) if bb == b] for b in range(6)}
         for b in range(6):
@@ -164,7 +166,7 @@ async def test_three_tablet_servers_partitioned_and_bucket_keys(cluster3, unique
         assert all(r["region"] == name_of[pid] for _, pid, _, r in got)
         # one key, one bucket per partition (bucket keys hash the same in every partition)
         where = {}
-        for b, pid, _, r in got:
+        for b, _pid, _, r in got:
             where.setdefault(r["k"], set()).add(b)
         assert all(len(s) == 1 for s in where.values())
         # the partitions' buckets are led by all three servers (leader = (partition id + bucket) % 3)

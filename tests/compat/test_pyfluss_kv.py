@@ -131,7 +131,7 @@ async def test_every_type_as_key_and_value(conn, admin, db):
             "k_str": f"ключ-{i}", "k_bin": bytes([i, 0xFF, 0]), "k_dec": Decimal(f"{i}123456789012.345"),
             "k_date": dt.date(2024, 1, 1) + dt.timedelta(days=i), "k_time": dt.time(12, i, 5, 123000),
             "k_ts": dt.datetime(2024, 5, 6, 7, 8, 9, 123456 + i),
-            "k_ltz": dt.datetime(2024, 5, 6, 7, 8, 9, i, tzinfo=dt.timezone.utc),
+            "k_ltz": dt.datetime(2024, 5, 6, 7, 8, 9, i, tzinfo=dt.UTC),
             "v_f32": 1.5 * i, "v_f64": -2.25 * i, "v_dec": Decimal("12.34") * i,
             "v_ts_ns": dt.datetime(2001, 2, 3, 4, 5, 6, 7), "v_arr": [i, None, -i],
             "v_map": {"x": i}, "v_row": {"a": i, "b": "s"}, "v_null": None,

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import glob
 import os
@@ -12,9 +13,10 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from fluss_fast.codec.wire.murmur import bucket_for_key
 from fluss_fast.codec.rows.compacted import encode_key
+from fluss_fast.codec.wire.murmur import bucket_for_key
 from fluss_fast.datatypes import SchemaInfo
+
 from pyfluss_util import call, pyfluss_fixtures, wait_for_leaders
 
 fluss = pytest.importorskip("fluss")
@@ -76,7 +78,7 @@ ALL_TYPES = pa.schema([
     ("arr_s", pa.list_(pa.string())), ("m", pa.map_(pa.string(), pa.int64())),
     ("r", pa.struct([("x", pa.int32()), ("y", pa.struct([("z", pa.string())]))])),
 ])
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def full_row(i):
@@ -221,7 +223,7 @@ async def test_projection(conn, admin, db):
     assert sorted(r["name"] for *_, r in got) == sorted(r["name"] for r in rows)
     arrow = await scan_arrow(table, earliest(2), project=["score", "name"])
     assert arrow.column_names == ["score", "name"]
-    assert sorted(zip(*arrow.to_pydict().values())) == sorted((r["score"], r["name"]) for r in rows)
+    assert sorted(zip(*arrow.to_pydict().values(), strict=True)) == sorted((r["score"], r["name"]) for r in rows)
 
 
 # -- partitioned tables -----------------------------------------------------------------------------------
@@ -263,7 +265,7 @@ async def test_list_offsets_and_timestamps(conn, admin, db):
         marks.append(int(time.time() * 1000))
         writer.write_arrow(pa.Table.from_pylist(simple_rows(i * 10, 10), schema=SIMPLE))
         await call(writer.flush())
-        time.sleep(0.02)
+        await asyncio.sleep(0.02)
     assert await call(admin.list_offsets(tp, [0], fluss.OffsetSpec.earliest())) == {0: 0}
     assert await call(admin.list_offsets(tp, [0], fluss.OffsetSpec.latest())) == {0: 30}
     for i, ts in enumerate(marks):
@@ -363,12 +365,10 @@ class _LossyProxy:
         return head + await reader.readexactly(int.from_bytes(head, "big"))
 
     async def _serve(self, role, creader, cwriter):
-        try:
+        # the test's loop is going away; a cancelled handler task trips Python 3.11's
+        # StreamReaderProtocol callback, which asks it for its exception
+        with contextlib.suppress(asyncio.CancelledError):
             await self._relay(role, creader, cwriter)
-        except asyncio.CancelledError:
-            # the test's loop is going away; a cancelled handler task trips Python 3.11's
-            # StreamReaderProtocol callback, which asks it for its exception
-            pass
 
     async def _relay(self, role, creader, cwriter):
         from fluss_fast.rpc import fluss_api_pb2 as pb

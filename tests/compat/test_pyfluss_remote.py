@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 
 import fluss_fast as ff
+
 from conftest import ServerProcess
 from pyfluss_util import call, connect
 from remote_util import BUCKET, moto_s3, s3_args, tiering_args, wait_tiered  # noqa: F401

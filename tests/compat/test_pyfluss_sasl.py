@@ -13,7 +13,7 @@ pytestmark = pytest.mark.compat
 CALL_TIMEOUT = 20
 
 
-def sasl_config(bootstrap: str, user: str, password: str) -> "fluss.Config":
+def sasl_config(bootstrap: str, user: str, password: str) -> fluss.Config:
     return fluss.Config({"bootstrap.servers": bootstrap, "security.protocol": "sasl",
                          "security.sasl.mechanism": "PLAIN", "security.sasl.username": user,
                          "security.sasl.password": password})
@@ -27,7 +27,7 @@ async def connect_and_list(config):
         await conn.close()
 
 
-async def expect_auth_failure(config) -> "fluss.FlussError":
+async def expect_auth_failure(config) -> fluss.FlussError:
     with pytest.raises(fluss.FlussError) as e:
         await connect_and_list(config)
     return e.value

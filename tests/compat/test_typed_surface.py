@@ -10,7 +10,6 @@ import importlib
 import inspect
 import os
 from pathlib import Path
-from typing import Dict, List, Tuple
 
 import pytest
 
@@ -24,14 +23,14 @@ pytestmark = pytest.mark.compat
 STUB = Path(fluss.__file__).parent / "__init__.pyi"
 OUR_CONFIG_STUB = Path(ff_config.__file__).with_suffix(".pyi")
 
-Param = Tuple[str, str, bool]  # (name, kind, has a default)
+Param = tuple[str, str, bool]  # (name, kind, has a default)
 
 
 def _stub_tree(path: Path) -> ast.Module:
     return ast.parse(path.read_text())
 
 
-def _decorators(fn: ast.AST) -> List[str]:
+def _decorators(fn: ast.AST) -> list[str]:
     return [ast.unparse(d) for d in fn.decorator_list]
 
 
@@ -39,14 +38,14 @@ def _is_property(fn: ast.AST) -> bool:
     return any(d == "property" or d.endswith((".setter", ".getter", ".deleter")) for d in _decorators(fn))
 
 
-def _stub_params(fn: ast.AST) -> List[Param]:
+def _stub_params(fn: ast.AST) -> list[Param]:
     a = fn.args
     positional = a.posonlyargs + a.args
     defaults = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
-    out = [(arg.arg, "positional", d is not None) for arg, d in zip(positional, defaults)]
+    out = [(arg.arg, "positional", d is not None) for arg, d in zip(positional, defaults, strict=True)]
     if a.vararg:
         out.append((a.vararg.arg, "*args", True))
-    out += [(arg.arg, "keyword", d is not None) for arg, d in zip(a.kwonlyargs, a.kw_defaults)]
+    out += [(arg.arg, "keyword", d is not None) for arg, d in zip(a.kwonlyargs, a.kw_defaults, strict=True)]
     if a.kwarg:
         out.append((a.kwarg.arg, "**kwargs", True))
     return out
@@ -57,7 +56,7 @@ _KINDS = {inspect.Parameter.POSITIONAL_ONLY: "positional", inspect.Parameter.POS
           inspect.Parameter.VAR_KEYWORD: "**kwargs"}
 
 
-def _our_params(obj) -> List[Param]:
+def _our_params(obj) -> list[Param]:
     out = []
     for p in inspect.signature(obj).parameters.values():
         kind = _KINDS[p.kind]
@@ -82,7 +81,7 @@ def _python_view(cls, name):
     return attr, False
 
 
-def _compatible(ours: List[Param], theirs: List[Param]) -> List[str]:
+def _compatible(ours: list[Param], theirs: list[Param]) -> list[str]:
     """Why a call the stub allows would fail against ours (empty when every such call works)."""
     problems = []
     mine = list(ours)
@@ -103,13 +102,13 @@ def _compatible(ours: List[Param], theirs: List[Param]) -> List[str]:
         elif not any(k == kind for _, k, _ in mine):
             problems.append(f"{kind} missing")
     stub_names = {p[0] for p in theirs}
-    for name, kind, optional in mine:
+    for name, _kind, optional in mine:
         if name not in stub_names and not optional:
             problems.append(f"extra parameter {name!r} must have a default")
     return problems
 
 
-def _stub_callables() -> List[Tuple[str, str, ast.AST]]:
+def _stub_callables() -> list[tuple[str, str, ast.AST]]:
     """(class or "", name, node) for every public function and method of pyfluss's stub."""
     out = []
     for node in _stub_tree(STUB).body:
@@ -168,7 +167,7 @@ def test_return_types_are_visible(item):
     assert "return" in fn.__annotations__, f"{_id(item)} has no return annotation"
 
 
-def _class_properties(tree: ast.Module, cls: str) -> Dict[str, str]:
+def _class_properties(tree: ast.Module, cls: str) -> dict[str, str]:
     """property name -> annotated return type, for class ``cls`` of a stub."""
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == cls:
@@ -190,7 +189,7 @@ def test_config_stub_names_every_runtime_property():
     ours = _class_properties(_stub_tree(OUR_CONFIG_STUB), "Config")
     assert set(ours) == runtime
     kinds = {"str": "str", "assigner": "str", "read_preference": "str", "bool": "bool"}
-    for key, attr, _, kind, _ in ff_config._OPTIONS:
+    for _key, attr, _, kind, _ in ff_config._OPTIONS:
         assert ours[attr] == kinds.get(kind, "int"), attr
 
 
