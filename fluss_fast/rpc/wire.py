@@ -1,6 +1,6 @@
 """Hand-framed protobuf: the messages whose record bytes must not be copied into or out of a
-protobuf object (docs/contributing/protocol.md §3). Each message has its encoder and its parser side by side here, one for
-the client and one for the server, and both match the generated classes byte for byte
+protobuf object (docs/contributing/protocol.md §3). Each message has its encoder and its parser side by side here, one
+for the client and one for the server, and both match the generated classes byte for byte
 (tests/rpc/test_wire.py). Field numbers and wire types are read from the generated descriptors.
 
 * ProduceLog / PutKv requests: the client encodes them around the encoded batches; the server
@@ -10,8 +10,6 @@ the client and one for the server, and both match the generated classes byte for
 * Metadata response: the coordinator caches serialized table/partition fields and splices them.
 """
 from __future__ import annotations
-
-from typing import List, Optional, Tuple
 
 from google.protobuf.descriptor import FieldDescriptor
 
@@ -209,7 +207,7 @@ class RecordsRequest:
             out.append(bytes(cur))
         return out
 
-    def parse(self, body) -> Optional[RawRecordsRequest]:
+    def parse(self, body) -> RawRecordsRequest | None:
         """The request with ``records`` as views of ``body`` (a memoryview), or None for anything
         but the plain encoding of a complete request (unknown fields, unpacked or wrongly typed
         fields, truncation, missing required fields): protobuf then parses it and reports the
@@ -219,7 +217,7 @@ class RecordsRequest:
         except ValueError:
             return None
 
-    def _parse(self, buf) -> Optional[RawRecordsRequest]:
+    def _parse(self, buf) -> RawRecordsRequest | None:
         end = len(buf)
         pos = 0
         acks = table_id = timeout_ms = None
@@ -234,7 +232,7 @@ class RecordsRequest:
             else:
                 key, pos = read_varint(buf, pos, end)
             fn, wt = key >> 3, key & 7
-            if wt == VARINT and (fn == f_acks or fn == f_table_id or fn == f_timeout_ms):
+            if wt == VARINT and fn in (f_acks, f_table_id, f_timeout_ms):
                 v, pos = read_varint(buf, pos, end)
                 if fn == f_acks:
                     acks = int32(v)
@@ -271,7 +269,7 @@ class RecordsRequest:
         req.buckets_req = buckets
         return req
 
-    def _parse_bucket(self, buf, pos: int, end: int) -> Optional[RawRecordsBucket]:
+    def _parse_bucket(self, buf, pos: int, end: int) -> RawRecordsBucket | None:
         out = RawRecordsBucket()
         f_partition_id, f_bucket_id, f_records = self._partition_id, self._bucket_id, self._records
         while pos < end:
@@ -281,7 +279,7 @@ class RecordsRequest:
             else:
                 key, pos = read_varint(buf, pos, end)
             fn, wt = key >> 3, key & 7
-            if wt == VARINT and (fn == f_partition_id or fn == f_bucket_id):
+            if wt == VARINT and fn in (f_partition_id, f_bucket_id):
                 v, pos = read_varint(buf, pos, end)
                 if fn == f_partition_id:
                     out.partition_id = int64(v)
@@ -305,7 +303,7 @@ PRODUCE_LOG = RecordsRequest(pb.ProduceLogRequest, pb.PbProduceLogReqForBucket)
 PUT_KV = RecordsRequest(pb.PutKvRequest, pb.PbPutKvReqForBucket)
 
 
-def parse_produce_request(body) -> Optional[RawRecordsRequest]:
+def parse_produce_request(body) -> RawRecordsRequest | None:
     """A ProduceLogRequest look-alike whose ``records`` are views of ``body`` (a writable
     memoryview), or None when protobuf should parse it (see ``RecordsRequest.parse``)."""
     return PRODUCE_LOG.parse(body)
@@ -449,7 +447,7 @@ def _int64_field(fn: int, v) -> int:
     return v if v < 0x8000000000000000 else int64(v)
 
 
-def _span_field(fn: int, v) -> Tuple[int, int]:
+def _span_field(fn: int, v) -> tuple[int, int]:
     if v.__class__ is not tuple:
         raise ValueError(f"field {fn} is a varint, expected length-delimited")
     return v
@@ -479,7 +477,7 @@ def _parse_fetch_bucket(mv, start: int, end: int) -> BucketFetchResult:
     return r
 
 
-def parse_fetch_response(mv) -> List[Tuple[int, List[BucketFetchResult]]]:
+def parse_fetch_response(mv) -> list[tuple[int, list[BucketFetchResult]]]:
     """[(table_id, [BucketFetchResult, ...]), ...] of a FetchLogResponse body; ``records`` stay
     spans of it. ValueError for a malformed body."""
     mv = memoryview(mv).cast("B") if not isinstance(mv, memoryview) or mv.format != "B" else mv

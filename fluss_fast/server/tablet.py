@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Optional
+from itertools import pairwise
 
-from ..codec.log import logbatch
 from ..codec.errors import CorruptBatchError
+from ..codec.log import logbatch
+from ..error_codes import Errors
 from ..errors import FlussError
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
-from ..error_codes import Errors
 from ..rpc.wire import FetchLogBucket as _Bucket
 from ..rpc.wire import encode_fetch_response, parse_produce_request
 from ..rpc.wire import encode_varint as _varint  # noqa: F401 - tests frame raw requests with it
@@ -69,7 +69,7 @@ def _keep_within(res: _Bucket, left: int, first: bool) -> None:
     res.size = size
 
 
-def _bad_crc(records) -> Optional[int]:
+def _bad_crc(records) -> int | None:
     """The stored CRC of the first batch whose checksum is wrong, if every batch is otherwise whole."""
     try:
         for h in logbatch.iter_batches(records):
@@ -111,7 +111,7 @@ class TabletService:
     def _table(self, table_id: int):
         return self.server.catalog.table_by_id(table_id)
 
-    def _resolve(self, ctx, entry, table_id: int, partition_id: Optional[int], bucket: int):
+    def _resolve(self, ctx, entry, table_id: int, partition_id: int | None, bucket: int):
         """``(log, None)`` or ``(None, (code, message))`` for one bucket of a request."""
         if entry is None:
             return None, (Errors.UNKNOWN_TABLE_OR_BUCKET_EXCEPTION, f"Unknown table id {table_id}")
@@ -177,7 +177,7 @@ class TabletService:
         return resp
 
     @staticmethod
-    def _unknown_schema(entry, info, records) -> Optional[int]:
+    def _unknown_schema(entry, info, records) -> int | None:
         if info.batch_count == 0:
             return None
         schemas = entry.schemas
@@ -192,10 +192,7 @@ class TabletService:
     # -- FETCH_LOG -------------------------------------------------------------------------------
     async def fetch_log(self, ctx, version, req):
         min_bytes = req.min_bytes if req.HasField("min_bytes") else 0
-        if req.HasField("max_wait_ms"):
-            max_wait = req.max_wait_ms
-        else:
-            max_wait = _DEFAULT_MAX_WAIT_MS if min_bytes > 0 else 0
+        max_wait = req.max_wait_ms if req.HasField("max_wait_ms") else (_DEFAULT_MAX_WAIT_MS if min_bytes > 0 else 0)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(0, max_wait) / 1000.0
         while True:
@@ -208,7 +205,7 @@ class TabletService:
                 blog.add_waiter(fut)
             try:
                 await asyncio.wait_for(fut, remaining)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
             finally:
                 for blog in touched:
@@ -300,7 +297,7 @@ class TabletService:
             results = await asyncio.gather(*(self._read_bucket(*r) for r in reads), return_exceptions=True)
         total = 0
         left = req.max_bytes
-        for r, outcome in zip(reads, results):
+        for r, outcome in zip(reads, results, strict=True):
             res = r[0]
             if isinstance(outcome, FlussError):
                 res.fail(outcome.error_code, outcome.message)
@@ -380,7 +377,7 @@ class TabletService:
         n = len(entry.schema.columns)
         if not fields:
             return None, f"Empty column projection for table {entry.path}"
-        for a, b in zip(fields, fields[1:]):
+        for a, b in pairwise(fields):
             if b <= a:
                 return None, (f"Projected fields {fields} for table {entry.path} must be strictly "
                               f"ascending without duplicates")
