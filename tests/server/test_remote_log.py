@@ -178,7 +178,7 @@ async def test_every_scanner_kind_reads_remote_then_local(tiered):
         assert [r.offset for r in recs] == list(range(mid, ROWS))
         assert [r.row["id"] for r in recs] == list(range(mid, ROWS))
         # poll_record_batch with projection (client side for remote data) and a filter
-        ps = await (t.new_scan().project_by_name(["score", "id"]).filter(col("id") >= 10)
+        ps = await (t.new_scan().project_by_name(["score", "id"]).where(col("id") >= 10)
                     .create_record_batch_log_scanner())
         ps.subscribe(0, 0)
         batches = []
