@@ -16,7 +16,8 @@ Off unless the server is started with ``-c authorizer.enabled=true``: the ACL AP
   offsets). A refusal is ``AUTHORIZATION_EXCEPTION`` (48). Connections on the plaintext listener
   are ``User:ANONYMOUS``.
 
-Not covered: metadata answers and the list APIs are not filtered by DESCRIBE.
+LIST_DATABASES and LIST_TABLES show only what the caller may DESCRIBE. Not covered: metadata answers
+are not filtered.
 """
 from __future__ import annotations
 
@@ -156,7 +157,22 @@ class Authorizer:
             for tp in req.table_path:
                 self.check(ctx, WRITE, TABLE, path(tp))
 
-    GUARDED = frozenset((Api.CREATE_DATABASE, Api.DROP_DATABASE, Api.ALTER_DATABASE, Api.CREATE_TABLE,
+    def _filter(self, ctx, api: int, req, resp) -> None:
+        """Only what the caller may DESCRIBE, as Java's ``filterByAuthorized``."""
+        if api == Api.LIST_TABLES:
+            names = [n for n in resp.table_name if self.allowed(ctx, DESCRIBE, TABLE, f"{req.database_name}.{n}")]
+            del resp.table_name[:]
+            resp.table_name.extend(names)
+            return
+        names = [n for n in resp.database_name if self.allowed(ctx, DESCRIBE, DATABASE, n)]
+        del resp.database_name[:]
+        resp.database_name.extend(names)
+        summaries = [m for m in resp.database_summary if self.allowed(ctx, DESCRIBE, DATABASE, m.database_name)]
+        del resp.database_summary[:]
+        resp.database_summary.extend(summaries)
+
+    GUARDED = frozenset((Api.LIST_DATABASES, Api.LIST_TABLES, Api.CREATE_DATABASE, Api.DROP_DATABASE,
+                         Api.ALTER_DATABASE, Api.CREATE_TABLE,
                          Api.DROP_TABLE, Api.ALTER_TABLE, Api.CREATE_PARTITION, Api.DROP_PARTITION,
                          Api.PRODUCE_LOG, Api.PUT_KV, Api.LOOKUP, Api.PREFIX_LOOKUP, Api.LIMIT_SCAN,
                          Api.SCAN_KV, Api.FETCH_LOG, Api.LIST_OFFSETS, Api.INIT_WRITER))
@@ -171,7 +187,10 @@ class Authorizer:
 
         async def checked(ctx, version, req):
             self._checks(ctx, api, req)
-            return await handler(ctx, version, req)
+            resp = await handler(ctx, version, req)
+            if api in (Api.LIST_DATABASES, Api.LIST_TABLES):
+                self._filter(ctx, api, req, resp)
+            return resp
 
         return RawParsed(checked, entry.parse) if raw else checked
 

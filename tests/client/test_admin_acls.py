@@ -11,6 +11,7 @@ from fluss_fast import ErrorCode, FlussError
 from fluss_fast.client.admin_types import AclBinding, AclFilter, OperationType, ResourceType
 
 FIELDS = [pa.field("id", pa.int32()), pa.field("name", pa.string())]
+LATEST = fluss.OffsetSpec.latest()
 ACL_ARGS = ["-c", "authorizer.enabled=true", "-c", "super.users=User:admin"]
 
 
@@ -47,9 +48,12 @@ async def test_acls_are_kept_and_enforced(start_server):
         # alice has no rule yet: DDL and writes are refused with 48
         assert await _code(alice.create_database("mine")) == ErrorCode.AUTHORIZATION_EXCEPTION
         assert await _code(alice.drop_table(path)) == ErrorCode.AUTHORIZATION_EXCEPTION
-        assert await _code(alice.list_offsets(path, [0], fluss.OffsetSpec.latest())) == ErrorCode.AUTHORIZATION_EXCEPTION
+        assert await _code(alice.list_offsets(path, [0], LATEST)) == ErrorCode.AUTHORIZATION_EXCEPTION
         assert await admin.list_acls() == []
         assert await alice.list_acls() == []
+        # what she may not DESCRIBE she does not see listed
+        assert "shop" in await admin.list_databases()
+        assert await alice.list_databases() == []
         # nor may she grant herself anything
         grant = AclBinding(ResourceType.TABLE, "shop.orders", "alice", OperationType.READ)
         assert await _code(alice.create_acls([grant])) == ErrorCode.AUTHORIZATION_EXCEPTION
@@ -57,6 +61,8 @@ async def test_acls_are_kept_and_enforced(start_server):
         await admin.create_acls([grant])
         assert await admin.list_acls() == [grant]
         assert await alice.list_acls(AclFilter(principal_name="alice")) == [grant]
+        assert await alice.list_tables("shop") == ["orders"]
+        assert await alice.list_databases() == []
         # READ on the table implies DESCRIBE: list_offsets works, and so does a scan
         assert await alice.list_offsets(path, [0], fluss.OffsetSpec.latest()) == {0: 1}
         at = await alice_conn.get_table(path)
@@ -75,6 +81,9 @@ async def test_acls_are_kept_and_enforced(start_server):
         await alice.create_table(fluss.TablePath("shop", "hers"),
                                  fluss.TableDescriptor(fluss.Schema(pa.schema(FIELDS))))
         assert await _code(alice.create_database("mine")) == ErrorCode.AUTHORIZATION_EXCEPTION
+        assert await alice.list_databases() == ["shop"]
+        assert [s.database_name for s in await alice.list_database_summaries()] == ["shop"]
+        assert sorted(await alice.list_tables("shop")) == ["hers", "orders"]
 
         # the plaintext listener's anonymous user has nothing
         anon = anon_conn.get_admin()
@@ -83,7 +92,7 @@ async def test_acls_are_kept_and_enforced(start_server):
         dropped = await admin.drop_acls([AclFilter(principal_name="alice")])
         assert len(dropped) == 2
         assert await admin.list_acls() == []
-        assert await _code(alice.list_offsets(path, [0], fluss.OffsetSpec.latest())) == ErrorCode.AUTHORIZATION_EXCEPTION
+        assert await _code(alice.list_offsets(path, [0], LATEST)) == ErrorCode.AUTHORIZATION_EXCEPTION
     finally:
         for c in (admin_conn, alice_conn, anon_conn):
             await c.close()
