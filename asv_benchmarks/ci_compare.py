@@ -5,8 +5,8 @@
 Both commits are measured by the interpreter running this script (asv's ``--python=same``), so
 nothing is installed and no network is needed: the parent is exported with ``git archive`` into a
 temporary folder (its Cython extensions copied from this checkout when no ``.pyx``/``.h``/setup.py
-changed between the two, else built there), and each run puts its tree first on the path (``ASV_PYTHONPATH``: asv drops ``PYTHONPATH``).
-The benchmarks themselves are this checkout's, so both commits run the same code.
+changed between the two, else built there), and each run puts its tree first on the path (``ASV_PYTHONPATH``: asv drops
+``PYTHONPATH``). The benchmarks themselves are this checkout's, so both commits run the same code.
 
 Runs are ``--quick`` (one sample each) on a machine that may be busy, so only a slowdown of
 ``--factor`` or more counts (default 3: the Cython extensions silently not loading, an accidental
@@ -122,7 +122,8 @@ def _run(rev: str, tree: str, bench: str, samples: int = 0) -> None:
     _log(f"measured {rev[:10]} with {tree} first on the path in {time.monotonic() - t0:.0f} s")
 
 
-_ROW = re.compile(r"^\|\s*(?P<mark>[+!x-]?)\s*\|\s*(?P<before>[^|]*)\|\s*(?P<after>[^|]*)\|\s*(?P<ratio>[^|]*)\|\s*(?P<name>.*?)\s*\|?\s*$")
+_ROW = re.compile(r"^\|\s*(?P<mark>[+!x-]?)\s*\|\s*(?P<before>[^|]*)\|\s*(?P<after>[^|]*)\|"
+                  r"\s*(?P<ratio>[^|]*)\|\s*(?P<name>.*?)\s*\|?\s*$")
 
 
 def _compare(base: str, head: str, factor: float, show: bool) -> tuple:

@@ -53,8 +53,9 @@ def create_tables(conn, database: str, orders: str, totals: str) -> None:
 
 def run(spark, bootstrap: str, rows: int, work_dir: str, database: str = "pipeline") -> dict:
     """Runs the pipeline; returns what it checked. Raises AssertionError on any mismatch."""
-    import fluss_fast.spark
     from pyspark.sql import functions as F
+
+    import fluss_fast.spark
 
     fluss_fast.spark.register(spark)
     suffix = uuid.uuid4().hex[:8]

@@ -1,7 +1,8 @@
 """Shared fixtures: real `fluss-fast server` processes on free loopback ports, or with
 ``--fluss-server=java`` (or ``FLUSS_FAST_TEST_SERVER=java``) one real Apache Fluss cluster (the Java
-servers, `fluss-fast cluster`) shared by the session; and the warnings policy's second half: an error that asyncio only logs (a task exception nobody retrieved, a failing callback)
-fails the test it happened in, as pyproject's ``filterwarnings = ["error"]`` does for warnings."""
+servers, `fluss-fast cluster`) shared by the session; and the warnings policy's second half: an error that asyncio only
+logs (a task exception nobody retrieved, a failing callback) fails the test it happened in, as pyproject's
+``filterwarnings = ["error"]`` does for warnings."""
 from __future__ import annotations
 
 import gc
@@ -19,7 +20,8 @@ import uuid
 
 import pytest
 
-from fluss_fast.event_loop import ENV_VAR as EVENT_LOOP_ENV, loop_choice
+from fluss_fast.event_loop import ENV_VAR as EVENT_LOOP_ENV
+from fluss_fast.event_loop import loop_choice
 
 SASL_USERS = {"admin": "admin-secret", "alice": "alice-pw"}
 READY_TIMEOUT_S = 30
@@ -345,7 +347,8 @@ def unique_name():
 
 
 def pytest_report_header(config):
-    return f"server: {server_kind(config)}; fluss_fast event loop: {loop_choice() or 'default (uvloop if installed)'} ({EVENT_LOOP_ENV}); " \
+    return f"server: {server_kind(config)}; " \
+           f"fluss_fast event loop: {loop_choice() or 'default (uvloop if installed)'} ({EVENT_LOOP_ENV}); " \
            f"extensions: {'off' if os.environ.get('FLUSS_FAST_NO_EXTENSIONS') == '1' else 'on'}"
 
 

@@ -8,6 +8,7 @@ import os
 import time
 
 import pytest
+
 from client_util import free_port
 
 BUCKET = "fluss-remote"

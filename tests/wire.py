@@ -111,7 +111,7 @@ class WireClient:
                 chunk = self.sock.recv(65536)
                 if not chunk:
                     return True
-        except (socket.timeout, TimeoutError):
+        except TimeoutError:
             return False
         except OSError:
             return True

@@ -5,11 +5,11 @@ A Cython variant whose extension is not built is skipped (NotImplementedError), 
 import random
 import struct
 
+from fluss_fast.bench import datasets as ds
 from fluss_fast.codec import _select
+from fluss_fast.codec.log import logbatch
 from fluss_fast.codec.rows import columns, compacted, indexed
 from fluss_fast.codec.wire import crc32c, murmur
-from fluss_fast.codec.log import logbatch
-from fluss_fast.bench import datasets as ds
 from fluss_fast.datatypes import SchemaInfo
 
 IMPLS = ["cython", "python"]

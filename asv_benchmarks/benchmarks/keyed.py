@@ -33,7 +33,7 @@ class Keyed:
         try:
             self.fluss = importlib.import_module(client)
         except ImportError:
-            raise NotImplementedError(f"{client} is not installed")
+            raise NotImplementedError(f"{client} is not installed") from None
         self.loop = asyncio.new_event_loop()
         # pyfluss needs a running loop already when a call is made, not only when it is awaited:
         # every client call happens inside a coroutine run on this loop
@@ -51,7 +51,7 @@ class Keyed:
         self.filled = self._create("kfilled", ["order_id"])
         self.prefixed = self._create("kprefix", ["user_id", "order_id"], bucket_keys=["user_id"])
         for t in (self.filled, self.prefixed):
-            self.run(lambda: self._upsert_rows(t))
+            self.run(lambda t=t: self._upsert_rows(t))
 
     def _create(self, tag, pk, **kw):
         f = self.fluss
@@ -70,7 +70,7 @@ class Keyed:
     def teardown(self, bootstrap, client):
         admin = self.conn.get_admin()
         for p in self.paths:
-            self.run(lambda: admin.drop_table(p, ignore_if_not_exists=True))
+            self.run(lambda p=p: admin.drop_table(p, ignore_if_not_exists=True))
         self.run(lambda: self.conn.close())
         self.loop.close()
 

@@ -7,11 +7,10 @@ import json
 import pyarrow as pa
 import pytest
 
-from fluss_fast.bench import cli
-from fluss_fast.bench import cold
+from fluss_fast.bench import cli, cold
+from fluss_fast.bench import cold_runs as cr
 from fluss_fast.bench import harness as h
 from fluss_fast.bench import scenarios as sc
-from fluss_fast.bench import cold_runs as cr
 
 
 def _with_client(server, body, tmp_path, monkeypatch, dataset="numeric", rows=3000):

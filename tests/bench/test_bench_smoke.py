@@ -11,8 +11,8 @@ import pyarrow as pa
 import pytest
 
 from fluss_fast.bench import harness as h
-from fluss_fast.bench import scenarios as sc
 from fluss_fast.bench import pk_scenarios as pk
+from fluss_fast.bench import scenarios as sc
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,9 +12,9 @@ batches), ``append_dict_keyed`` (the dict rows into a table with a bucket key), 
 
 It starts ``python -m fluss_fast server`` in a subprocess, warms it with one small untimed pass
 per client, then for every round runs each client in its own fresh worker process (the order
-rotates between rounds, so no client always gets the warmer machine). A worker creates a fresh table per scenario, builds the input before the clock
-starts and times only the writes plus the final ``flush()``. The report gives the median of the
-rounds per client and scenario and the fluss_fast / pyfluss ratio of the medians (> 1 = faster),
+rotates between rounds, so no client always gets the warmer machine). A worker creates a fresh table per scenario,
+builds the input before the clock starts and times only the writes plus the final ``flush()``. The report gives the
+median of the rounds per client and scenario and the fluss_fast / pyfluss ratio of the medians (> 1 = faster),
 plus the median of the per-round ratios (steadier on a machine whose load drifts), and the
 client process's CPU time per row (all its threads; steadier still, but blind to waiting). With
 ``--baseline-root DIR`` a third client, ``baseline``, runs the ``fluss_fast`` package found in DIR
@@ -59,7 +59,7 @@ def make_rows(n: int):
     cols = arrow_schema().names
     tuples = [(i, i % 100_000, names[i % 997], i * 0.25, i % 300, i % 3 == 0, cities[i % 8],
                float(i % 1000) / 7.0, i * 7, stamps[i % 1000]) for i in range(n)]
-    dicts = [dict(zip(cols, t)) for t in tuples]
+    dicts = [dict(zip(cols, t, strict=True)) for t in tuples]
     return dicts, tuples
 
 
@@ -271,7 +271,7 @@ def main(argv=None) -> int:
                                             "runs_rows_per_s": [rate(v) for v in runs]}
         for c in others:
             r = med["fluss_fast"] / med[c]
-            pairs = [rate(a) / rate(b) for a, b in zip(results["fluss_fast"][s], results[c][s])]
+            pairs = [rate(a) / rate(b) for a, b in zip(results["fluss_fast"][s], results[c][s], strict=True)]
             rr = statistics.median(pairs)
             summary[s][f"ratio_vs_{c}"] = r
             summary[s][f"ratio_vs_{c}_per_round"] = pairs

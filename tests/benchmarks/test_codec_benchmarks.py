@@ -11,9 +11,9 @@ import pytest
 
 from fluss_fast.bench import datasets as ds
 from fluss_fast.codec import _select
+from fluss_fast.codec.log import logbatch
 from fluss_fast.codec.rows import columns, compacted, indexed
 from fluss_fast.codec.wire import crc32c, murmur
-from fluss_fast.codec.log import logbatch
 from fluss_fast.datatypes import SchemaInfo
 
 pytest.importorskip("pytest_benchmark")

@@ -18,9 +18,9 @@ import pytest
 
 from fluss_fast.bench import datasets as ds
 from fluss_fast.codec import _select
+from fluss_fast.codec.rows import columns, rowarrow
 from fluss_fast.codec.rows.compacted import CompactedRowDecoder, CompactedRowEncoder_py
 from fluss_fast.codec.rows.indexed import IndexedRowDecoder, IndexedRowEncoder_py
-from fluss_fast.codec.rows import columns, rowarrow
 from fluss_fast.datatypes import SchemaInfo
 
 pytest.importorskip("pytest_benchmark")

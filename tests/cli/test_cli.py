@@ -257,7 +257,8 @@ def test_ctrl_c_in_the_primary_key_part_drops_both_tables(fluss_server, tmp_path
 def test_ctrl_c_stops_the_bench(fluss_server, tmp_path):
     code, took, out, err = _interrupt_after(
         ["bench", "--bootstrap-servers", fluss_server.bootstrap_servers, "--scenarios", "append", "--rows", "300k",
-         "--repeat", "8", "--clients", "fluss_fast", "--no-progress", "--json", "r.json"], "[append] fluss_fast rep 1", "stderr", tmp_path)
+         "--repeat", "8", "--clients", "fluss_fast", "--no-progress", "--json", "r.json"],
+        "[append] fluss_fast rep 1", "stderr", tmp_path)
     assert code == 130, out + err
     assert took < INTERRUPT_BOUND_S, took
     assert err.strip().splitlines()[-1] == "fluss-fast bench: interrupted", err
