@@ -16,12 +16,13 @@ from fluss_fast.engine import connections  # noqa: E402
 
 
 def pytest_collection_modifyitems(config, items):
-    # Ray Data warns about its own deprecated settings while it sets itself up (DataContext); the
-    # error filter stays on for everything fluss_fast does
+    # Ray Data warns about its own deprecated settings while it sets itself up (DataContext), and
+    # older Rays about their future defaults in ray.init; warnings from anywhere else stay errors
     here = os.path.dirname(os.path.abspath(__file__))
     for item in items:
         if str(item.path).startswith(here):
             item.add_marker(pytest.mark.filterwarnings("ignore::DeprecationWarning:ray"))
+            item.add_marker(pytest.mark.filterwarnings("ignore::FutureWarning:ray"))
 
 
 @pytest.fixture(scope="session")
