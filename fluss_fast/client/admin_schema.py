@@ -133,10 +133,17 @@ class AdminSchemaMixin:
                 req.config_changes.add(config_key=ch.key, config_value=ch.value, op_type=_SET)
             elif ch.kind == "reset":
                 req.config_changes.add(config_key=ch.key, op_type=_DELETE)
+            elif ch.kind == "drop_column":
+                req.drop_columns.add(column_name=ch.column_name)
+            elif ch.kind == "rename_column":
+                req.rename_columns.add(old_column_name=ch.column_name, new_column_name=ch.value)
             else:
-                col = req.add_columns.add(column_name=ch.column_name, column_position_type=_POSITION_LAST,
-                                          data_type_json=json.dumps(ch.data_type.to_json(),
-                                                                    separators=(",", ":")).encode())
+                type_json = json.dumps(ch.data_type.to_json(), separators=(",", ":")).encode()
+                if ch.kind == "modify_column":
+                    col = req.modify_columns.add(column_name=ch.column_name, data_type_json=type_json)
+                else:
+                    col = req.add_columns.add(column_name=ch.column_name, column_position_type=_POSITION_LAST,
+                                              data_type_json=type_json)
                 if ch.comment is not None:
                     col.comment = ch.comment
         try:

@@ -93,6 +93,49 @@ class TableChange:
         return TableChange("add_column", column_name=want_str("name", name), data_type=_data_type(data_type),
                            comment=comment)
 
+    @staticmethod
+    def drop_column(name: str) -> TableChange:
+        """Drop a column (in the Java API; Fluss 1.0 servers refuse it).
+
+        Args:
+            name: The column.
+
+        Returns:
+            The change.
+        """
+        return TableChange("drop_column", column_name=want_str("name", name))
+
+    @staticmethod
+    def rename_column(old_name: str, new_name: str) -> TableChange:
+        """Rename a column (in the Java API; Fluss 1.0 servers refuse it).
+
+        Args:
+            old_name: The column.
+            new_name: Its new name.
+
+        Returns:
+            The change.
+        """
+        return TableChange("rename_column", column_name=want_str("old_name", old_name),
+                           value=want_str("new_name", new_name))
+
+    @staticmethod
+    def modify_column(name: str, data_type, comment: str | None = None) -> TableChange:
+        """Change a column's type or comment (in the Java API; Fluss 1.0 servers refuse it).
+
+        Args:
+            name: The column.
+            data_type: Its new type, a ``pyarrow.DataType``.
+            comment: Its new comment.
+
+        Returns:
+            The change.
+        """
+        if comment is not None:
+            want_str("comment", comment)
+        return TableChange("modify_column", column_name=want_str("name", name), data_type=_data_type(data_type),
+                           comment=comment)
+
     def __eq__(self, other):
         if not isinstance(other, TableChange):
             return NotImplemented
@@ -105,7 +148,11 @@ class TableChange:
             return f"TableChange.set({self.key!r}, {self.value!r})"
         if self.kind == "reset":
             return f"TableChange.reset({self.key!r})"
-        return f"TableChange.add_column({self.column_name!r}, {self.data_type})"
+        if self.kind == "rename_column":
+            return f"TableChange.rename_column({self.column_name!r}, {self.value!r})"
+        if self.kind == "drop_column":
+            return f"TableChange.drop_column({self.column_name!r})"
+        return f"TableChange.{self.kind}({self.column_name!r}, {self.data_type})"
 
 
 class DatabaseChange:

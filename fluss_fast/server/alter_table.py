@@ -56,8 +56,11 @@ def altered_descriptor(path: str, desc: TableDescriptorInfo, req) -> tuple[Table
         raise _invalid("Table alteration can only be applied to one of the following: "
                        "table properties or table schema.")
     if schema_changes:
-        if len(req.drop_columns) or len(req.rename_columns) or len(req.modify_columns):
-            raise _invalid(f"Only adding columns is supported when altering the schema of table {path}.")
+        # Java's SchemaUpdate: a SchemaChangeException, which has no code of its own (-1)
+        for kind, items in (("drop", req.drop_columns), ("modify", req.modify_columns),
+                            ("rename", req.rename_columns)):
+            if len(items):
+                raise FlussError(f"Not support {kind} column now.", Errors.UNKNOWN_SERVER_ERROR)
         return replace(desc, schema=_with_columns(path, desc.schema, req.add_columns)), True
     if not has_config:
         return desc, False
@@ -101,16 +104,16 @@ def _with_columns(path: str, schema: SchemaInfo, add_columns) -> SchemaInfo:
     for add in add_columns:
         name = add.column_name
         if name in names:
-            raise _invalid(f"Column {name} already exists in table {path}.")
+            raise _invalid(f"Column {name} already exists.")
         if add.column_position_type != _POSITION_LAST:
-            raise _invalid(f"Only the LAST column position is supported when adding column {name} to table {path}.")
+            # Java: an IllegalArgumentException (-1)
+            raise FlussError("Only support addColumn column at last now.", Errors.UNKNOWN_SERVER_ERROR)
         try:
             dtype = DataType.from_json(json.loads(add.data_type_json))
         except (ValueError, KeyError, TypeError) as exc:
             raise _invalid(f"Invalid data type of column {name}: {exc}") from None
         if not dtype.nullable:
-            raise _invalid(f"Column {name} must be nullable: a column added to table {path} has no value in "
-                           "the existing rows.")
+            raise FlussError(f"Column {name} must be nullable.", Errors.UNKNOWN_SERVER_ERROR)
         if dtype.is_nested:
             raise _invalid(f"Adding the nested column {name} to table {path} is not supported.")
         highest += 1

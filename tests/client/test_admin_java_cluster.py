@@ -208,3 +208,18 @@ async def test_alter_cluster_configs(conn, fluss_server):
     assert key not in {c.key for c in await admin.describe_cluster_configs()}
     err = await _error(admin.alter_cluster_configs([AlterConfig("zookeeper.address", "x:1")]))
     assert "not allowed to be changed dynamically" in err.message
+
+
+async def test_schema_changes_fluss_refuses(conn, db):
+    # Java 1.0's SchemaUpdate (and 0.9.1's) only adds nullable columns at the end
+    from fluss_fast.datatypes import DataType
+
+    admin = conn.get_admin()
+    path = await _pk_table(conn, db)
+    for change, words in ((TableChange.drop_column("name"), "drop column"),
+                          (TableChange.rename_column("name", "title"), "rename column"),
+                          (TableChange.modify_column("name", pa.string(), comment="c"), "modify column"),
+                          (TableChange.add_column("n", DataType("BIGINT", nullable=False)), "must be nullable")):
+        err = await _error(admin.alter_table(path, [change]))
+        assert words in err.message and err.error_code == ErrorCode.UNKNOWN_SERVER_ERROR, (change, err)
+    assert (await admin.get_table_schema(path)).schema.get_column_names() == ["id", "name"]
