@@ -10,6 +10,8 @@ Batch and streaming, read and write; every batch crosses the Python worker as Ar
 """
 from __future__ import annotations
 
+import contextlib
+
 from pyspark.sql.datasource import DataSource
 
 from . import options as _options
@@ -64,7 +66,5 @@ def register(spark) -> None:
     """Registers the ``fluss`` format with ``spark`` and turns on Spark's filter pushdown to Python
     data sources, so that ``.option("scan.filter-pushdown.enabled", "true")`` is all a read needs."""
     spark.dataSource.register(FlussDataSource)
-    try:
+    with contextlib.suppress(Exception):  # a conf Spark Connect may refuse; pushdown then stays off
         spark.conf.set(_PUSHDOWN_CONF, "true")
-    except Exception:  # noqa: BLE001 - a conf Spark Connect may refuse; pushdown then stays off
-        pass

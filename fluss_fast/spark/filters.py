@@ -12,7 +12,8 @@ does not fit the column) stays with Spark.
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from collections.abc import Callable
+from typing import Any
 
 from .. import datatypes as T
 from ..client.predicate import Predicate, bind_predicate, col
@@ -25,7 +26,7 @@ _PUSHABLE_ROOTS = {T.BOOLEAN, T.TINYINT, T.SMALLINT, T.INTEGER, T.BIGINT, T.DOUB
 _PARTITION_VALUE_ROOTS = {T.STRING, T.CHAR, T.TINYINT, T.SMALLINT, T.INTEGER, T.BIGINT, T.BOOLEAN}
 
 
-def _column(schema: T.SchemaInfo, attribute: Tuple[str, ...]) -> Optional[str]:
+def _column(schema: T.SchemaInfo, attribute: tuple[str, ...]) -> str | None:
     if len(attribute) != 1:
         return None
     name = attribute[0]
@@ -46,7 +47,7 @@ def _literal_fits(root: str, value: Any) -> bool:
 
 
 # -- Spark filter -> Predicate ------------------------------------------------------------------------
-def to_predicate(f, schema: T.SchemaInfo) -> Optional[Predicate]:
+def to_predicate(f, schema: T.SchemaInfo) -> Predicate | None:
     """The fluss predicate exactly equivalent to Spark filter ``f``, or None."""
     from pyspark.sql import datasource as ds
 
@@ -88,7 +89,7 @@ def to_predicate(f, schema: T.SchemaInfo) -> Optional[Predicate]:
         return c.is_in(values) if values and all(_literal_fits(root, v) for v in values) else None
     if not _literal_fits(root, getattr(f, "value", None)):
         return None
-    makers: Dict[type, Callable] = {
+    makers: dict[type, Callable] = {
         ds.EqualTo: c.equal, ds.GreaterThan: c.greater_than, ds.GreaterThanOrEqual: c.greater_or_equal,
         ds.LessThan: c.less_than, ds.LessThanOrEqual: c.less_or_equal,
     }
@@ -122,7 +123,7 @@ def _partition_value(dt: T.DataType, text: str):
     return int(text)
 
 
-def partition_filter(f, schema: T.SchemaInfo, partition_keys) -> Optional[Callable[[Dict[str, str]], bool]]:
+def partition_filter(f, schema: T.SchemaInfo, partition_keys) -> Callable[[dict[str, str]], bool] | None:
     """A test of one partition's spec for Spark filter ``f`` if ``f`` only reads a partition key
     whose values we can compare exactly, else None."""
     from pyspark.sql import datasource as ds
@@ -143,7 +144,7 @@ def partition_filter(f, schema: T.SchemaInfo, partition_keys) -> Optional[Callab
         pass
     elif value is None:
         return None
-    ops: Dict[type, Callable[[Any, Any], bool]] = {
+    ops: dict[type, Callable[[Any, Any], bool]] = {
         ds.EqualTo: lambda a, b: a == b, ds.EqualNullSafe: lambda a, b: a == b,
         ds.GreaterThan: lambda a, b: a > b, ds.GreaterThanOrEqual: lambda a, b: a >= b,
         ds.LessThan: lambda a, b: a < b, ds.LessThanOrEqual: lambda a, b: a <= b,
@@ -157,7 +158,7 @@ def partition_filter(f, schema: T.SchemaInfo, partition_keys) -> Optional[Callab
     if op is None:
         return None
 
-    def test(spec: Dict[str, str]) -> bool:
+    def test(spec: dict[str, str]) -> bool:
         text = spec.get(name)
         if text is None:
             return True  # unknown: keep the partition
@@ -171,8 +172,8 @@ def partition_filter(f, schema: T.SchemaInfo, partition_keys) -> Optional[Callab
     return test
 
 
-def split_filters(filters: List, schema: T.SchemaInfo, schema_id: int, partition_keys,
-                  predicates_allowed: bool) -> Tuple[List, List[Callable], Optional[Predicate]]:
+def split_filters(filters: list, schema: T.SchemaInfo, schema_id: int, partition_keys,
+                  predicates_allowed: bool) -> tuple[list, list[Callable], Predicate | None]:
     """(filters left to Spark, partition tests, the combined scan predicate or None)."""
     rest, tests, preds = [], [], []
     for f in filters:

@@ -7,8 +7,6 @@ Arrow path cannot carry CharType), and MAP is supported (Spark 4's Arrow path ca
 """
 from __future__ import annotations
 
-from typing import List, Optional
-
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -61,7 +59,7 @@ def to_spark_type(dt: T.DataType, table: str = "", column: str = ""):
     raise _unholdable(table, column, f"Fluss type {dt} has no Spark type")
 
 
-def spark_schema(schema: T.SchemaInfo, table: str, columns: Optional[List[str]] = None):
+def spark_schema(schema: T.SchemaInfo, table: str, columns: list[str] | None = None):
     """The Spark StructType of a table's columns (all, or ``columns`` in that order)."""
     st = _spark()
     names = schema.names if columns is None else columns
@@ -127,7 +125,7 @@ class ReadConverter:
     """Turns the scanner's batches (Fluss Arrow types) into the batches Spark expects, column by
     column without leaving Arrow; batches that already match pass through untouched."""
 
-    def __init__(self, types: List[T.DataType], target: pa.Schema):
+    def __init__(self, types: list[T.DataType], target: pa.Schema):
         self.types = types
         self.target = target
 
@@ -161,19 +159,19 @@ def check_writable(spark_type, target: T.DataType, table: str, column: str) -> N
         return
     r = target.root
     rank = _integral_rank(spark_type)
-    if r in (T.TINYINT, T.SMALLINT, T.INTEGER, T.BIGINT) and rank >= 0:
-        if rank <= (T.TINYINT, T.SMALLINT, T.INTEGER, T.BIGINT).index(r):
-            return
+    integrals = (T.TINYINT, T.SMALLINT, T.INTEGER, T.BIGINT)
+    if r in integrals and 0 <= rank <= integrals.index(r):
+        return
     if r == T.DOUBLE and (isinstance(spark_type, st.FloatType) or 0 <= rank <= 2):
         return
     if r in (T.TIMESTAMP, T.TIMESTAMP_LTZ) and isinstance(spark_type, (st.TimestampType, st.TimestampNTZType)):
         return
     if r == T.DATE and isinstance(spark_type, st.DateType):
         return
-    if r == T.DECIMAL and isinstance(spark_type, st.DecimalType):
-        if spark_type.scale <= target.scale and spark_type.precision - spark_type.scale <= target.precision - target.scale:
-            return
-    if r == T.DECIMAL and 0 <= rank and target.precision - target.scale >= (3, 5, 10, 19)[rank]:
+    if (r == T.DECIMAL and isinstance(spark_type, st.DecimalType) and spark_type.scale <= target.scale
+            and spark_type.precision - spark_type.scale <= target.precision - target.scale):
+        return
+    if r == T.DECIMAL and rank >= 0 and target.precision - target.scale >= (3, 5, 10, 19)[rank]:
         return
     unsupported = (st.NullType, st.CalendarIntervalType, st.DayTimeIntervalType, st.YearMonthIntervalType)
     extra = ""
@@ -192,7 +190,8 @@ def _same(a, b) -> bool:
         return _same(a.keyType, b.keyType) and _same(a.valueType, b.valueType)
     if isinstance(a, st.StructType) and isinstance(b, st.StructType):
         return (len(a.fields) == len(b.fields)
-                and all(x.name == y.name and _same(x.dataType, y.dataType) for x, y in zip(a.fields, b.fields)))
+                and all(x.name == y.name and _same(x.dataType, y.dataType)
+                        for x, y in zip(a.fields, b.fields, strict=True)))
     if isinstance(a, st.StringType) and isinstance(b, st.StringType):
         return True  # collations and CHAR labels do not change the bytes
     return a == b
@@ -224,7 +223,7 @@ def _to_fluss_array(arr: pa.Array, dt: T.DataType, target: pa.DataType) -> pa.Ar
 class WriteConverter:
     """Spark's Arrow batches -> batches in the table's Arrow schema, matched by column name."""
 
-    def __init__(self, schema: T.SchemaInfo, table: str, spark_names: List[str]):
+    def __init__(self, schema: T.SchemaInfo, table: str, spark_names: list[str]):
         self.table = table
         self.target = schema.to_arrow()
         self.types = schema.types

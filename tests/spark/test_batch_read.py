@@ -8,9 +8,10 @@ import time
 
 import pyarrow as pa
 import pytest
-from conftest import append_arrow, create_table
 
 import fluss_fast as fluss
+
+from conftest import append_arrow, create_table
 
 PUSHDOWN = "scan.filter-pushdown.enabled"
 SCHEMA = pa.schema([("id", pa.int64()), ("cust", pa.string()), ("amount", pa.float64()), ("day", pa.string())])
@@ -142,7 +143,7 @@ def test_pushed_filters_give_sparks_answers(spark, conn, database, bootstrap, un
         "s": [letters[i % 5] for i in range(n)],
         "d": [dt.date(2024, 1, 1) + dt.timedelta(days=i % 20) for i in range(n)],
         "ts": [dt.datetime(2024, 1, 1) + dt.timedelta(hours=7 * i) for i in range(n)],
-        "tsl": pa.array([dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(hours=5 * i)
+        "tsl": pa.array([dt.datetime(2024, 1, 1, tzinfo=dt.UTC) + dt.timedelta(hours=5 * i)
                          for i in range(n)], pa.timestamp("us", tz="UTC")),
         "dec": pa.array([decimal.Decimal(i) / 4 for i in range(n)], pa.decimal128(10, 2)),
         "b": [None if i % 7 == 0 else i % 2 == 0 for i in range(n)],

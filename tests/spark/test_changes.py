@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-from conftest import append_arrow, create_table
 
 import fluss_fast as fluss
 from fluss_fast.errors import FlussError
+
+from conftest import append_arrow, create_table
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("name", pa.string())])
 

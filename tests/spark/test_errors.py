@@ -1,9 +1,9 @@
 """Clear errors: each names the option, table or column at fault."""
 from __future__ import annotations
 
-
 import pyarrow as pa
 import pytest
+
 from client_util import free_port
 from conftest import append_arrow, create_table
 

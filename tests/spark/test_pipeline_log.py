@@ -6,9 +6,10 @@ from __future__ import annotations
 import decimal
 
 import pytest
-from conftest import create_table
 
 from fluss_fast.bench import datasets
+
+from conftest import create_table
 
 
 def test_orders_through_batch_and_stream(spark, conn, database, bootstrap, unique_name, tmp_path):

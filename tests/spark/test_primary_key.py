@@ -6,6 +6,7 @@ import importlib.util
 import os
 
 import pyarrow as pa
+
 from conftest import ROOT, create_table
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("name", pa.string()),
@@ -14,7 +15,9 @@ SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("name", pa.stri
 
 def test_batch_upsert_then_read_current_state(spark, conn, database, bootstrap, unique_name):
     name = create_table(conn, database, unique_name("pk"), SCHEMA, primary_keys=["id"], buckets=2)
-    write = lambda df: df.write.format("fluss").option("bootstrap.servers", bootstrap).mode("append").save(name)
+    def write(df):
+        df.write.format("fluss").option("bootstrap.servers", bootstrap).mode("append").save(name)
+
     write(spark.createDataFrame(pa.table({"id": [1, 2, 3], "name": ["a", "b", "c"],
                                           "score": pa.array([decimal.Decimal("1.00")] * 3, pa.decimal128(10, 2))})))
     write(spark.createDataFrame(pa.table({"id": [2, 4], "name": ["B", "d"],

@@ -3,9 +3,10 @@ under the same name between two queries must be planned against its new id and s
 from __future__ import annotations
 
 import pyarrow as pa
-from conftest import create_table
 
 import fluss_fast as fluss
+
+from conftest import create_table
 
 
 def _write(spark, bootstrap, name, rows, ddl):

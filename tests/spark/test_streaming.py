@@ -6,9 +6,10 @@ import json
 import os
 
 import pyarrow as pa
-from conftest import append_arrow, create_table
 
 import fluss_fast as fluss
+
+from conftest import append_arrow, create_table
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 

@@ -7,11 +7,12 @@ import decimal
 
 import pyarrow as pa
 import pytest
-from conftest import create_table
 
 from fluss_fast import sync  # noqa: F401  (the session's client)
 
-UTC = dt.timezone.utc
+from conftest import create_table
+
+UTC = dt.UTC
 
 # one column per Fluss type the Arrow schema can declare
 ARROW = pa.schema([
@@ -38,7 +39,8 @@ ROWS = [
          by=b"\x00\xffbytes", fb=b"abcd", arr=[1, None, 3], m=[("k1", 10), ("k2", None)], r={"x": 7, "y": "seven"},
          deep=[{"a": 1, "tags": ["p", "q"]}, {"a": None, "tags": []}]),
     dict(b=False, i8=127, i16=-32768, i32=0, i64=-1, f32=-0.0, f64=1e300, s="", dec=decimal.Decimal("-0.001"),
-         d=dt.date(1970, 1, 1), t=dt.time(0, 0, 0), ts=dt.datetime(1900, 1, 1), tsl=dt.datetime(2038, 1, 19, tzinfo=UTC),
+         d=dt.date(1970, 1, 1), t=dt.time(0, 0, 0), ts=dt.datetime(1900, 1, 1),
+         tsl=dt.datetime(2038, 1, 19, tzinfo=UTC),
          by=b"", fb=b"\x00\x00\x00\x00", arr=[], m=[], r={"x": None, "y": None}, deep=[]),
     {name: None for name in ARROW.names},
 ]
@@ -80,7 +82,7 @@ def _spark_rows(df):
 def _assert_rows(got, expected):
     want = sorted((_expected_spark(r) for r in expected), key=lambda d: (d["i64"] is None, d["i64"] or 0))
     assert len(got) == len(want)
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         for k in w:
             if k == "f32" and w[k] is not None:
                 assert g[k] == pytest.approx(w[k]), k
