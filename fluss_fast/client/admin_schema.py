@@ -207,20 +207,19 @@ class AdminSchemaMixin:
                 GET_TABLE_STATS.
         """
         _check("table_path", table_path, TablePath)
-        last: FlussError | None = None
-        for attempt in range(4):
+        attempt = 0
+        while True:
             try:
                 return await self._table_rows(table_path)
             except FlussError as exc:
                 # a new table's leaders, or a moved leader: ask the metadata again, as list_offsets does
-                if not exc.is_retriable or attempt == 3:
+                attempt += 1
+                if not exc.is_retriable or attempt > 3:
                     raise
-                last = exc
                 meta = self._ctx.metadata.cached_table(table_path)
                 if meta is not None:
                     self._ctx.metadata.invalidate(meta.table_id)
-                await asyncio.sleep(0.2 * (attempt + 1))
-        raise last  # pragma: no cover - the loop returns or raises
+                await asyncio.sleep(0.2 * attempt)
 
     async def _table_rows(self, table_path: TablePath) -> int:
         md = self._ctx.metadata
