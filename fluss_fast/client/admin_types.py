@@ -10,11 +10,10 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 
 from ..datatypes import DataType
+from ..error_codes import CLIENT_ERROR
 from ..errors import FlussError
 from ..metadata._args import want_str
 from ..metadata.table import TableBucket
-
-CLIENT_ERROR = -2
 
 # PbAlterConfig.op_type
 _SET, _DELETE, _APPEND, _SUBTRACT = 0, 1, 2, 3
