@@ -71,13 +71,13 @@ def _deny(ctx, op: int, rtype: int, name: str) -> FlussError:
 class Authorizer:
     """The rules and the checks; ``guard`` wraps a request handler with its check."""
 
-    def __init__(self, server):
+    def __init__(self, server) -> None:
         self.server = server
         settings = getattr(server, "settings", None)
         raw = settings.raw("authorizer.enabled") if settings is not None else None
         self.enabled = parse_bool(raw) if raw else False
         supers = (settings.raw("super.users") if settings is not None else None) or ""
-        self.super_users = set()
+        self.super_users: set[tuple[str, str]] = set()
         for item in supers.split(";"):
             kind, sep, name = item.strip().partition(":")
             if sep and name:
@@ -262,7 +262,7 @@ class Authorizer:
                 self._to_pb(acl, resp.acl.add())
         return resp
 
-    async def drop_acls(self, ctx, version, req):
+    async def drop_acls(self, ctx, version, req) -> pb.DropAclsResponse:
         self._require_enabled()
         resp = pb.DropAclsResponse()
         gone: set[tuple] = set()
