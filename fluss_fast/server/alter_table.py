@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from ..datatypes import Column, DataType, SchemaInfo, TableDescriptorInfo, highest_field_id_of
+from ..datatypes import Column, DataType, SchemaInfo, TableDescriptorInfo, assign_field_ids, highest_field_id_of
 from ..error_codes import Errors
 from ..errors import FlussError
 from .table_options import TableOptions
@@ -114,9 +114,12 @@ def _with_columns(path: str, schema: SchemaInfo, add_columns) -> SchemaInfo:
             raise _invalid(f"Invalid data type of column {name}: {exc}") from None
         if not dtype.nullable:
             raise FlussError(f"Column {name} must be nullable.", Errors.UNKNOWN_SERVER_ERROR)
-        if dtype.is_nested:
-            raise _invalid(f"Adding the nested column {name} to table {path} is not supported.")
         highest += 1
-        cols.append(Column(name, dtype, add.comment if add.HasField("comment") else None, highest))
+        column_id = highest
+        if dtype.is_nested:  # nested fields are numbered after the column, depth first
+            counter = [highest]
+            dtype = assign_field_ids(dtype, counter)
+            highest = counter[0]
+        cols.append(Column(name, dtype, add.comment if add.HasField("comment") else None, column_id))
         names.add(name)
     return replace(schema, columns=tuple(cols), highest_field_id=highest)

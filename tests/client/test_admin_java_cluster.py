@@ -223,3 +223,25 @@ async def test_schema_changes_fluss_refuses(conn, db):
         err = await _error(admin.alter_table(path, [change]))
         assert words in err.message and err.error_code == ErrorCode.UNKNOWN_SERVER_ERROR, (change, err)
     assert (await admin.get_table_schema(path)).schema.get_column_names() == ["id", "name"]
+
+
+async def test_add_nested_columns(conn, db):
+    # field ids as Java numbers them: the column, then its nested fields depth first
+    admin = conn.get_admin()
+    path = await _pk_table(conn, db)
+    t = await conn.get_table(path)
+    async with t.new_upsert().create_writer() as w:
+        w.upsert({"id": 1, "name": "a"})
+    point = pa.struct([("x", pa.int32()), ("y", pa.string())])
+    await admin.alter_table(path, [TableChange.add_column("tags", pa.list_(pa.string())),
+                                   TableChange.add_column("pt", point)])
+    info = (await admin.get_table_schema(path)).schema.info
+    assert [c.id for c in info.columns] == [0, 1, 2, 3]
+    assert [f.field_id for f in info.columns[3].type.fields] == [4, 5]
+    assert info.highest_field_id == 5
+    t2 = await conn.get_table(path)
+    async with t2.new_upsert().create_writer() as w:
+        w.upsert({"id": 2, "name": "b", "tags": ["p", "q"], "pt": {"x": 1, "y": "z"}})
+    lookuper = t2.new_lookup().create_lookuper()
+    assert await lookuper.lookup({"id": 1}) == {"id": 1, "name": "a", "tags": None, "pt": None}
+    assert await lookuper.lookup({"id": 2}) == {"id": 2, "name": "b", "tags": ["p", "q"], "pt": {"x": 1, "y": "z"}}
