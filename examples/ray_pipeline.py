@@ -13,12 +13,9 @@ Needs ``pip install 'fluss-fast[ray]'``; starts a local Ray cluster unless one i
 from __future__ import annotations
 
 import argparse
+import contextlib
 import decimal
-import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 import uuid
 
@@ -28,20 +25,11 @@ import pyarrow.compute as pc
 import fluss_fast as fluss
 from fluss_fast import sync
 from fluss_fast.bench import datasets
+from fluss_fast.server import ServerProcess
 
 TOTALS_SCHEMA = pa.schema([pa.field("user_id", pa.int64(), nullable=False),
                            pa.field("orders", pa.int64()),
                            pa.field("total", pa.decimal128(22, 2))])
-
-
-def start_embedded_server(data_dir: str):
-    proc = subprocess.Popen([sys.executable, "-m", "fluss_fast", "server", "--data-dir", data_dir,
-                             "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE, text=True)
-    line = proc.stdout.readline()
-    if not line.startswith("READY"):
-        proc.kill()
-        raise RuntimeError(f"the embedded server did not start: {line!r}")
-    return proc, line.split("bootstrap.servers=")[1].split()[0]
 
 
 def create_tables(conn, database: str, orders: str, totals: str) -> None:
@@ -130,24 +118,16 @@ def main(argv=None) -> int:
         p.error("give --bootstrap-servers or --embedded")
     import ray
 
-    work = tempfile.mkdtemp(prefix="fluss-ray-pipeline-")
-    proc = None
-    try:
+    with contextlib.ExitStack() as stack:
         bootstrap = args.bootstrap_servers
         if args.embedded:
-            proc, bootstrap = start_embedded_server(os.path.join(work, "server"))
+            bootstrap = stack.enter_context(ServerProcess()).bootstrap_servers
         ray.init(num_cpus=args.num_cpus, include_dashboard=False)
+        stack.callback(ray.shutdown)
         began = time.perf_counter()
         result = run(bootstrap, args.rows)
         print(f"pipeline ok in {time.perf_counter() - began:.1f} s: {result}")
-        ray.shutdown()
-        return 0
-    finally:
-        if proc is not None:
-            proc.terminate()
-            proc.wait(15)
-        shutil.rmtree(work, ignore_errors=True)
-
+    return 0
 
 if __name__ == "__main__":
     sys.exit(main())

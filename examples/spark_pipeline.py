@@ -12,10 +12,10 @@ Needs ``pip install 'fluss-fast[spark]'`` and Java 17.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import decimal
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,16 +26,7 @@ import pyarrow as pa
 import fluss_fast as fluss
 from fluss_fast import sync
 from fluss_fast.bench import datasets
-
-
-def start_embedded_server(data_dir: str):
-    proc = subprocess.Popen([sys.executable, "-m", "fluss_fast", "server", "--data-dir", data_dir,
-                             "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE, text=True)
-    line = proc.stdout.readline()
-    if not line.startswith("READY"):
-        proc.kill()
-        raise RuntimeError(f"the embedded server did not start: {line!r}")
-    return proc, line.split("bootstrap.servers=")[1].split()[0]
+from fluss_fast.server import ServerProcess
 
 
 def create_tables(conn, database: str, orders: str, totals: str) -> None:
@@ -124,12 +115,12 @@ def main(argv=None) -> int:
         p.error("give --bootstrap-servers or --embedded")
     from pyspark.sql import SparkSession
 
-    work = tempfile.mkdtemp(prefix="fluss-spark-pipeline-")
-    proc = None
-    try:
+    with contextlib.ExitStack() as stack:
+        work = tempfile.mkdtemp(prefix="fluss-spark-pipeline-")
+        stack.callback(shutil.rmtree, work, ignore_errors=True)
         bootstrap = args.bootstrap_servers
         if args.embedded:
-            proc, bootstrap = start_embedded_server(os.path.join(work, "server"))
+            bootstrap = stack.enter_context(ServerProcess()).bootstrap_servers
         spark = (SparkSession.builder.master("local[2]").appName("fluss-pipeline")
                  .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
                  .getOrCreate())
@@ -137,13 +128,7 @@ def main(argv=None) -> int:
         result = run(spark, bootstrap, args.rows, work)
         print(f"pipeline ok in {time.perf_counter() - began:.1f} s: {result}")
         spark.stop()
-        return 0
-    finally:
-        if proc is not None:
-            proc.terminate()
-            proc.wait(15)
-        shutil.rmtree(work, ignore_errors=True)
-
+    return 0
 
 if __name__ == "__main__":
     sys.exit(main())
