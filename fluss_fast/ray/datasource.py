@@ -15,7 +15,7 @@ import pyarrow as pa
 from ray.data import Datasource, ReadTask
 from ray.data.block import BlockMetadata
 
-from ..client.predicate import Predicate, bind_predicate
+from ..client.predicate import AND, Predicate, bind_predicate
 from ..engine import ranges, virtual
 from ..engine.options import SourceOptions
 from ..errors import ErrorCode, FlussError
@@ -157,17 +157,48 @@ class FlussDatasource(Datasource):
         full = schema_info.to_arrow()
         self._schema = pa.schema([full.field(c) for c in self._columns])
         self._projection = None if self._columns == names else [names.index(c) for c in self._columns]
+        self._partition_tests = self._bind_partition_tests(filter, schema_info, meta)
+        self._full_schema = full
         self._plan = self._plan_tasks(meta, max_offsets_per_task)
 
     def _plan_tasks(self, meta, max_offsets: int | None) -> list:
         opts = self._opts
-        parts = ranges.partitions_of(opts, meta)
+        parts = [p for p in ranges.partitions_of(opts, meta) if self._may_match(p[2])]
         if self._primary_key:
             return [ranges.SnapshotBucket(meta.table_id, pid, name, b)
                     for pid, name, _ in parts for b in range(meta.num_buckets)]
         if max_offsets:
             opts = SourceOptions(**{**opts.__dict__, "max_records_per_partition": max_offsets})
         return ranges.plan_batch(opts, meta, parts)
+
+    @staticmethod
+    def _bind_partition_tests(predicate: Predicate | None, schema_info, meta) -> list:
+        """The filter's top-level conjuncts that read partition keys only, bound: each can rule a
+        whole partition out at planning."""
+        keys = set(meta.partition_keys or ())
+        if predicate is None or not keys:
+            return []
+        # a Predicate's tree lives in slots (kind, function, children) that it does not annotate
+        is_and = getattr(predicate, "_kind", None) == "compound" and getattr(predicate, "_function", None) == AND
+        conjuncts = getattr(predicate, "_children", ()) if is_and else (predicate,)
+        return [bind_predicate(c, schema_info, meta.schema_id) for c in conjuncts if c._columns() <= keys]
+
+    def _may_match(self, spec: dict[str, str]) -> bool:
+        """False only if a partition-key conjunct of the filter rules this partition out: then the
+        partition gets no read task. Anything that cannot be decided keeps it."""
+        for bound in self._partition_tests:
+            names = [self._names[i] for i in bound.columns]
+            if not all(n in spec for n in names):
+                continue
+            try:
+                row = pa.table({n: pa.array([spec[n]], pa.string()).cast(self._full_schema.field(n).type)
+                                for n in names})
+                mask = bound.mask(row, {i: k for k, i in enumerate(bound.columns)})
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                continue
+            if not mask[0].as_py():
+                return False
+        return True
 
     @property
     def schema(self) -> pa.Schema:

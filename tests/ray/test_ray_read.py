@@ -31,6 +31,7 @@ def test_log_table_every_bucket_and_offsets_fixed_at_planning(ray_cluster, conn,
     assert ds.schema().names == ["id", "cust", "amount"]
     source = FlussDatasource(bootstrap, name)
     planned = source.planned
+    assert len(source.get_read_tasks(200)) == len(planned)  # one task per range, whatever Ray asks for
     # one range per bucket that holds rows (a bucket with none gets no task)
     buckets = sorted(r.bucket for r in planned)
     assert len(buckets) == len(set(buckets)) >= 2 and set(buckets) <= {0, 1, 2}
@@ -66,6 +67,17 @@ def test_partitioned_table(ray_cluster, conn, database, bootstrap, unique_name):
     assert [(r["id"], r["day"]) for r in got] == [(i, days[i % 3]) for i in range(90)]
     only = rows(read_fluss(bootstrap, name, columns=["id"], filter=fluss.col("day") == "2024-01-02"))
     assert [r["id"] for r in only] == [i for i in range(90) if i % 3 == 1]
+    # a filter on the partition key alone prunes at planning: the other partitions get no task
+    pruned = FlussDatasource(bootstrap, name, filter=fluss.col("day").is_in(["2024-01-02", "2024-01-03"]))
+    assert len({r.partition_id for r in pruned.planned}) == 2
+    either = FlussDatasource(bootstrap, name, filter=(fluss.col("day") == "2024-01-02") | (fluss.col("id") < 3))
+    assert len({r.partition_id for r in either.planned}) == 3
+    both = (fluss.col("id") >= 60) & (fluss.col("day") == "2024-01-02")
+    assert len({r.partition_id for r in FlussDatasource(bootstrap, name, filter=both).planned}) == 1
+    assert sorted(r["id"] for r in read_fluss(bootstrap, name, filter=both).take_all()) == [
+        i for i in range(60, 90) if i % 3 == 1]
+    assert sorted(r["id"] for r in read_fluss(bootstrap, name, filter=fluss.col("day") > "2024-01-02")
+                  .take_all()) == [i for i in range(90) if i % 3 == 2]
 
 
 def test_primary_key_snapshot_with_projection_and_filter(ray_cluster, conn, database, bootstrap, unique_name):
