@@ -133,6 +133,23 @@ class FlussConnection:
         """Whether `close` has been called."""
         return self._ctx.closed
 
+    def metrics(self) -> dict:
+        """A snapshot of the client metrics of this connection, by the Java client's metric names.
+
+        Returns:
+            A plain dict ``{"writer": {table: {...}}, "scanner": {table: {...}}, "lookup": {table: {...}}}``;
+            each table's entry maps metric names (``recordSendPerSecond``, ``recordsSendTotal``,
+            ``sendLatencyMs``, ``bufferAvailableBytes``, ``fetchLatencyMs``, ``recordsLag`` ...) to
+            numbers. Rates (``...PerSecond``) are over the time since the previous snapshot. See the
+            metrics guide for every name.
+
+        Example:
+            ```python
+            print(conn.metrics()["writer"]["fluss.orders"]["recordsSendTotal"])
+            ```
+        """
+        return self._ctx.client_metrics.snapshot()
+
     def get_admin(self) -> FlussAdmin:
         """The admin client of this connection (one per connection, created on first use).
 

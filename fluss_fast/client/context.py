@@ -15,6 +15,7 @@ from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import API_KEYS, COORDINATOR, TABLET_SERVER, Api
 from ..rpc.connection import NETWORK_EXCEPTION, REQUEST_TIME_OUT, Connection
 from .cluster import Cluster
+from .metrics import MetricsRegistry
 from .runtime import Runtime, get_runtime
 
 # Requests that change nothing on the server: safe to send again after a dropped connection.
@@ -59,6 +60,8 @@ class ClientContext:
         self._closed = False
         # writers made on this connection: FlussConnection.close() delivers what they hold first
         self.writers = weakref.WeakSet()
+        # the metrics of its writers, scanners and lookups (FlussConnection.metrics())
+        self.client_metrics = MetricsRegistry()
         self._bootstrap_addrs = parse_bootstrap_servers(config.bootstrap_servers)
         self._closer = self._close_at_exit
         self.runtime.add_closer(self._closer)

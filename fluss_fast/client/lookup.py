@@ -13,6 +13,7 @@ or its partition does not exist), and for prefix lookups a list of such dicts.
 from __future__ import annotations
 
 import asyncio
+import time
 
 from .. import error_codes as codes
 from ..codec.rows.compacted import CompactedRowDecoder
@@ -20,6 +21,7 @@ from ..codec.rows.indexed import IndexedRowDecoder
 from ..errors import FlussError
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
+from .metrics import metrics_of
 from .runtime import on_runtime
 from .write.upsert import KvLayout, RowShaper, illegal_argument
 
@@ -143,11 +145,17 @@ class LookupClient:
             b.bucket_id = bucket
             b.keys.extend([p.key for p in ps])
             order.append(((pid, bucket), ps))
+        m = metrics_of(self._ctx).lookup(table_id)
         try:
             async with self._slots:
                 self.requests_sent += 1
+                m.requests += 1
+                m.keys += len(items)
+                sent_at = time.monotonic()
                 resp = await self._ctx.tablet(node, Api.PREFIX_LOOKUP if prefix else Api.LOOKUP, req)
+                m.latency.record(time.monotonic() - sent_at)
         except FlussError as e:
+            m.errors += 1
             for p in items:
                 self._failed(p, e.error_code, e.message)
             return
@@ -157,6 +165,7 @@ class LookupClient:
                     p.future.set_exception(FlussError("the lookup was cancelled (connection closed)"))
             raise
         except Exception as e:  # noqa: BLE001
+            m.errors += 1
             for p in items:
                 self._failed(p, codes.Errors.NETWORK_EXCEPTION, repr(e))
             return
@@ -172,6 +181,7 @@ class LookupClient:
                 continue
             code = r.error_code if r.HasField("error_code") else 0
             if code:
+                m.errors += 1
                 for p in ps:
                     self._failed(p, code, r.error_message if r.HasField("error_message") else None)
                 continue
@@ -217,6 +227,7 @@ class _LookupBase:
         self._runtime = table._runtime
         meta = table._meta
         self._meta = meta
+        metrics_of(self._ctx).name_table(meta.table_id, str(meta.path))
         self._layout = KvLayout(meta)
         names = meta.schema.names
         types = meta.schema.types

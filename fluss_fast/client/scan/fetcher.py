@@ -66,6 +66,7 @@ from ...metadata.table import TableBucket
 from ...rpc import fluss_api_pb2 as pb
 from ...rpc.api import Api
 from ...rpc.wire import parse_fetch_response
+from ..metrics import metrics_of
 from ..workers import codec_workers
 from .buckets import BucketState as _BucketState
 from .buckets import Completed as _Completed
@@ -132,6 +133,7 @@ class LogFetcher:
     def __init__(self, ctx, spec: ScanSpec):
         self.ctx = ctx
         self.spec = spec
+        self._m = metrics_of(ctx).scanner(str(spec.path), self)
         cfg = ctx.config
         self.max_poll_records = int(cfg.get("scanner.log.max-poll-records"))
         self.max_bytes = int(cfg.get("scanner.log.fetch.max-bytes"))
@@ -187,6 +189,14 @@ class LogFetcher:
             for tb in buckets:
                 self._subs.pop(tb, None)
         self._wake_threadsafe()
+
+    def lag_by_bucket(self) -> dict[str, int]:
+        """High watermark minus the position handed out, per subscribed bucket whose high
+        watermark is known (for the metrics snapshot; any thread)."""
+        with self._lock:
+            states = list(self._subs.items())
+        return {(str(tb.bucket_id) if tb.partition_id is None else f"{tb.partition_id}/{tb.bucket_id}"):
+                max(0, st.high_watermark - st.offset) for tb, st in states if st.high_watermark >= 0}
 
     def subscriptions(self) -> dict[TableBucket, int]:
         with self._lock:
@@ -428,6 +438,9 @@ class LogFetcher:
                     f"Fetching {spec.where(entries[0][0])} from node {node} failed: {exc}",
                     NETWORK_EXCEPTION), sent_at)
                 return
+            m = self._m
+            m.requests += 1
+            m.latency.record(self._loop.time() - sent_at)
             self._node_failures.pop(node, None)
             self._healthy()
             handed = True
@@ -450,6 +463,7 @@ class LogFetcher:
 
     def _node_failed(self, node: int, entries, exc: FlussError, sent_at: float) -> None:
         # The requests that were in flight together fail together: they count as one attempt.
+        self._m.errors += 1
         n = self._node_failures.get(node, 0)
         counted = sent_at >= self._node_failed_at.get(node, float("-inf"))
         if counted:
@@ -584,6 +598,7 @@ class LogFetcher:
                     continue  # unsubscribed or moved while the request was out
                 code = r.error_code
                 if code:
+                    self._m.errors += 1
                     msg = r.error_message or ""
                     if code in _REFRESH_CODES:
                         md.invalidate(spec.table_id, tb.partition_id)
@@ -633,6 +648,13 @@ class LogFetcher:
                     # need_bytes stays: the next batches of this bucket are likely as large
                     st.starved = False
                     st.rounds += 1
+                    m = self._m
+                    if off >= 0:
+                        m.records += nxt - off
+                    else:  # the first fetch from EARLIEST: the answer's first batch says where
+                        first = next(logbatch.iter_batches(mv, r.records[0], r.records[1]))
+                        m.records += nxt - first.base_offset
+                    m.bytes += r.records[1] - r.records[0]
                 if r.filtered_end_offset is not None and r.filtered_end_offset > nxt:
                     nxt = r.filtered_end_offset
                 if nxt != off or (r.records is not None and r.records[1] > r.records[0]):

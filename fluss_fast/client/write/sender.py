@@ -35,6 +35,7 @@ from ...errors import FlussError
 from ...rpc import fluss_api_pb2 as pb
 from ...rpc.api import Api
 from ...rpc.wire import PRODUCE_LOG
+from ..metrics import metrics_of
 from ..workers import OrderedGate, codec_workers
 from .encode_ahead import EncodeAhead
 
@@ -106,6 +107,7 @@ class Sender:
         self._stall_since = None
         self._stall_error = None
         self.requests_sent = 0
+        self._m = metrics_of(ctx).writer(table_name, accumulator)
         self._gate = OrderedGate()
         if workers is None:
             cfg = getattr(ctx, "config", None)
@@ -263,7 +265,10 @@ class Sender:
                 f"request-timeout = {int(self._delivery * 1000)} ms)", err.error_code))
 
     def _fail_unsent(self, error: FlussError) -> None:
+        m = self._m
         for b in self._acc.take_unsent():
+            m.records_failed += b.record_count
+            m.errors += 1
             b.fail(error)
             self._acc.completed(b, sent=False)
             self._on_failure(error, b.record_count)
@@ -396,6 +401,7 @@ class Sender:
             body = encode_produce_log_request(self._acks, self._table_id, self._timeout_ms, parts)
         parts = None
         self.requests_sent += 1
+        self._m.requests += 1
         # never wait past the delivery window of the oldest batch in the request
         left = min(b.first_attempt for b in batches) + self._delivery - now
         timeout = max(_MIN_SEND_S, min(self._request_timeout, left)) if self._request_timeout else None
@@ -404,7 +410,9 @@ class Sender:
                 await self._gate.wait(ticket)
                 # wakes the next request once this step has handed ours to the connection
                 self._gate.done(ticket)
+            sent_at = time.monotonic()
             raw = await self._ctx.tablet_raw(node, Api.PUT_KV if kv else Api.PRODUCE_LOG, body, timeout)
+            self._m.latency.record(time.monotonic() - sent_at)
             body = None
             try:
                 resp = (pb.PutKvResponse if kv else pb.ProduceLogResponse).FromString(raw)
@@ -461,11 +469,19 @@ class Sender:
     def _succeed(self, b, base_offset: int) -> None:
         if self._idem.enabled:
             self._idem.acked(b)
+        m = self._m
+        m.records += b.record_count
+        m.batches += 1
+        if b.payload is not None:
+            m.bytes += memoryview(b.payload).nbytes + (len(b.header) if b.header is not None else 0)
         b.complete(base_offset)
         self._acc.completed(b)
 
     def _fail(self, b, error: FlussError) -> None:
         n = b.record_count
+        m = self._m
+        m.records_failed += n
+        m.errors += 1
         b.fail(error)
         self._acc.completed(b)
         self._on_failure(error, n)
@@ -477,6 +493,9 @@ class Sender:
         if resequence:
             b.writer_id = -1
             b.sequence = -1
+        m = self._m
+        m.records_retry += b.record_count
+        m.errors += 1
         backoff = min(_BACKOFF_BASE * (2 ** max(0, b.attempts - 1)), _BACKOFF_MAX)
         self._acc.requeue(b, time.monotonic() + backoff)
 
