@@ -16,8 +16,8 @@ import pyarrow as pa
 import pytest
 
 import fluss_fast
-from java_util import require_java
 
+from java_util import require_java
 
 
 def _jvms_under(data_dir: str) -> list:
@@ -100,7 +100,7 @@ def test_cluster_command_serves_both_listeners_and_stops_clean(tmp_path):
 def _run_cli(args, env_path, tmp_path):
     env = dict(os.environ, PATH=env_path, FLUSS_FAST_CACHE=str(tmp_path / "cache"))
     return subprocess.run([sys.executable, "-m", "fluss_fast", "cluster", "--data-dir", str(tmp_path / "d"), *args],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, timeout=120)
+                          capture_output=True, text=True, env=env, timeout=120)
 
 
 def test_missing_java_is_one_line(tmp_path):

@@ -11,6 +11,7 @@ An answer is one of
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -22,16 +23,17 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any
 
 from google.protobuf.descriptor import FieldDescriptor
 
+from fluss_fast.error_codes import default_message
 from fluss_fast.errors import FlussError
 from fluss_fast.rpc import fluss_api_pb2 as pb
-from fluss_fast.rpc.api import Api, COORDINATOR, TABLET_SERVER
+from fluss_fast.rpc.api import COORDINATOR, TABLET_SERVER, Api
 from fluss_fast.rpc.connection import Connection
-from fluss_fast.error_codes import default_message
 from fluss_fast.rpc.frame import ERROR_RESPONSE, SERVER_FAILURE, SUCCESS_RESPONSE, encode_request
 
 REQUEST_TIMEOUT_MS = 10_000
@@ -45,8 +47,8 @@ SILENCE_WAIT_S = 3.0
 class Answer:
     kind: str  # ok | error | silence | closed
     body: Any = None
-    code: Optional[int] = None
-    message: Optional[str] = None
+    code: int | None = None
+    message: str | None = None
 
     def short(self) -> str:
         if self.kind == "ok":
@@ -57,7 +59,7 @@ class Answer:
         return self.kind
 
 
-def _bucket_errors(body) -> List[int]:
+def _bucket_errors(body) -> list[int]:
     if isinstance(body, dict):
         out = [body["error_code"]] if body.get("error_code") else []
         for v in body.values():
@@ -77,7 +79,7 @@ def _repeated(fd) -> bool:
 
 def to_dict(msg) -> dict:
     """Every field that is set (proto2 presence: an empty bytes field that is set is kept)."""
-    out: Dict[str, Any] = {}
+    out: dict[str, Any] = {}
     for fd, value in msg.ListFields():
         if _repeated(fd):
             out[fd.name] = [to_dict(v) for v in value] if fd.message_type else list(value)
@@ -108,7 +110,7 @@ _RESP = struct.Struct(">ib")
 
 
 async def raw_call(host: str, port: int, api_key: int, version: int, body: bytes,
-                   wait: float = SILENCE_WAIT_S, sasl: Optional[Tuple[str, str]] = None) -> Answer:
+                   wait: float = SILENCE_WAIT_S, sasl: tuple[str, str] | None = None) -> Answer:
     """One request framed by hand on a fresh connection (after ApiVersions and, with ``sasl``, PLAIN
     authentication), for what fluss_fast's client refuses to send: keys the server did not
     advertise. The answer's body stays bytes."""
@@ -123,7 +125,7 @@ async def raw_call(host: str, port: int, api_key: int, version: int, body: bytes
             await writer.drain()
             try:
                 head = await asyncio.wait_for(reader.readexactly(5), timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 return Answer("silence")
             except (asyncio.IncompleteReadError, ConnectionError) as e:
                 return Answer("closed", message=f"{type(e).__name__}")
@@ -156,14 +158,12 @@ async def raw_call(host: str, port: int, api_key: int, version: int, body: bytes
         return await exchange(api_key, version, body, wait)
     finally:
         writer.close()
-        try:
+        with contextlib.suppress(ConnectionError, OSError):
             await writer.wait_closed()
-        except (ConnectionError, OSError):
-            pass
 
 
 # -- the two servers -------------------------------------------------------------------------------
-def split(addr: str) -> Tuple[str, int]:
+def split(addr: str) -> tuple[str, int]:
     host, _, port = addr.rpartition(":")
     return host, int(port)
 
@@ -171,13 +171,13 @@ def split(addr: str) -> Tuple[str, int]:
 class EmbeddedServer:
     """``python -m fluss_fast server`` in a child process, with a SASL listener."""
 
-    def __init__(self, sasl_users: Dict[str, str]):
+    def __init__(self, sasl_users: dict[str, str]):
         self.sasl_users = sasl_users
         self.data_dir = tempfile.mkdtemp(prefix="fluss-conformance-embedded-")
-        self.proc: Optional[subprocess.Popen] = None
+        self.proc: subprocess.Popen | None = None
         self.bootstrap = self.sasl_bootstrap = ""
 
-    def start(self, timeout: float = 60.0) -> "EmbeddedServer":
+    def start(self, timeout: float = 60.0) -> EmbeddedServer:
         cmd = [sys.executable, "-m", "fluss_fast", "server", "--data-dir", self.data_dir,
                "--listen", "127.0.0.1:0", "--sasl-listen", "127.0.0.1:0"]
         for user, pw in self.sasl_users.items():
@@ -220,13 +220,13 @@ class Target:
     name: str
     bootstrap: str
     sasl_bootstrap: str
-    sasl: Tuple[str, str]
-    coordinator: Optional[Connection] = None
-    tablet: Optional[Connection] = None
-    tablet_addr: Tuple[str, int] = ("", 0)
+    sasl: tuple[str, str]
+    coordinator: Connection | None = None
+    tablet: Connection | None = None
+    tablet_addr: tuple[str, int] = ("", 0)
     # server-assigned id -> the placeholder it is shown as (ids differ between two clusters)
-    ids: Dict[Tuple[str, int], str] = field(default_factory=dict)
-    state: Dict[str, Any] = field(default_factory=dict)
+    ids: dict[tuple[str, int], str] = field(default_factory=dict)
+    state: dict[str, Any] = field(default_factory=dict)
 
     async def open(self) -> None:
         host, port = split(self.bootstrap)
@@ -306,7 +306,7 @@ def normalise(value: Any, target: Target, key: str = "") -> Any:
     return value
 
 
-def log_batches(buf: bytes) -> List[dict]:
+def log_batches(buf: bytes) -> list[dict]:
     """A records blob as one dict per batch: header fields and the payload bytes after the header."""
     from fluss_fast.codec.log import logbatch
 
@@ -326,17 +326,17 @@ def log_batches(buf: bytes) -> List[dict]:
 # -- comparison ------------------------------------------------------------------------------------
 @dataclass
 class Verdict:
-    hard: List[str] = field(default_factory=list)   # the answers differ
-    soft: List[str] = field(default_factory=list)   # only the wording of a message differs
+    hard: list[str] = field(default_factory=list)   # the answers differ
+    soft: list[str] = field(default_factory=list)   # only the wording of a message differs
 
 
-def _names_in(message: Optional[str], names: List[str]) -> List[str]:
+def _names_in(message: str | None, names: list[str]) -> list[str]:
     if not message:
         return []
     return [n for n in names if re.search(r"(?<![A-Za-z0-9_])" + re.escape(n) + r"(?![A-Za-z0-9_])", message)]
 
 
-def compare_messages(path: str, java: Optional[str], ours: Optional[str], names: List[str], v: Verdict) -> None:
+def compare_messages(path: str, java: str | None, ours: str | None, names: list[str], v: Verdict) -> None:
     if java == ours:
         return
     missing = [n for n in _names_in(java, names) if n not in _names_in(ours, names)]
@@ -347,13 +347,13 @@ def compare_messages(path: str, java: Optional[str], ours: Optional[str], names:
         v.soft.append(line)
 
 
-def _clip(s: Optional[str], n: int = 300) -> Optional[str]:
+def _clip(s: str | None, n: int = 300) -> str | None:
     if s is None or len(s) <= n:
         return s
     return s[:n] + "..."
 
 
-def compare_values(path: str, java: Any, ours: Any, names: List[str], v: Verdict) -> None:
+def compare_values(path: str, java: Any, ours: Any, names: list[str], v: Verdict) -> None:
     if isinstance(java, dict) and isinstance(ours, dict):
         for k in sorted(set(java) | set(ours), key=str):
             p = f"{path}.{k}" if path else str(k)
@@ -371,14 +371,14 @@ def compare_values(path: str, java: Any, ours: Any, names: List[str], v: Verdict
             v.hard.append(f"{path}: java {len(java)} items {_clip(repr(java))} / embedded {len(ours)} items "
                           f"{_clip(repr(ours))}")
             return
-        for i, (a, b) in enumerate(zip(java, ours)):
+        for i, (a, b) in enumerate(zip(java, ours, strict=True)):
             compare_values(f"{path}[{i}]", a, b, names, v)
         return
     if java != ours:
         v.hard.append(f"{path}: java {_clip(repr(java))} / embedded {_clip(repr(ours))}")
 
 
-def compare(java: Answer, ours: Answer, names: List[str]) -> Verdict:
+def compare(java: Answer, ours: Answer, names: list[str]) -> Verdict:
     v = Verdict()
     if java.kind != ours.kind:
         v.hard.append(f"java answered {java.short()} / embedded {ours.short()} "
@@ -396,12 +396,12 @@ def compare(java: Answer, ours: Answer, names: List[str]) -> Verdict:
 
 
 # -- running ---------------------------------------------------------------------------------------
-Step = Tuple[str, Callable]
+Step = tuple[str, Callable]
 
 
-async def run_script(target: Target, steps: List[Step], deadline_s: float = 150.0) -> Dict[str, Answer]:
+async def run_script(target: Target, steps: list[Step], deadline_s: float = 150.0) -> dict[str, Answer]:
     """Every step in order; a step that raises is recorded as ``closed`` with the exception."""
-    results: Dict[str, Answer] = {}
+    results: dict[str, Answer] = {}
     await target.open()
     start = time.monotonic()
     try:
@@ -418,7 +418,7 @@ async def run_script(target: Target, steps: List[Step], deadline_s: float = 150.
     return results
 
 
-def java_available() -> Optional[str]:
+def java_available() -> str | None:
     """Why the Java cluster cannot run here, or None."""
     for tool in ("java", "mvn"):
         if shutil.which(tool) is None:

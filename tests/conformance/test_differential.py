@@ -24,20 +24,30 @@ import tempfile
 import threading
 import time
 import uuid
-from typing import Dict, List
 
 import pyarrow as pa
 import pytest
 
-from fluss_fast.codec.log.arrowlog import ArrowLogCodec
 from fluss_fast.codec.kv.kvbatch import build_kv_batch
+from fluss_fast.codec.log.arrowlog import ArrowLogCodec
 from fluss_fast.codec.rows.compacted import CompactedKeyEncoder, CompactedRowEncoder
 from fluss_fast.datatypes import SchemaInfo
 from fluss_fast.rpc import fluss_api_pb2 as pb
 from fluss_fast.rpc.api import Api
 
-from differential import (NORMALISED_FIELDS, Answer, EmbeddedServer, Target, compare, in_ci, java_available,
-                          normalise, raw_call, run_script, split)
+from differential import (
+    NORMALISED_FIELDS,
+    Answer,
+    EmbeddedServer,
+    Target,
+    compare,
+    in_ci,
+    java_available,
+    normalise,
+    raw_call,
+    run_script,
+    split,
+)
 
 pytestmark = pytest.mark.timeout(400)
 
@@ -53,8 +63,8 @@ UNKNOWN_API_KEY = 1999
 #: 1.0 on; the embedded server follows the 1.0 line (what pyfluss 1.0 is built against).
 JAVA_SETTINGS = {"max.bucket.num": "4096"}
 #: Names a message may carry; the embedded message must carry those the Java one does.
-NAMES = [DB, MISSING_DB, LOG, PK, PART, MISSING_TABLE, "cf_props", "cf_dup", "cf_badprop", "cf_buckets", "cf_rf", "cf_nobuckets",
-         "US", "EU", "ZZ", "region", SASL_USER[0], "nobody", str(UNKNOWN_ID)]
+NAMES = [DB, MISSING_DB, LOG, PK, PART, MISSING_TABLE, "cf_props", "cf_dup", "cf_badprop", "cf_buckets", "cf_rf",
+         "cf_nobuckets", "US", "EU", "ZZ", "region", SASL_USER[0], "nobody", str(UNKNOWN_ID)]
 
 # -- the tables ------------------------------------------------------------------------------------
 
@@ -124,7 +134,7 @@ def spec(**kv) -> pb.PbPartitionSpec:
 
 
 # -- the script ------------------------------------------------------------------------------------
-STEPS: List = []
+STEPS: list = []
 
 
 def step(name: str):
@@ -234,7 +244,8 @@ PROPS_JSON = json.dumps({
     "version": 1,
     "schema": {"version": 1, "columns": PK_COLS, "highest_field_id": 2, "primary_key": ["a", "b"]},
     "comment": "a table with properties", "partition_key": [], "bucket_key": [], "bucket_count": 3,
-    "properties": {"table.merge-engine": "first_row", "table.log.ttl": "2d", "table.log.arrow.compression.type": "LZ4_FRAME"},
+    "properties": {"table.merge-engine": "first_row", "table.log.ttl": "2d",
+                   "table.log.arrow.compression.type": "LZ4_FRAME"},
     "custom_properties": {"owner": "conformance"}}).encode()
 
 
@@ -694,10 +705,11 @@ async def _(t):
 
 def _decoded(records: bytes, arrow_schema):
     from fluss_fast.codec.log import logbatch
+
     from differential import log_batches
     out = []
     codec = ArrowLogCodec(SchemaInfo.from_json({"columns": [LOG_COLS[1]]}), "ZSTD", 3)
-    for h, d in zip(logbatch.iter_batches(records), log_batches(records)):
+    for h, d in zip(logbatch.iter_batches(records), log_batches(records), strict=True):
         d.pop("payload")
         d["rows"] = codec.decode(records, h, arrow_schema)[0].to_pylist()
         out.append(d)
@@ -889,10 +901,11 @@ async def _(t):
 
 def _decoded_changelog(records: bytes):
     from fluss_fast.codec.log import logbatch
+
     from differential import log_batches
     out = []
     codec = ArrowLogCodec(PK_SCHEMA, "ZSTD", 3)
-    for h, d in zip(logbatch.iter_batches(records), log_batches(records)):
+    for h, d in zip(logbatch.iter_batches(records), log_batches(records), strict=True):
         d.pop("payload")
         batch, change_types = codec.decode(records, h)
         d["change_types"] = list(change_types) if change_types is not None else None
@@ -975,7 +988,7 @@ async def _(t):
     for a in answers:
         if a.kind == "ok":
             a.body = "<success body>" if a is not answers[-1] else to_dict_bytes(pb.DatabaseExistsResponse, a.body)
-    return dict(zip(SILENCE_STEPS, answers))
+    return dict(zip(SILENCE_STEPS, answers, strict=True))
 
 
 SILENCE_STEPS = ["wrong_role/produce_log_to_coordinator", "wrong_role/create_database_to_tablet_server",
@@ -1037,7 +1050,7 @@ _NEWER_PROTOCOL = ("the embedded server speaks the Fluss 1.0 protocol that pyflu
 _SILENCE = ("the Java server logs and drops a request it does not serve, and the client waits for its whole "
             "request timeout (the Rust client, under pyfluss, has none: it waits forever); the embedded server "
             "answers at once with ERROR_RESPONSE 2 UNSUPPORTED_VERSION naming the API and the role that serves it")
-DELIBERATE_DIFFERENCES: Dict[str, dict] = {
+DELIBERATE_DIFFERENCES: dict[str, dict] = {
     "api_versions/coordinator": {
         "java": "ok", "embedded": "ok",
         "fields": ["api_versions.1060", "api_versions.1062", "api_versions.1063", "api_versions.1064"],
@@ -1169,7 +1182,7 @@ def answers():
             shutil.rmtree(java_dir, ignore_errors=True)
 
 
-def flatten(results: dict) -> Dict[str, Answer]:
+def flatten(results: dict) -> dict[str, Answer]:
     out = {}
     for name, a in results.items():
         if isinstance(a, dict):
@@ -1179,7 +1192,7 @@ def flatten(results: dict) -> Dict[str, Answer]:
     return out
 
 
-def step_names() -> List[str]:
+def step_names() -> list[str]:
     names = []
     for name, _ in STEPS:
         if name == "silence":

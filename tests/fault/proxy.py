@@ -16,7 +16,6 @@ import asyncio
 import socket
 import struct
 import threading
-from typing import Optional
 
 from fluss_fast.rpc import fluss_api_pb2 as pb
 from fluss_fast.rpc import frame as F
@@ -48,7 +47,7 @@ class _Route:
         self.proxy = proxy
         self.upstream = upstream
         self.key = key  # COORDINATOR or a tablet node id
-        self.server: Optional[asyncio.AbstractServer] = None
+        self.server: asyncio.AbstractServer | None = None
         self.port = 0
         self.links: set = set()
         self.delay = 0.0
@@ -159,7 +158,7 @@ class FaultProxy:
         self.cuts = 0
 
     # -- life cycle ----------------------------------------------------------------------------
-    def start(self) -> "FaultProxy":
+    def start(self) -> FaultProxy:
         self._thread.start()
         self._call(self._route(self._upstream, COORDINATOR))
         return self

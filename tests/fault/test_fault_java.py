@@ -19,6 +19,7 @@ import pyarrow as pa
 import pytest
 
 import fluss_fast as fluss
+
 from java_util import require_java
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.fault]

@@ -9,6 +9,7 @@ memory across connection churn is measured. The figures are printed at the end (
 """
 from __future__ import annotations
 
+import asyncio
 import os
 import random
 import socket
@@ -17,11 +18,11 @@ import time
 import pytest
 
 import fluss_fast as fluss
+from fluss_fast.rpc import frame as F
+from fluss_fast.rpc.api import Api
 
 from fault.kinds import CLIENT, FAULTS, WRITERS, Target, run_with_faults
 from fault.proxy import FaultProxy
-from fluss_fast.rpc import frame as F
-from fluss_fast.rpc.api import Api
 
 SECONDS = float(os.environ.get("FLUSS_FAST_SOAK_SECONDS", "120"))
 pytestmark = pytest.mark.timeout(int(SECONDS * 3 + 300))
@@ -57,7 +58,7 @@ async def test_soak(start_server, unique_name):
             scanner.subscribe_buckets({b: fluss.EARLIEST_OFFSET for b in range(tables[0][1]._meta.num_buckets)})
             seen = []
 
-            async def work(done):
+            async def work(done, scanner=scanner, seen=seen, tables=tables):
                 n = 0
                 while True:
                     last = done.is_set()
@@ -92,7 +93,7 @@ async def test_soak(start_server, unique_name):
             s.sendall(F.encode_request(Api.API_VERSIONS, 0, 1, b""))
             s.recv(65536)
             s.close()
-        time.sleep(1)
+        await asyncio.sleep(1)
         stats["rss_mb_before_churn"] = round(before, 1)
         stats["rss_mb_after_1000_connections"] = round(_rss_mb(srv.proc.pid), 1)
         assert stats["rss_mb_after_1000_connections"] < before + 50
