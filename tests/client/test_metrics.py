@@ -203,3 +203,29 @@ def test_sync_facade_metrics(fluss_server, unique_name):
         snap = conn.metrics()
         assert isinstance(snap, dict)
         assert snap["writer"][str(path)]["recordsSendTotal"] == 1
+
+
+async def test_prometheus_collector(fluss_server, unique_name):
+    prometheus_client = pytest.importorskip("prometheus_client")
+    from fluss_fast.client.prometheus import FlussCollector
+
+    conn = await connect(fluss_server.bootstrap_servers)
+    path, t = await _table(conn, unique_name(), bucket_count=1)
+    w = t.new_append().create_writer()
+    for i in range(10):
+        w.append([i, "a"])
+    await w.flush()
+    sc = await t.new_scan().create_log_scanner()
+    sc.subscribe(0, fluss.EARLIEST_OFFSET)
+    got = []
+    deadline = time.monotonic() + 15
+    while len(got) < 10 and time.monotonic() < deadline:
+        got.extend(await sc.poll(500))
+    registry = prometheus_client.CollectorRegistry()
+    registry.register(FlussCollector(conn))
+    text = prometheus_client.generate_latest(registry).decode()
+    assert f'fluss_client_writer_recordsSendTotal{{table="{path}"}} 10.0' in text
+    assert f'fluss_client_scanner_recordsLag{{bucket="0",table="{path}"}} 0.0' in text
+    assert registry.get_sample_value("fluss_client_scanner_recordsFetchedTotal", {"table": str(path)}) == 10
+    await conn.close()
+    assert prometheus_client.generate_latest(registry) == b""
