@@ -114,6 +114,7 @@ class LookupClient:
             return
         except Exception as e:  # noqa: BLE001 - reach the caller, never the loop
             if not p.future.done():
+                metrics_of(self._ctx).lookup(p.table_id).errors += 1
                 p.future.set_exception(FlussError(f"lookup failed: {e!r}"))
             return
         self._requeue(p)
@@ -155,7 +156,6 @@ class LookupClient:
                 resp = await self._ctx.tablet(node, Api.PREFIX_LOOKUP if prefix else Api.LOOKUP, req)
                 m.latency.record(time.monotonic() - sent_at)
         except FlussError as e:
-            m.errors += 1
             for p in items:
                 self._failed(p, e.error_code, e.message)
             return
@@ -165,7 +165,6 @@ class LookupClient:
                     p.future.set_exception(FlussError("the lookup was cancelled (connection closed)"))
             raise
         except Exception as e:  # noqa: BLE001
-            m.errors += 1
             for p in items:
                 self._failed(p, codes.Errors.NETWORK_EXCEPTION, repr(e))
             return
@@ -181,7 +180,6 @@ class LookupClient:
                 continue
             code = r.error_code if r.HasField("error_code") else 0
             if code:
-                m.errors += 1
                 for p in ps:
                     self._failed(p, code, r.error_message if r.HasField("error_message") else None)
                 continue
@@ -213,6 +211,7 @@ class LookupClient:
             self._spawn(self._retry_later(p))
             return
         text = message or codes.default_message(code)
+        metrics_of(self._ctx).lookup(p.table_id).errors += 1
         p.future.set_exception(FlussError(text, code))
 
     async def _retry_later(self, p: _Pending) -> None:

@@ -95,7 +95,7 @@ class LookupMetrics:
     def __init__(self) -> None:
         self.requests = 0   # Lookup / PrefixLookup requests sent
         self.keys = 0       # keys in them
-        self.errors = 0     # requests or buckets answered with an error
+        self.errors = 0     # lookups (keys) that failed, after their retries
         self.latency = _Latency()
 
     def totals(self) -> dict:

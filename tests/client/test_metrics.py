@@ -229,3 +229,17 @@ async def test_prometheus_collector(fluss_server, unique_name):
     assert registry.get_sample_value("fluss_client_scanner_recordsFetchedTotal", {"table": str(path)}) == 10
     await conn.close()
     assert prometheus_client.generate_latest(registry) == b""
+
+
+async def test_lookup_errors_counted(fluss_server, unique_name):
+    conn = await connect(fluss_server.bootstrap_servers, {"request-timeout": "1500"})
+    path, t = await _table(conn, unique_name(), bucket_count=1, schema_kw={"primary_keys": ["id"]})
+    lk = t.new_lookup().create_lookuper()
+    assert await lk.lookup({"id": 1}) is None
+    await conn.get_admin().drop_table(path)
+    with pytest.raises(fluss.FlussError):
+        await lk.lookup({"id": 1})
+    m = conn.metrics()["lookup"][str(path)]
+    assert m["errorsTotal"] >= 1
+    assert m["lookupRequestsTotal"] >= 1
+    await conn.close()
