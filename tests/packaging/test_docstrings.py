@@ -65,9 +65,8 @@ def _undocumented():
             for name, member in _members(obj):
                 if not (member.__doc__ or "").strip():
                     missing.append(f"{qual}.{name}")
-        elif callable(obj) or isinstance(obj, types.ModuleType):
-            if not (getattr(obj, "__doc__", None) or "").strip():
-                missing.append(qual)
+        elif (callable(obj) or isinstance(obj, types.ModuleType)) and not (getattr(obj, "__doc__", None) or "").strip():
+            missing.append(qual)
     return missing
 
 

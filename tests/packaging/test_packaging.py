@@ -27,7 +27,8 @@ def setup_py(*args, env_extra=None, block_cython=False):
     env.pop("FLUSS_FAST_NO_EXTENSIONS", None)
     env.update(env_extra or {})
     prelude = "import sys; sys.modules['Cython'] = None; sys.modules['Cython.Build'] = None; " if block_cython else ""
-    code = prelude + f"import runpy; sys.argv = ['setup.py', *{list(args)!r}]; runpy.run_path('setup.py', run_name='__main__')"
+    code = prelude + (f"import runpy; sys.argv = ['setup.py', *{list(args)!r}]; "
+                      "runpy.run_path('setup.py', run_name='__main__')")
     if not block_cython:
         code = "import sys; " + code
     return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)

@@ -57,8 +57,8 @@ def test_ceiling_is_below_an_untested_major():
 def test_any_runtime_check_in_the_gencode_names_its_header_version():
     # Gencode from protoc >= 27 calls ValidateProtobufRuntimeVersion; its numbers are the real floor.
     text = PB2.read_text()
-    check = re.search(r"ValidateProtobufRuntimeVersion\(\s*_runtime_version\.Domain\.PUBLIC,\s*(\d+),\s*(\d+),\s*(\d+),",
-                      text)
+    check = re.search(r"ValidateProtobufRuntimeVersion\(\s*_runtime_version\.Domain\.PUBLIC,"
+                      r"\s*(\d+),\s*(\d+),\s*(\d+),", text)
     if check:
         assert ".".join(check.groups()) == gencode_version()
 

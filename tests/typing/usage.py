@@ -4,7 +4,6 @@ pyfluss's stubs promise; a method a checker cannot see would fail as an attribut
 from __future__ import annotations
 
 import asyncio
-from typing import Dict, List, Optional
 
 import pyarrow as pa
 
@@ -16,14 +15,14 @@ async def main(bootstrap: str) -> int:
     conn: fluss.FlussConnection = await fluss.FlussConnection.create(config)
     admin: fluss.FlussAdmin = conn.get_admin()
     await admin.create_database("typed", ignore_if_exists=True)
-    databases: List[str] = await admin.list_databases()
+    databases: list[str] = await admin.list_databases()
     path = fluss.TablePath("typed", "events")
     schema = fluss.Schema(pa.schema([("id", pa.int64()), ("name", pa.string())]))
     await admin.create_table(path, fluss.TableDescriptor(schema, bucket_count=2), ignore_if_exists=True)
-    tables: List[str] = await admin.list_tables("typed")
+    tables: list[str] = await admin.list_tables("typed")
     info: fluss.TableInfo = await admin.get_table_info(path)
     table_id: int = info.table_id
-    columns: List[str] = info.get_schema().get_column_names()
+    columns: list[str] = info.get_schema().get_column_names()
 
     table: fluss.FlussTable = await conn.get_table(path)
     writer: fluss.AppendWriter = table.new_append().create_writer()
@@ -32,7 +31,7 @@ async def main(bootstrap: str) -> int:
     await writer.flush()
     await handle.wait()
 
-    offsets: Dict[int, int] = await admin.list_offsets(path, [0, 1], fluss.OffsetSpec.latest())
+    offsets: dict[int, int] = await admin.list_offsets(path, [0, 1], fluss.OffsetSpec.latest())
     scan: fluss.TableScan = table.new_scan().project_by_name(["id"]).filter(fluss.col("id") > 0)
     scanner: fluss.LogScanner = await scan.create_record_batch_log_scanner()
     scanner.subscribe_buckets({0: fluss.EARLIEST_OFFSET, 1: fluss.EARLIEST_OFFSET})
@@ -46,7 +45,7 @@ async def main(bootstrap: str) -> int:
         change: fluss.ChangeType = record.change_type
         del offset, change
 
-    error: Optional[fluss.FlussError] = None
+    error: fluss.FlussError | None = None
     try:
         await admin.get_table_info(fluss.TablePath("typed", "missing"))
     except fluss.FlussError as exc:
