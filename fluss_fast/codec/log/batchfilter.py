@@ -63,7 +63,8 @@ class BatchFilter:
     def __init__(self, root, schema_id: int):
         self._root = root
         self.schema_id = schema_id
-        self._positions = {}  # schema id -> {column id: position} (None: the schema lacks one)
+        # schema id -> {column id: position} (None: the schema lacks one)
+        self._positions: dict[int, dict] = {}
 
     @classmethod
     def from_pb(cls, pb_predicate, schema, schema_id: int) -> "BatchFilter":
@@ -216,7 +217,7 @@ def _test(node, rows: int, stats: BatchStatistics, positions: dict) -> bool:
     if f == GREATER_OR_EQUAL:
         return _cmp(root, lit, hi) <= 0
     if f == STARTS_WITH:
-        if not isinstance(lo, str):
+        if not isinstance(lo, str) or not isinstance(hi, str):
             return True
         p = lit
         return ((lo.startswith(p) or _utf16(lo) <= _utf16(p))

@@ -76,6 +76,22 @@ class BatchHeader:
         "attributes", "last_offset_delta", "writer_id", "batch_sequence", "record_count",
         "statistics_length", "header_size", "total_size", "position",
     )
+    base_offset: int
+    length: int
+    magic: int
+    commit_timestamp: int
+    leader_epoch: int
+    crc: int
+    schema_id: int
+    attributes: int
+    last_offset_delta: int
+    writer_id: int
+    batch_sequence: int
+    record_count: int
+    statistics_length: int
+    header_size: int
+    total_size: int
+    position: int
 
     @property
     def append_only(self) -> bool:
