@@ -24,13 +24,17 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from typing import TYPE_CHECKING
 
 from ..error_codes import Errors
 from ..errors import FlussError
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
-from .protocol import RawParsed
+from .protocol import RawParsed, RequestContext
 from .settings import parse_bool
+
+if TYPE_CHECKING:
+    from .app import FlussServer
 
 ANY = 1
 CLUSTER, DATABASE, TABLE = 2, 3, 4
@@ -41,19 +45,24 @@ _TYPE_NAMES = {CLUSTER: "CLUSTER", DATABASE: "DATABASE", TABLE: "TABLE"}
 _OP_NAMES = {ALL: "ALL", READ: "READ", WRITE: "WRITE", CREATE: "CREATE", DROP: "DROP", ALTER: "ALTER",
              DESCRIBE: "DESCRIBE"}
 _IMPLY_DESCRIBE = frozenset((DESCRIBE, READ, WRITE, CREATE, DROP, ALTER))
-_FIELDS = ("resource_type", "resource_name", "principal_name", "principal_type", "host", "operation_type",
-           "permission_type")
 
 
-def _principal(ctx) -> tuple[str, str]:
+def _acl_of(info) -> tuple:
+    """A PbAclInfo as the tuple stored in acls.json (resource type and name, principal name and
+    type, host, operation, permission)."""
+    return (info.resource_type, info.resource_name, info.principal_name, info.principal_type, info.host,
+            info.operation_type, info.permission_type)
+
+
+def _principal(ctx: RequestContext) -> tuple[str, str]:
     """(type, name) of the connection's principal: ``User:alice``, or Java's anonymous user."""
-    text = getattr(ctx, "principal", "ANONYMOUS") or "ANONYMOUS"
+    text = ctx.principal or "ANONYMOUS"
     kind, sep, name = text.partition(":")
     return (kind, name) if sep else ("User", text)
 
 
-def _host(ctx) -> str:
-    peer = getattr(ctx, "peer", None)
+def _host(ctx: RequestContext) -> str:
+    peer = ctx.peer
     return str(peer[0]) if isinstance(peer, (tuple, list)) and peer else ""
 
 
@@ -71,21 +80,20 @@ def _deny(ctx, op: int, rtype: int, name: str) -> FlussError:
 class Authorizer:
     """The rules and the checks; ``guard`` wraps a request handler with its check."""
 
-    def __init__(self, server) -> None:
+    def __init__(self, server: FlussServer) -> None:
         self.server = server
-        settings = getattr(server, "settings", None)
-        raw = settings.raw("authorizer.enabled") if settings is not None else None
+        settings = server.settings
+        raw = settings.raw("authorizer.enabled")
         self.enabled = parse_bool(raw) if raw else False
-        supers = (settings.raw("super.users") if settings is not None else None) or ""
+        supers = settings.raw("super.users") or ""
         self.super_users: set[tuple[str, str]] = set()
         for item in supers.split(";"):
             kind, sep, name = item.strip().partition(":")
             if sep and name:
                 self.super_users.add((kind, name))
-        data_dir = getattr(server, "data_dir", None)
-        self.path = os.path.join(data_dir, "acls.json") if data_dir else None
+        self.path = os.path.join(server.data_dir, "acls.json")
         self.acls: set[tuple] = set()
-        if self.enabled and self.path and os.path.exists(self.path):
+        if self.enabled and os.path.exists(self.path):
             with open(self.path, encoding="utf-8") as f:
                 self.acls = {tuple(a) for a in json.load(f)}
 
@@ -206,8 +214,6 @@ class Authorizer:
             self.check(ctx, ALL, rtype, name)
 
     def _save(self) -> None:
-        if self.path is None:
-            return
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(self.path), prefix=".acls-")
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(sorted(self.acls), f)
@@ -220,7 +226,7 @@ class Authorizer:
         for info in req.acl:
             out = resp.aclRes.add()
             out.acl.CopyFrom(info)
-            acl = tuple(getattr(info, f) for f in _FIELDS)
+            acl = _acl_of(info)
             if ANY in (info.resource_type, info.operation_type, info.permission_type) \
                     or info.resource_type not in _TYPE_NAMES:
                 out.error_code = Errors.INVALID_CONFIG_EXCEPTION
@@ -251,8 +257,8 @@ class Authorizer:
 
     @staticmethod
     def _to_pb(acl: tuple, msg) -> None:
-        for name, value in zip(_FIELDS, acl, strict=True):
-            setattr(msg, name, value)
+        (msg.resource_type, msg.resource_name, msg.principal_name, msg.principal_type, msg.host,
+         msg.operation_type, msg.permission_type) = acl
 
     async def list_acls(self, ctx, version, req):
         self._require_enabled()

@@ -57,9 +57,9 @@ class Listener:
             if key.id in (Api.API_VERSIONS, Api.AUTHENTICATE):
                 continue  # answered inside the protocol
             entry = handlers.get(key.id) or _not_implemented(key)
-            authorizer = getattr(self.server.coordinator, "authorizer", None)
-            if authorizer is not None:  # ACL checks in front of the handler, when ACLs are on
-                entry = authorizer.guard(key.id, entry)
+            coordinator = self.server.coordinator
+            if coordinator is not None:  # ACL checks in front of the handler (a no-op when ACLs are off)
+                entry = coordinator.authorizer.guard(key.id, entry)
             if isinstance(entry, RawParsed):
                 handler, raw_parser = entry.handler, entry.parse
             else:
