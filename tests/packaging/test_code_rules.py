@@ -3,7 +3,9 @@
 * no module of the package over 800 lines (the generated protobuf module aside): a module that grows
   past it has more than one concern and splits along them;
 * no duck typing in the embedded server (``hasattr`` / ``getattr``): its objects have known types,
-  and a protobuf field is read by its name, not looked up.
+  and a protobuf field is read by its name, not looked up;
+* one byte-buffer toolkit (``codec/wire/bytebuf.pxd``): no compiled module grows memory with a
+  ``realloc`` of its own.
 """
 from __future__ import annotations
 
@@ -34,3 +36,10 @@ def test_no_duck_typing_in_the_server():
              for path, text in _sources(os.path.join("fluss_fast", "server"))
              for m in re.finditer(r"\b(hasattr|getattr)\(", text)]
     assert not found, f"duck typing in the server: {found}"
+
+
+def test_only_the_buffer_toolkit_reallocates():
+    found = [f"{path}: {m.group(0)}" for path, text in _sources("fluss_fast", (".pyx", ".pxd", ".pxi"))
+             if not path.endswith(os.path.join("wire", "bytebuf.pxd"))
+             for m in re.finditer(r"\b(PyMem_Realloc|realloc)\b", text)]
+    assert not found, f"grow memory through codec/wire/bytebuf.pxd instead: {found}"

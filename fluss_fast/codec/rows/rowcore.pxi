@@ -3,7 +3,6 @@
 # across modules. Not a module of its own (``include``d, never imported).
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
-from libc.stdlib cimport malloc, realloc, free
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_CheckExact
 from cpython.unicode cimport PyUnicode_CheckExact, PyUnicode_DecodeUTF8
 from cpython.long cimport PyLong_CheckExact, PyLong_AsLongLong, PyLong_FromLongLong
