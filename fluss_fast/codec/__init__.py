@@ -4,4 +4,4 @@ Each codec ``X`` is a pure-Python module ``X.py`` with a Cython twin ``_X.pyx`` 
 pure module picks the compiled versions at import (see ``_select``). ``FLUSS_FAST_NO_EXTENSIONS=1``
 forces the pure versions, and ``LOADED`` records which extensions were actually used.
 """
-from ._select import NO_EXTENSIONS, LOADED  # noqa: F401
+from ._select import LOADED, NO_EXTENSIONS  # noqa: F401

@@ -8,16 +8,17 @@ This module imports nothing from the package: ``setup.py`` loads it by path to a
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.machinery
 import os
-from typing import Dict, Iterable, Mapping, Optional, Tuple
+from collections.abc import Iterable, Mapping
 
 ENV_VAR = "FLUSS_FAST_NO_EXTENSIONS"
 _FALSE_WORDS = ("", "0", "false", "no", "off")
 
 
-def extensions_disabled(environ: Optional[Mapping[str, str]] = None) -> bool:
+def extensions_disabled(environ: Mapping[str, str] | None = None) -> bool:
     """Whether ``FLUSS_FAST_NO_EXTENSIONS`` asks for the pure-Python twins.
 
     Unset, empty, ``0``, ``false``, ``no`` and ``off`` (any case) leave the extensions on, so that
@@ -31,12 +32,12 @@ NO_EXTENSIONS = extensions_disabled()
 
 #: extension module's own name (``"_crc32c"``, ``"_records"``) -> whether its names replaced the pure ones.
 #: Bare names are unique across the package (a test checks), so one spelling serves every caller.
-LOADED: Dict[str, bool] = {}
+LOADED: dict[str, bool] = {}
 
 #: extension module's own name -> {dotted name of a pure module it serves -> the names that module
 #: offers to the extension}. Recorded whether or not the extension is in use, so a test can check
 #: every selection without keeping its own list of names.
-PICKED: Dict[str, Dict[str, Tuple[str, ...]]] = {}
+PICKED: dict[str, dict[str, tuple[str, ...]]] = {}
 
 
 def _key(ext_module_name: str) -> str:
@@ -75,12 +76,12 @@ def _pick(ext_module_name: str, py_namespace: dict, names: list) -> bool:
     return True
 
 
-def twin_modules(root: Optional[str] = None) -> Dict[str, str]:
+def twin_modules(root: str | None = None) -> dict[str, str]:
     """Every extension of the package (from its ``_X.pyx`` source or a built ``_X`` binary) ->
     the dotted name of its pure twin ``X``, found on disk so that a new twin needs no registration."""
     pkg_root = root or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     suffixes = (".pyx",) + tuple(importlib.machinery.EXTENSION_SUFFIXES)
-    found: Dict[str, str] = {}
+    found: dict[str, str] = {}
     for dirpath, dirnames, filenames in os.walk(pkg_root):
         dirnames[:] = [d for d in dirnames if not d.startswith((".", "__"))]
         rel = os.path.relpath(dirpath, os.path.dirname(pkg_root))
@@ -97,11 +98,9 @@ def twin_modules(root: Optional[str] = None) -> Dict[str, str]:
     return dict(sorted(found.items()))
 
 
-def load_report() -> Dict[str, bool]:
+def load_report() -> dict[str, bool]:
     """Import every twin so that each has made its choice; extension name -> whether it is in use."""
     for module in twin_modules().values():
-        try:
+        with contextlib.suppress(ImportError):
             importlib.import_module(module)
-        except ImportError:
-            pass
     return dict(sorted(LOADED.items()))

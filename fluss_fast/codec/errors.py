@@ -1,8 +1,6 @@
 """Exceptions raised by the byte codecs (shared by every module of ``fluss_fast.codec``)."""
 from __future__ import annotations
 
-from typing import Optional
-
 from ..error_codes import Errors
 
 # Fluss server error code of CorruptRecordException, so the server can answer with it directly.
@@ -18,8 +16,8 @@ class CorruptBatchError(ValueError):
 
     error_code = CORRUPT_MESSAGE
 
-    def __init__(self, message: str, *, batch_index: Optional[int] = None,
-                 position: Optional[int] = None) -> None:
+    def __init__(self, message: str, *, batch_index: int | None = None,
+                 position: int | None = None) -> None:
         super().__init__(message)
         self.batch_index = batch_index
         self.position = position

@@ -20,10 +20,11 @@ Data-lake tables (``table.datalake.format``) follow the Java client's ``KeyEncod
 """
 from __future__ import annotations
 
-from typing import Callable, List, NamedTuple, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
-from ..wire import murmur
 from ..rows.compacted import CompactedKeyEncoder, CompactedKeyEncoder_py, encode_key
+from ..wire import murmur
 from .lakekeys import IcebergKeyDecoder, IcebergKeyEncoder, PaimonKeyDecoder, PaimonKeyEncoder
 
 __all__ = ["KeyEncoder", "KeyEncoder_py", "encode_key", "KeyColumns", "key_columns",
@@ -39,13 +40,13 @@ KeyEncoder_py = CompactedKeyEncoder_py
 class KeyColumns(NamedTuple):
     """Column positions (in the table schema) of a table's keys."""
 
-    primary_key: List[int]       # declared primary key, in PK order
-    physical_key: List[int]      # primary key minus partition columns: the KV / lookup key
-    bucket_key: List[int]        # declared bucket key, else the physical key ([] = no hashing)
-    partition_keys: List[int]
+    primary_key: list[int]       # declared primary key, in PK order
+    physical_key: list[int]      # primary key minus partition columns: the KV / lookup key
+    bucket_key: list[int]        # declared bucket key, else the physical key ([] = no hashing)
+    partition_keys: list[int]
 
 
-def _positions(schema, names: Sequence[str], what: str) -> List[int]:
+def _positions(schema, names: Sequence[str], what: str) -> list[int]:
     out = []
     for name in names:
         try:
@@ -56,13 +57,13 @@ def _positions(schema, names: Sequence[str], what: str) -> List[int]:
     return out
 
 
-def physical_primary_key(descriptor) -> List[str]:
+def physical_primary_key(descriptor) -> list[str]:
     """Primary-key column names minus the partition keys, in primary-key order."""
     parts = set(descriptor.partition_keys)
     return [c for c in descriptor.schema.primary_key if c not in parts]
 
 
-def bucket_key(descriptor) -> List[str]:
+def bucket_key(descriptor) -> list[str]:
     """Declared bucket key, else the physical primary key (empty for keyless log tables)."""
     if descriptor.bucket_keys:
         return list(descriptor.bucket_keys)
@@ -90,7 +91,7 @@ class RowKeyEncoder:
 
     __slots__ = ("positions", "names", "_encoder")
 
-    def __init__(self, schema, positions: Sequence[int], lake: Optional[str] = None) -> None:
+    def __init__(self, schema, positions: Sequence[int], lake: str | None = None) -> None:
         self.positions = list(positions)
         cols = [schema.columns[i] for i in self.positions]
         self.names = [c.name for c in cols]
@@ -119,7 +120,7 @@ def _props(descriptor_or_props) -> dict:
     return props or {}
 
 
-def lake_format(descriptor_or_props) -> Optional[str]:
+def lake_format(descriptor_or_props) -> str | None:
     """The table's ``table.datalake.format`` in upper case (``PAIMON`` ...), None when unset.
 
     Only the format counts, not ``table.datalake.enabled``: the Java client keys and buckets a
@@ -142,7 +143,7 @@ def kv_format_version(descriptor_or_props) -> int:
     return int(str(value).strip())
 
 
-def lake_key_encoder(types, names, lake: Optional[str]):
+def lake_key_encoder(types, names, lake: str | None):
     """The key encoder of a lake format (Java ``KeyEncoder.of``): PAIMON and ICEBERG have their
     own, the others (LANCE, None) the default CompactedRow layout."""
     if lake == "PAIMON":
@@ -155,7 +156,7 @@ def lake_key_encoder(types, names, lake: Optional[str]):
     return KeyEncoder(types, names)
 
 
-def lake_key_decoder(types, names, lake: Optional[str]):
+def lake_key_decoder(types, names, lake: str | None):
     """The decoder of :func:`lake_key_encoder`'s bytes (``decode(key) -> list``), or None for the
     default layout (read it with a CompactedRow decoder and an all-zero null bitset)."""
     if lake == "PAIMON":
@@ -165,7 +166,7 @@ def lake_key_decoder(types, names, lake: Optional[str]):
     return None
 
 
-def bucketing_function(lake: Optional[str]) -> Callable[[bytes, int], int]:
+def bucketing_function(lake: str | None) -> Callable[[bytes, int], int]:
     """``fn(bucket_key_bytes, num_buckets) -> bucket`` of a lake format (Java ``BucketingFunction.of``)."""
     if lake == "PAIMON":
         return murmur.paimon_bucket

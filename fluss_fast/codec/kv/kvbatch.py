@@ -12,10 +12,10 @@ bytes) means delete. The value is a full row of the schema ``SchemaId`` in the t
 from __future__ import annotations
 
 import struct
-from typing import Iterator, List, Optional, Sequence, Tuple
+from collections.abc import Iterator, Sequence
 
-from ..wire.crc32c import crc32c
 from ..errors import CorruptBatchError
+from ..wire.crc32c import crc32c
 from ..wire.varint import decode_varint, encode_varint
 
 __all__ = ["KV_HEADER_SIZE", "KV_MAGIC", "KvBatchHeader", "build_kv_batch", "parse_kv_header",
@@ -41,10 +41,10 @@ class KvBatchHeader:
                 f"size={self.total_size})")
 
 
-def build_kv_batch(records: Sequence[Tuple[bytes, Optional[bytes]]], *, schema_id: int,
+def build_kv_batch(records: Sequence[tuple[bytes, bytes | None]], *, schema_id: int,
                    writer_id: int = -1, batch_sequence: int = -1) -> bytes:
     """One KV batch of ``(key_bytes, value_bytes | None)`` records (None = delete)."""
-    parts: List[bytes] = []
+    parts: list[bytes] = []
     for key, value in records:
         key = bytes(key)
         klen = encode_varint(len(key))
@@ -81,7 +81,7 @@ def parse_kv_header(buf, pos: int = 0) -> KvBatchHeader:
 
 
 def iter_kv_records(buf, pos: int = 0, *, verify_crc: bool = False
-                    ) -> Iterator[Tuple[bytes, Optional[bytes]]]:
+                    ) -> Iterator[tuple[bytes, bytes | None]]:
     """``(key, value | None)`` of every record of the KV batch at ``pos``.
 
     The Java server does not check this CRC; ``verify_crc=True`` does.
@@ -122,7 +122,7 @@ def iter_kv_records(buf, pos: int = 0, *, verify_crc: bool = False
                                 position=pos)
 
 
-def kv_records(buf, pos: int = 0) -> List[Tuple[bytes, Optional[bytes]]]:
+def kv_records(buf, pos: int = 0) -> list[tuple[bytes, bytes | None]]:
     return list(iter_kv_records(buf, pos))
 
 
@@ -131,7 +131,7 @@ def encode_value(schema_id: int, row) -> bytes:
     return _I16.pack(schema_id) + bytes(row)
 
 
-def decode_value(buf) -> Tuple[int, bytes]:
+def decode_value(buf) -> tuple[int, bytes]:
     """``(schema_id, row_bytes)`` of a value made by :func:`encode_value`."""
     data = bytes(buf)
     if len(data) < 2:

@@ -35,7 +35,7 @@ module does not know; ``key_cols`` and ``bucket_cols`` are then not read.
 from __future__ import annotations
 
 import struct
-from typing import Dict, List, Optional, Sequence, Tuple
+from collections.abc import Sequence
 
 from .._select import pick
 from ..wire.murmur import bucket_for_key
@@ -119,13 +119,13 @@ def _check_given(keys, buckets, nrows: int, num_buckets: int) -> None:
 
 
 def encode_kv_columns(specs: Sequence[tuple], key_cols: Sequence[int],
-                      bucket_cols: Optional[Sequence[int]], value_cols: Optional[Sequence[int]],
-                      nrows: int, num_buckets: int, keys: Optional[Sequence[bytes]] = None,
-                      buckets: Optional[Sequence[int]] = None) -> Dict[int, Tuple[bytes, int]]:
+                      bucket_cols: Sequence[int] | None, value_cols: Sequence[int] | None,
+                      nrows: int, num_buckets: int, keys: Sequence[bytes] | None = None,
+                      buckets: Sequence[int] | None = None) -> dict[int, tuple[bytes, int]]:
     if num_buckets <= 0:
         raise ValueError(f"num_buckets must be positive, got {num_buckets}")
     _check_given(keys, buckets, nrows, num_buckets)
-    outs: Dict[int, List] = {}
+    outs: dict[int, list] = {}
     nvals = 0 if value_cols is None else len(value_cols)
     nbytes = (nvals + 7) >> 3
     for r in range(nrows):

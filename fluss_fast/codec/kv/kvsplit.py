@@ -43,13 +43,12 @@ computed), so a filter lives in one process only and is rebuilt on open.
 from __future__ import annotations
 
 import struct
-from typing import List, Optional, Tuple
 
 from .._select import pick
-from ..wire.crc32c import crc32c
 from ..errors import CorruptBatchError
 from ..log.indexedlog import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE
 from ..wire.bytebuf import read_varint
+from ..wire.crc32c import crc32c
 
 __all__ = ["split_kv_records", "plan_changes", "fill_batch", "read_through", "current_values", "KeyFilter"]
 
@@ -66,7 +65,7 @@ FILTER_BITS_PER_KEY = 10         # rounded up to a power of two of bits per slic
 FILTER_MAX_KEYS = 1 << 22        # past this many keys (at most ~16 MiB of bits) a filter gives up
 
 
-def split_kv_records(buf, prefix: bytes) -> Tuple[List[bytes], List[Optional[bytes]]]:
+def split_kv_records(buf, prefix: bytes) -> tuple[list[bytes], list[bytes | None]]:
     data = bytes(buf)
     end = len(data)
     if end < _HEADER:
@@ -74,8 +73,8 @@ def split_kv_records(buf, prefix: bytes) -> Tuple[List[bytes], List[Optional[byt
     if crc32c(memoryview(data)[_CRC_START:]) != _U32.unpack_from(data, _CRC_AT)[0]:
         raise CorruptBatchError("KV batch at byte 0: CRC mismatch", position=0)
     count = _I32.unpack_from(data, 24)[0]
-    keys: List[bytes] = []
-    values: List[Optional[bytes]] = []
+    keys: list[bytes] = []
+    values: list[bytes | None] = []
     p = _HEADER
     for i in range(count):
         if p + 4 > end:
@@ -106,12 +105,12 @@ def split_kv_records(buf, prefix: bytes) -> Tuple[List[bytes], List[Optional[byt
 
 
 def plan_changes(keys, values, current: dict, full: bool, ignore_deletes: bool, changes: dict,
-                 latest: bytes) -> Tuple[List[bytes], bytearray, bool]:
-    rows: List[bytes] = []
+                 latest: bytes) -> tuple[list[bytes], bytearray, bool]:
+    rows: list[bytes] = []
     cts = bytearray()
     if len(values) != len(keys):
         raise ValueError(f"{len(keys)} keys but {len(values)} values")
-    for key, value in zip(keys, values):
+    for key, value in zip(keys, values, strict=True):
         if value is None:
             if ignore_deletes:
                 continue
@@ -153,10 +152,10 @@ def fill_batch(changes: dict, batch) -> None:
             batch.put(key, value)
 
 
-def read_through(keys: List[bytes], pending: dict, get) -> List[Optional[bytes]]:
+def read_through(keys: list[bytes], pending: dict, get) -> list[bytes | None]:
     if not pending:
         return get(keys)
-    out: List[Optional[bytes]] = [None] * len(keys)
+    out: list[bytes | None] = [None] * len(keys)
     misses, at = [], []
     for i, key in enumerate(keys):
         if key in pending:
@@ -165,18 +164,18 @@ def read_through(keys: List[bytes], pending: dict, get) -> List[Optional[bytes]]
             misses.append(key)
             at.append(i)
     if misses:
-        for i, value in zip(at, get(misses)):
+        for i, value in zip(at, get(misses), strict=True):
             out[i] = value
     return out
 
 
-def current_values(keys: List[bytes], values: List[Optional[bytes]], pending: dict, get,
-                   deletes_only: bool, absent: Optional["KeyFilter"] = None) -> dict:
+def current_values(keys: list[bytes], values: list[bytes | None], pending: dict, get,
+                   deletes_only: bool, absent: KeyFilter | None = None) -> dict:
     if len(values) != len(keys):
         raise ValueError(f"{len(keys)} keys but {len(values)} values")
     out: dict = {}
-    misses: List[bytes] = []
-    for key, value in zip(keys, values):
+    misses: list[bytes] = []
+    for key, value in zip(keys, values, strict=True):
         if (deletes_only and value is not None) or key in out:
             continue
         if key in pending:
@@ -191,7 +190,7 @@ def current_values(keys: List[bytes], values: List[Optional[bytes]], pending: di
         got = get(misses)
         if len(got) != len(misses):
             raise ValueError(f"{len(got)} values read for {len(misses)} keys")
-        for key, value in zip(misses, got):
+        for key, value in zip(misses, got, strict=True):
             if value is not None:
                 out[key] = value
     return out
@@ -216,7 +215,7 @@ class KeyFilter:
     def nbytes(self) -> int:
         return sum(len(sl[0]) for sl in self._slices)
 
-    def slice_bits(self) -> List[bytes]:
+    def slice_bits(self) -> list[bytes]:
         """Each slice's bit array (the twins must agree on them byte for byte)."""
         return [bytes(sl[0]) for sl in self._slices]
 

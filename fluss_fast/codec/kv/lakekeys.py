@@ -33,16 +33,52 @@ missing keys. The compiled twin ``_lakekeys`` has the same encoders.
 from __future__ import annotations
 
 import struct
-from typing import Any, Callable, List, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .._select import pick
 from ..rows.rowbase import _field_label, _infos, _with_field
-from ..rows.rowtypes import (T_ARRAY, T_BIGINT, T_BINARY, T_BOOLEAN, T_BYTES, T_CHAR, T_DATE, T_DECIMAL, T_DOUBLE,
-                             T_FLOAT, T_INT, T_MAP, T_SMALLINT, T_STRING, T_TIME, T_TIMESTAMP, T_TIMESTAMP_LTZ,
-                             T_TINYINT, TypeInfo)
-from ..rows.scalars import (bigint_bytes, conv_bool, conv_bytes, conv_date, conv_decimal, conv_float, conv_int,
-                            conv_str, conv_time, conv_timestamp, conv_timestamp_ltz, make_date, make_decimal,
-                            make_time, make_timestamp, make_timestamp_ltz, pack_f32, pack_f64)
+from ..rows.rowtypes import (
+    T_ARRAY,
+    T_BIGINT,
+    T_BINARY,
+    T_BOOLEAN,
+    T_BYTES,
+    T_CHAR,
+    T_DATE,
+    T_DECIMAL,
+    T_DOUBLE,
+    T_FLOAT,
+    T_INT,
+    T_MAP,
+    T_SMALLINT,
+    T_STRING,
+    T_TIME,
+    T_TIMESTAMP,
+    T_TIMESTAMP_LTZ,
+    T_TINYINT,
+    TypeInfo,
+)
+from ..rows.scalars import (
+    bigint_bytes,
+    conv_bool,
+    conv_bytes,
+    conv_date,
+    conv_decimal,
+    conv_float,
+    conv_int,
+    conv_str,
+    conv_time,
+    conv_timestamp,
+    conv_timestamp_ltz,
+    make_date,
+    make_decimal,
+    make_time,
+    make_timestamp,
+    make_timestamp_ltz,
+    pack_f32,
+    pack_f64,
+)
 
 __all__ = ["PaimonKeyEncoder", "IcebergKeyEncoder", "PaimonKeyDecoder", "IcebergKeyDecoder",
            "paimon_null_bytes"]
@@ -140,7 +176,7 @@ def _paimon_bytes(row: bytearray, s: int, data: bytes) -> None:
 class PaimonKeyEncoder:
     """``encode(values) -> bytes``: the key columns as a Paimon BinaryRow (row kind INSERT)."""
 
-    def __init__(self, types, names: Optional[Sequence[str]] = None) -> None:
+    def __init__(self, types, names: Sequence[str] | None = None) -> None:
         self._infos = _infos(types)
         self._names = list(names) if names is not None else None
         self._n = len(self._infos)
@@ -157,8 +193,7 @@ class PaimonKeyEncoder:
             raise ValueError(f"key has {len(values)} values but {self._n} key columns")
         nb = self._nb
         row = bytearray(self._fixed)
-        i = 0
-        for w in self._writers:
+        for i, w in enumerate(self._writers):
             v = values[i]
             if v is None:  # Java sets the null bit (nullable bucket-key columns of log tables)
                 bit = i + 8
@@ -168,7 +203,6 @@ class PaimonKeyEncoder:
                     w(row, nb + 8 * i, v)
                 except (TypeError, ValueError, OverflowError) as exc:
                     raise _with_field(exc, self._names, i) from None
-            i += 1
         return bytes(row)
 
 
@@ -225,7 +259,7 @@ def _check_one(names, n: int) -> None:
 class IcebergKeyEncoder:
     """``encode([value]) -> bytes``: the one key column as Iceberg's bucket transform hashes it."""
 
-    def __init__(self, types, names: Optional[Sequence[str]] = None) -> None:
+    def __init__(self, types, names: Sequence[str] | None = None) -> None:
         self._infos = _infos(types)
         self._names = list(names) if names is not None else None
         self._n = len(self._infos)
@@ -309,18 +343,18 @@ def _paimon_reader(t: TypeInfo) -> Callable:
 class PaimonKeyDecoder:
     """``decode(key) -> list``: the values of a Paimon BinaryRow key."""
 
-    def __init__(self, types, names: Optional[Sequence[str]] = None) -> None:
+    def __init__(self, types, names: Sequence[str] | None = None) -> None:
         self._infos = _infos(types)
         self._n = len(self._infos)
         self._nb = paimon_null_bytes(self._n)
         self._readers = [_paimon_reader(t) for t in self._infos]
 
-    def decode(self, key) -> List:
+    def decode(self, key) -> list:
         b = bytes(key)
         if len(b) < self._nb + 8 * self._n:
             raise ValueError(f"a Paimon key of {self._n} fields needs at least {self._nb + 8 * self._n} "
                              f"bytes, got {len(b)}")
-        out: List[Any] = []
+        out: list[Any] = []
         for i, r in enumerate(self._readers):
             bit = i + 8
             if b[bit >> 3] & (1 << (bit & 7)):
@@ -333,14 +367,14 @@ class PaimonKeyDecoder:
 class IcebergKeyDecoder:
     """``decode(key) -> [value]``: the value of an Iceberg-encoded key."""
 
-    def __init__(self, types, names: Optional[Sequence[str]] = None) -> None:
+    def __init__(self, types, names: Sequence[str] | None = None) -> None:
         self._infos = _infos(types)
         _check_one(list(names) if names is not None else None, len(self._infos))
         t = self._infos[0]
         _iceberg_writer(t)  # refuses what the encoder refuses
         self._t = t
 
-    def decode(self, key) -> List:
+    def decode(self, key) -> list:
         b = bytes(key)
         t = self._t
         c = t.code

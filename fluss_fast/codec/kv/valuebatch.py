@@ -10,7 +10,7 @@ There is no CRC and no key: a value batch carries the current rows of a bucket, 
 from __future__ import annotations
 
 import struct
-from typing import Iterator, List, Sequence, Tuple
+from collections.abc import Iterator, Sequence
 
 from ..errors import CorruptBatchError
 
@@ -23,9 +23,9 @@ _HEAD = struct.Struct("<ibi")
 _REC = struct.Struct("<ih")
 
 
-def build_value_batch(records: Sequence[Tuple[int, bytes]]) -> bytes:
+def build_value_batch(records: Sequence[tuple[int, bytes]]) -> bytes:
     """One batch of ``(schema_id, row_bytes)`` records."""
-    parts: List[bytes] = []
+    parts: list[bytes] = []
     size = VALUE_HEADER_SIZE
     for schema_id, row in records:
         row = bytes(row)
@@ -35,7 +35,7 @@ def build_value_batch(records: Sequence[Tuple[int, bytes]]) -> bytes:
     return _HEAD.pack(size - 4, VALUE_MAGIC, len(records)) + b"".join(parts)
 
 
-def iter_value_records(buf) -> Iterator[Tuple[int, bytes]]:
+def iter_value_records(buf) -> Iterator[tuple[int, bytes]]:
     """``(schema_id, row_bytes)`` of every record of every batch in ``buf`` (batches back to back)."""
     data = bytes(buf)
     end = len(data)
@@ -67,5 +67,5 @@ def iter_value_records(buf) -> Iterator[Tuple[int, bytes]]:
         pos = stop
 
 
-def value_records(buf) -> List[Tuple[int, bytes]]:
+def value_records(buf) -> list[tuple[int, bytes]]:
     return list(iter_value_records(buf))

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import struct
 import threading
-from typing import List, Optional, Sequence, Tuple
+from collections.abc import Sequence
+from itertools import pairwise
 
 import lz4.frame
 import pyarrow as pa
@@ -28,11 +29,17 @@ import zstandard
 
 from ...datatypes import SchemaInfo
 from ...errors import FlussError
-from ..wire.memory import HUGE_PAGE, PRIVATE_MAP_FLAGS, advise_huge_pages, aligned_mapping
 from ..errors import CorruptBatchError
-from .ipcbody import ALIGN as _BODY_ALIGN, decompress_body, plan_body
+from ..wire.memory import HUGE_PAGE, PRIVATE_MAP_FLAGS, advise_huge_pages, aligned_mapping
+from .ipcbody import ALIGN as _BODY_ALIGN
+from .ipcbody import decompress_body, plan_body
 from .logbatch import (
-    LOG_OVERHEAD, V0_HEADER_SIZE, V1_HEADER_SIZE, V2_HEADER_SIZE, BatchHeader, build_batch,
+    LOG_OVERHEAD,
+    V0_HEADER_SIZE,
+    V1_HEADER_SIZE,
+    V2_HEADER_SIZE,
+    BatchHeader,
+    build_batch,
 )
 
 __all__ = [
@@ -66,7 +73,7 @@ def arrow_schema_of(schema: SchemaInfo) -> pa.Schema:
 
 # -- field shapes: how many FieldNodes and buffers each top-level field owns ----------------------
 
-def _shape(t: pa.DataType) -> Tuple[int, int]:
+def _shape(t: pa.DataType) -> tuple[int, int]:
     T = pa.types
     if T.is_struct(t):
         nodes, bufs = 1, 1
@@ -93,7 +100,7 @@ def _shape(t: pa.DataType) -> Tuple[int, int]:
     return 1, 2
 
 
-def field_shapes(arrow_schema: pa.Schema) -> List[Tuple[int, int]]:
+def field_shapes(arrow_schema: pa.Schema) -> list[tuple[int, int]]:
     """``[(node_count, buffer_count)]`` per top-level field, in the IPC pre-order layout."""
     return [_shape(f.type) for f in arrow_schema]
 
@@ -106,7 +113,7 @@ class MessageMeta:
     __slots__ = ("version", "length", "nodes", "buffers", "codec", "method", "body_length",
                  "has_variadic")
 
-    def __init__(self, length: int, nodes: list, buffers: list, codec: Optional[int],
+    def __init__(self, length: int, nodes: list, buffers: list, codec: int | None,
                  body_length: int, version: int = _METADATA_V5, method: int = 0,
                  has_variadic: bool = False) -> None:
         self.version = version
@@ -152,7 +159,7 @@ class _FbTable:
         at = self._field(index, 4)
         return at + _U32.unpack_from(self.mv, at)[0] if at else 0
 
-    def table(self, index: int) -> Optional["_FbTable"]:
+    def table(self, index: int) -> _FbTable | None:
         at = self.ref(index)
         return _FbTable(self.mv, at) if at else None
 
@@ -355,7 +362,7 @@ def _body_memory(size: int, memory=None):
     return buf, memoryview(buf)
 
 
-def _read_compressed(msg: memoryview, schema: pa.Schema, memory=None) -> Optional[pa.RecordBatch]:
+def _read_compressed(msg: memoryview, schema: pa.Schema, memory=None) -> pa.RecordBatch | None:
     """The record batch of a BUFFER-compressed IPC message, decompressed by ``codec.log.ipcbody``
     into one aligned uncompressed message that pyarrow then reads without copying; None for a
     message that is not compressed (or not in a form this path handles), left to pyarrow.
@@ -396,7 +403,7 @@ class ArrowLogCodec:
     """
 
     def __init__(self, schema: SchemaInfo, compression: str = "ZSTD", level: int = 3, *,
-                 table_name: Optional[str] = None) -> None:
+                 table_name: str | None = None) -> None:
         comp = (compression or "NONE").upper()
         if comp not in COMPRESSIONS:
             raise ValueError(f"unknown Arrow compression {compression!r}; expected one of "
@@ -524,9 +531,9 @@ class ArrowLogCodec:
         return out.slice(start, out.size - 8 - start)
 
     def build(self, batch: pa.RecordBatch, *, schema_id: int, writer_id: int = -1,
-              batch_sequence: int = -1, change_types: Optional[bytes] = None) -> bytes:
-        """A whole V0 log batch. With ``change_types`` (one byte per row, docs/contributing/formats.md §2.5) the batch is
-        a changelog batch (not append-only), as the server writes for primary-key tables."""
+              batch_sequence: int = -1, change_types: bytes | None = None) -> bytes:
+        """A whole V0 log batch. With ``change_types`` (one byte per row, docs/contributing/formats.md §2.5) the batch
+        is a changelog batch (not append-only), as the server writes for primary-key tables."""
         rows = batch.num_rows
         append_only = change_types is None
         if not append_only and len(change_types) != rows:
@@ -551,8 +558,8 @@ class ArrowLogCodec:
         self._empty_cache[key] = (schema, rb)
         return rb
 
-    def decode(self, buf, header: BatchHeader, arrow_schema: Optional[pa.Schema] = None, *,
-               projected=None, memory=None) -> Tuple[pa.RecordBatch, Optional[bytes]]:
+    def decode(self, buf, header: BatchHeader, arrow_schema: pa.Schema | None = None, *,
+               projected=None, memory=None) -> tuple[pa.RecordBatch, bytes | None]:
         """``(record batch, change-type vector or None)`` of the batch ``header`` inside ``buf``.
 
         Uncompressed data is not copied: the arrays point into ``buf`` (which must then stay
@@ -604,7 +611,7 @@ class ArrowLogCodec:
         return rb, change_types
 
     # -- server-side projection --------------------------------------------------------------------
-    def _shapes(self, schema: pa.Schema) -> List[Tuple[int, int]]:
+    def _shapes(self, schema: pa.Schema) -> list[tuple[int, int]]:
         key = id(schema)
         hit = self._shapes_cache.get(key)
         if hit is not None and hit[0] is schema:
@@ -614,13 +621,13 @@ class ArrowLogCodec:
         return shapes
 
     def project_batch(self, buf, header: BatchHeader, fields: Sequence[int], *,
-                      arrow_schema: Optional[pa.Schema] = None) -> bytes:
+                      arrow_schema: pa.Schema | None = None) -> bytes:
         """The batch ``header`` of ``buf`` keeping only top-level ``fields`` (ascending positions),
         as one bytes object (``project_batch_parts`` joined)."""
         return b"".join(self.project_batch_parts(buf, header, fields, arrow_schema=arrow_schema))
 
     def project_batch_parts(self, buf, header: BatchHeader, fields: Sequence[int], *,
-                            arrow_schema: Optional[pa.Schema] = None) -> list:
+                            arrow_schema: pa.Schema | None = None) -> list:
         """The batch ``header`` of ``buf`` keeping only top-level ``fields`` (ascending positions),
         as a list of buffers to be sent one after the other: the kept column buffers are views
         into ``buf``, not copies (the server writes them to the socket as they are).
@@ -636,7 +643,7 @@ class ArrowLogCodec:
         nfields = len(schema)
         if not fields:
             raise ValueError("projection needs at least one field")
-        for a, b in zip(fields, fields[1:]):
+        for a, b in pairwise(fields):
             if b <= a:
                 raise ValueError(f"projected fields must be strictly ascending, got {fields}")
         if fields[0] < 0 or fields[-1] >= nfields:

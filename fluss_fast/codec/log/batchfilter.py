@@ -22,10 +22,25 @@ Pure Python, no rpc import: ``BatchFilter.from_pb`` reads any object shaped like
 from __future__ import annotations
 
 import math
-from typing import Optional
 
-from ...datatypes import (BIGINT, BINARY, BOOLEAN, BYTES, CHAR, DATE, DECIMAL, DOUBLE, FLOAT, INTEGER,
-                          SMALLINT, STRING, TIME, TIMESTAMP, TIMESTAMP_LTZ, TINYINT)
+from ...datatypes import (
+    BIGINT,
+    BINARY,
+    BOOLEAN,
+    BYTES,
+    CHAR,
+    DATE,
+    DECIMAL,
+    DOUBLE,
+    FLOAT,
+    INTEGER,
+    SMALLINT,
+    STRING,
+    TIME,
+    TIMESTAMP,
+    TIMESTAMP_LTZ,
+    TINYINT,
+)
 from .batchstats import BatchStatistics
 
 # PbPredicate.type, PbCompoundPredicate.function, PbLeafPredicate.function (Java's codes)
@@ -67,14 +82,14 @@ class BatchFilter:
         self._positions: dict[int, dict] = {}
 
     @classmethod
-    def from_pb(cls, pb_predicate, schema, schema_id: int) -> "BatchFilter":
+    def from_pb(cls, pb_predicate, schema, schema_id: int) -> BatchFilter:
         """Raises FilterError when the predicate does not fit ``schema`` (the filter schema)."""
         by_id = {}
         for pos, c in enumerate(schema.columns):
             by_id[c.id if c.id is not None else pos] = c.type
         return cls(_node(pb_predicate, by_id, 0), schema_id)
 
-    def may_match(self, record_count: int, stats: Optional[BatchStatistics], schema) -> bool:
+    def may_match(self, record_count: int, stats: BatchStatistics | None, schema) -> bool:
         """False only when ``stats`` (of a batch of ``record_count`` rows with rows of ``schema``)
         prove that no row matches."""
         if stats is None:

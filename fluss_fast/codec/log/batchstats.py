@@ -38,10 +38,24 @@ from __future__ import annotations
 import decimal
 import math
 import struct
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
-from ...datatypes import (BIGINT, BOOLEAN, CHAR, DATE, DECIMAL, DOUBLE, FLOAT, INTEGER, SMALLINT,
-                          STRING, TIME, TIMESTAMP, TIMESTAMP_LTZ, TINYINT)
+from ...datatypes import (
+    BIGINT,
+    BOOLEAN,
+    CHAR,
+    DATE,
+    DECIMAL,
+    DOUBLE,
+    FLOAT,
+    INTEGER,
+    SMALLINT,
+    STRING,
+    TIME,
+    TIMESTAMP,
+    TIMESTAMP_LTZ,
+    TINYINT,
+)
 
 STATISTICS_VERSION = 1
 STATISTICS_COLUMNS_KEY = "table.statistics.columns"
@@ -98,7 +112,7 @@ class BatchStatistics:
 def _same(a, b) -> bool:
     if len(a) != len(b):
         return False
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=True):
         if isinstance(x, float) and isinstance(y, float) and math.isnan(x) and math.isnan(y):
             continue
         if x != y or type(x) is not type(y):
@@ -107,7 +121,7 @@ def _same(a, b) -> bool:
 
 
 # -- which columns -------------------------------------------------------------------------------
-def statistics_columns(schema, properties) -> Optional[list]:
+def statistics_columns(schema, properties) -> list | None:
     """The full-row indexes the table collects statistics for, in block order, or None when the
     table does not ask for statistics (Java's ``TableInfo.getStatsIndexMapping`` and
     ``TableConfig.getStatisticsColumns``): '*' is every column of a supported type in schema
@@ -152,7 +166,7 @@ def encode_aligned_row(types: Sequence, values: Sequence) -> bytes:
     nb = null_bits_size(n)
     fixed = bytearray(nb + 8 * n)
     var = bytearray()
-    for i, (t, v) in enumerate(zip(types, values)):
+    for i, (t, v) in enumerate(zip(types, values, strict=True)):
         slot = nb + 8 * i
         if v is None:
             fixed[(i + _HEADER_BITS) >> 3] |= 1 << ((i + _HEADER_BITS) & 7)
@@ -191,7 +205,7 @@ def encode_aligned_row(types: Sequence, values: Sequence) -> bytes:
     return bytes(fixed + var)
 
 
-def decode_aligned_row(types: Sequence, buf, pos: int = 0, size: Optional[int] = None) -> list:
+def decode_aligned_row(types: Sequence, buf, pos: int = 0, size: int | None = None) -> list:
     """The values of an AlignedRow of ``len(types)`` fields at ``buf[pos:pos + size]``."""
     mv = memoryview(buf)
     if size is None:
@@ -274,7 +288,7 @@ def encode_statistics(types: Sequence, column_indexes: Sequence[int], null_count
         _I32.pack(len(min_row)), min_row, _I32.pack(len(max_row)), max_row))
 
 
-def statistics_size(buf, pos: int = 0, end: Optional[int] = None) -> int:
+def statistics_size(buf, pos: int = 0, end: int | None = None) -> int:
     """Bytes taken by the statistics block at ``pos`` (from its own size fields)."""
     mv = memoryview(buf)
     end = len(mv) if end is None else end
@@ -308,7 +322,7 @@ def _size_at(mv, at: int, end: int, what: str) -> int:
     return size
 
 
-def decode_statistics(buf, types: Sequence, pos: int = 0, end: Optional[int] = None) -> BatchStatistics:
+def decode_statistics(buf, types: Sequence, pos: int = 0, end: int | None = None) -> BatchStatistics:
     """The statistics block at ``buf[pos:end]`` of a batch whose rows have ``types``.
 
     Raises:

@@ -7,8 +7,8 @@ laid out one after another in *chunks*: private mappings starting on a 2 MiB bou
 transparent huge pages (a few faults per chunk) once the process has earned them (its first bounded
 read ended: see ``rpc.frame_pool._HugePages`` for why the first read of a process does without).
 Once nothing refers to any body of a chunk (the caller dropped the result), the next read writes
-its bodies into the same, already resident, pages: nothing is zeroed or faulted again. This is the "allocator that keeps freed memory" of the
-performance issue, with two bounds:
+its bodies into the same, already resident, pages: nothing is zeroed or faulted again. This is the "allocator that keeps
+freed memory" of the performance issue, with two bounds:
 
 * idle chunks are given back ``IDLE_S`` seconds after the last bounded read ended (``end``),
   and the pool keeps hold of no more than ``MAX_IDLE_BYTES`` of chunks once the reads end (the
@@ -31,7 +31,6 @@ import mmap
 import os
 import sys
 import threading
-from typing import List, Optional, Tuple
 
 import pyarrow as pa
 
@@ -74,8 +73,8 @@ class BodyPool:
         self.chunk_bytes = chunk_bytes
         self.max_idle_bytes = max_idle_bytes
         self._lock = threading.Lock()
-        self._chunks: List[_Chunk] = []   # every chunk handed out or idle, not the current one
-        self._current: Optional[_Chunk] = None
+        self._chunks: list[_Chunk] = []   # every chunk handed out or idle, not the current one
+        self._current: _Chunk | None = None
         self._reads = 0                   # bounded reads going on
         self._generation = 0              # bumped by every ``begin``: a stale trim does nothing
         self.created = 0
@@ -113,7 +112,7 @@ class BodyPool:
         except RuntimeError:
             self.trim(generation)   # the loop is closing: now rather than later
 
-    def trim(self, generation: Optional[int] = None) -> None:
+    def trim(self, generation: int | None = None) -> None:
         """Unmap the idle chunks and stop tracking the ones results still use (they go when the
         results do). Does nothing when a read began since ``generation``."""
         with self._lock:
@@ -122,7 +121,7 @@ class BodyPool:
             self._chunks = []
 
     # -- memory ---------------------------------------------------------------------------------
-    def take(self, size: int) -> Optional[Tuple[pa.Buffer, memoryview]]:
+    def take(self, size: int) -> tuple[pa.Buffer, memoryview] | None:
         """``(arrow buffer, writable view)`` of ``size`` bytes, ``ALIGN``-aligned; None for a body
         larger than a chunk, or when no bounded read is going on (a late answer of one that
         ended: nothing would give its chunk back), which the caller allocates as usual."""
@@ -192,7 +191,7 @@ class BodyPool:
 
 
 #: the process's pool (private anonymous mappings are Linux/macOS; elsewhere none)
-BODY_POOL: Optional[BodyPool] = BodyPool() if PRIVATE_MAP_FLAGS else None
+BODY_POOL: BodyPool | None = BodyPool() if PRIVATE_MAP_FLAGS else None
 
 
 def _forget_in_child() -> None:

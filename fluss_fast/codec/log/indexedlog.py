@@ -11,17 +11,17 @@ COMPACTED tables out through the same Arrow-shaped API as ARROW tables.
 from __future__ import annotations
 
 import struct
-from typing import List, Optional, Sequence, Tuple
+from collections.abc import Sequence
 
 import pyarrow as pa
 
-from . import logbatch
-from ..rows import values as V
 from ...metadata import ChangeType
 from ..errors import CorruptBatchError
+from ..rows import values as V
 from ..rows.compacted import CompactedRowDecoder, CompactedRowEncoder
 from ..rows.indexed import IndexedRowDecoder, IndexedRowEncoder
 from ..rows.rowtypes import COMPACTED, INDEXED
+from . import logbatch
 
 __all__ = ["INDEXED", "COMPACTED", "APPEND_ONLY", "INSERT", "UPDATE_BEFORE", "UPDATE_AFTER", "DELETE",
            "RowLogCodec", "build_row_log_batch", "build_indexed_batch", "encode_row_records",
@@ -49,7 +49,7 @@ class RowLogCodec:
 
     __slots__ = ("fmt", "types", "names", "encoder", "decoder")
 
-    def __init__(self, types, fmt: str = INDEXED, names: Optional[Sequence[str]] = None) -> None:
+    def __init__(self, types, fmt: str = INDEXED, names: Sequence[str] | None = None) -> None:
         self.fmt = _check_fmt(fmt)
         self.types = list(types)
         self.names = list(names) if names is not None else None
@@ -70,7 +70,7 @@ class RowLogCodec:
                                     append_only=_append_only(change_types), writer_id=writer_id,
                                     batch_sequence=batch_sequence)
 
-    def decode(self, buf, header) -> List[Tuple[int, list]]:
+    def decode(self, buf, header) -> list[tuple[int, list]]:
         return _decode_records(buf, header, self.decoder)
 
 
@@ -85,7 +85,7 @@ def encode_row_records(rows, encoder, change_types=None) -> bytes:
 
 def build_row_log_batch(rows, types, *, fmt: str = INDEXED, schema_id: int, change_types=None,
                         writer_id: int = -1, batch_sequence: int = -1,
-                        names: Optional[Sequence[str]] = None) -> bytes:
+                        names: Sequence[str] | None = None) -> bytes:
     """A whole V0 log batch of ``rows`` (lists of values) in the INDEXED or COMPACTED format.
 
     ``change_types`` (one 0..4 byte per row) defaults to all ``+A``; the batch is marked
@@ -101,7 +101,7 @@ def build_indexed_batch(rows, types, *, schema_id: int, change_types=None, write
                                writer_id=writer_id, batch_sequence=batch_sequence)
 
 
-def _decode_records(buf, header, decoder) -> List[Tuple[int, list]]:
+def _decode_records(buf, header, decoder) -> list[tuple[int, list]]:
     start = getattr(header, "position", 0) or 0
     pos = start + header.header_size
     end = start + header.total_size
@@ -134,7 +134,7 @@ def _decode_records(buf, header, decoder) -> List[Tuple[int, list]]:
 
 
 def decode_row_log_batch(buf, header, types, fmt: str = INDEXED,
-                         names: Optional[Sequence[str]] = None) -> List[Tuple[int, list]]:
+                         names: Sequence[str] | None = None) -> list[tuple[int, list]]:
     """``[(change_type, values), ...]`` of the batch described by ``header`` (a BatchHeader whose
     ``position`` locates it in ``buf``)."""
     fmt = _check_fmt(fmt)
@@ -142,7 +142,7 @@ def decode_row_log_batch(buf, header, types, fmt: str = INDEXED,
     return _decode_records(buf, header, dec)
 
 
-def decode_indexed_batch(buf, header, types) -> List[Tuple[int, list]]:
+def decode_indexed_batch(buf, header, types) -> list[tuple[int, list]]:
     return decode_row_log_batch(buf, header, types, INDEXED)
 
 
@@ -203,6 +203,6 @@ def to_arrow(rows: Sequence[Sequence], schema) -> pa.RecordBatch:
     for r in rows:
         if len(r) != n:
             raise ValueError(f"row has {len(r)} values but the schema has {n} columns")
-    columns = [list(c) for c in zip(*rows)] if rows else [[] for _ in range(n)]
+    columns = [list(c) for c in zip(*rows, strict=True)] if rows else [[] for _ in range(n)]
     arrays = [_column(columns[j], arrow_schema.field(j).type) for j in range(n)]
     return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)

@@ -26,13 +26,14 @@ walk the blob in C without creating per-batch objects.
 from __future__ import annotations
 
 import struct
-from typing import Iterator, Optional
+from collections.abc import Iterator
 
 from .._select import pick
+from ..errors import CorruptBatchError
+
 # The selected checksum (compiled when available): the header logic here is pure either way, and
 # FLUSS_FAST_NO_EXTENSIONS makes this pure too.
 from ..wire.crc32c import crc32c
-from ..errors import CorruptBatchError
 
 __all__ = [
     "LOG_OVERHEAD", "V0_HEADER_SIZE", "V1_HEADER_SIZE", "V2_HEADER_SIZE",
@@ -295,7 +296,7 @@ def verify_crc(buf, pos: int = 0) -> bool:
     return crc == h.crc
 
 
-def iter_batches(buf, pos: int = 0, end: Optional[int] = None) -> Iterator[BatchHeader]:
+def iter_batches(buf, pos: int = 0, end: int | None = None) -> Iterator[BatchHeader]:
     """Headers of the batches in ``buf[pos:end]``, each with its absolute ``position``.
 
     Stops quietly at a truncated trailing batch (fewer than 12 bytes left, or a Length reaching

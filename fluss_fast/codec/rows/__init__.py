@@ -1,4 +1,5 @@
-"""Fluss binary row formats: CompactedRow, IndexedRow, BinaryArray / BinaryMap (docs/contributing/formats.md §3.2, §4, §3.5, §6.2).
+"""Fluss binary row formats: CompactedRow, IndexedRow, BinaryArray / BinaryMap (docs/contributing/formats.md §3.2, §4,
+§3.5, §6.2).
 
 Python value model (what decoders return, what encoders accept), the same shapes pyfluss reads back:
 

@@ -1,16 +1,47 @@
-"""BinaryArray / BinaryMap (docs/contributing/formats.md §3.5) and the ARRAY, MAP and ROW values nested in a row field or
-an array slot. Nested rows take the enclosing row's format, so every codec here takes ``fmt``;
+"""BinaryArray / BinaryMap (docs/contributing/formats.md §3.5) and the ARRAY, MAP and ROW values nested in a row field
+or an array slot. Nested rows take the enclosing row's format, so every codec here takes ``fmt``;
 out-of-line array data always uses 8-byte words, whatever that format."""
 from __future__ import annotations
 
-from typing import Callable, Optional, Tuple
+from collections.abc import Callable
 
-from . import values as V
-from .rowtypes import (T_BOOLEAN, T_CHAR, T_STRING, T_BINARY, T_BYTES, T_DECIMAL, T_TIMESTAMP, T_TIMESTAMP_LTZ, T_ARRAY, T_MAP, T_ROW, COMPACTED, TypeInfo, _per_type, type_info)
-from .scalars import (_FIXED_READ, _FIXED_WRITE, _pk_i, _pk_q, _pk_Q, bigint_bytes, conv_bool, conv_bytes,
-                      conv_decimal, conv_str, conv_timestamp, conv_timestamp_ltz, make_decimal,
-                      make_timestamp, make_timestamp_ltz, row_values)
 from ..wire.varint import _U32
+from . import values as V
+from .rowtypes import (
+    COMPACTED,
+    T_ARRAY,
+    T_BINARY,
+    T_BOOLEAN,
+    T_BYTES,
+    T_CHAR,
+    T_DECIMAL,
+    T_MAP,
+    T_ROW,
+    T_STRING,
+    T_TIMESTAMP,
+    T_TIMESTAMP_LTZ,
+    TypeInfo,
+    _per_type,
+    type_info,
+)
+from .scalars import (
+    _FIXED_READ,
+    _FIXED_WRITE,
+    _pk_i,
+    _pk_Q,
+    _pk_q,
+    bigint_bytes,
+    conv_bool,
+    conv_bytes,
+    conv_decimal,
+    conv_str,
+    conv_timestamp,
+    conv_timestamp_ltz,
+    make_decimal,
+    make_timestamp,
+    make_timestamp_ltz,
+    row_values,
+)
 
 
 @_per_type("ne")
@@ -110,8 +141,8 @@ def _array_writer(e: TypeInfo, fmt: str) -> Callable:
     return w
 
 
-def encode_array(elem, values, fmt: str = COMPACTED, array_type: Optional[TypeInfo] = None,
-                 what: str = "array element", nullable: Optional[bool] = None) -> bytes:
+def encode_array(elem, values, fmt: str = COMPACTED, array_type: TypeInfo | None = None,
+                 what: str = "array element", nullable: bool | None = None) -> bytes:
     """A BinaryArray of ``values`` with element type ``elem`` (DataType or TypeInfo); ``what`` and
     ``nullable`` (default: the element type's) serve map keys, which are never null."""
     e = type_info(elem)
@@ -208,7 +239,7 @@ def _array_reader(e: TypeInfo, fmt: str) -> Callable:
     return r
 
 
-def _span(s: int, base: int, slot: int, end: int) -> Tuple[int, int]:
+def _span(s: int, base: int, slot: int, end: int) -> tuple[int, int]:
     """(offset, length) of the out-of-line data that slot word ``s`` points at; it must end by ``end``."""
     off = base + (s >> 32)
     n = s & _U32
@@ -222,7 +253,7 @@ def _overrun(slot: int, off: int, n: int, end: int) -> ValueError:
                       f"array's end at byte {end}")
 
 
-def decode_array(elem, buf, pos: int = 0, size: Optional[int] = None, fmt: str = COMPACTED) -> list:
+def decode_array(elem, buf, pos: int = 0, size: int | None = None, fmt: str = COMPACTED) -> list:
     """The elements of the BinaryArray at ``buf[pos:pos+size]`` (size None: to the end of buf)."""
     e = type_info(elem)
     if size is None:
@@ -248,7 +279,7 @@ def decode_array(elem, buf, pos: int = 0, size: Optional[int] = None, fmt: str =
     return out
 
 
-def decode_map(t, buf, pos: int = 0, size: Optional[int] = None, fmt: str = COMPACTED) -> list:
+def decode_map(t, buf, pos: int = 0, size: int | None = None, fmt: str = COMPACTED) -> list:
     """The (key, value) pairs of the BinaryMap at ``buf[pos:pos+size]``."""
     t = type_info(t)
     if size is None:
@@ -262,4 +293,4 @@ def decode_map(t, buf, pos: int = 0, size: Optional[int] = None, fmt: str = COMP
     vals = decode_array(t.value, buf, pos + 4 + ksize, size - 4 - ksize, fmt)
     if len(keys) != len(vals):
         raise ValueError(f"corrupt map at byte {pos}: {len(keys)} keys but {len(vals)} values")
-    return list(zip(keys, vals))
+    return list(zip(keys, vals, strict=True))

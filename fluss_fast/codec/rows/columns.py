@@ -36,15 +36,16 @@ from __future__ import annotations
 
 import datetime as _dt
 import decimal as _decimal
-from typing import Any, Callable, List
+from collections.abc import Callable
+from typing import Any
 
 import pyarrow as pa
 
 from ... import datatypes as T
 from ...datatypes import DataType, SchemaInfo
 from ...errors import FlussError
-from . import values as V
 from .._select import pick
+from . import values as V
 
 try:
     from zoneinfo import ZoneInfo as _ZoneInfo
@@ -325,7 +326,7 @@ class RowBatchBuilder:
         self._reset()
 
     def _reset(self) -> None:
-        self._cols: List[list] = [[] for _ in range(self._ncols)]
+        self._cols: list[list] = [[] for _ in range(self._ncols)]
         self._rows = 0
         self._size = 0
 
@@ -368,7 +369,7 @@ class RowBatchBuilder:
                 size += 4 + (len(c) if type(c) is bytes or c.isascii() else len(c.encode("utf-8")))
             elif self._nested[i]:
                 size += _value_size(c)
-        for col, c in zip(self._cols, converted):
+        for col, c in zip(self._cols, converted, strict=True):
             col.append(c)
         self._rows += 1
         self._size += size

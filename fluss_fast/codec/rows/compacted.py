@@ -1,21 +1,64 @@
-"""CompactedRow (docs/contributing/formats.md §4): null bitset then the fields back to back, ints and lengths as varints;
-also the primary-key encoding, the same fields without the bitset (docs/contributing/formats.md §6.2).
+"""CompactedRow (docs/contributing/formats.md §4): null bitset then the fields back to back, ints and lengths as
+varints; also the primary-key encoding, the same fields without the bitset (docs/contributing/formats.md §6.2).
 
 ``_rows`` compiles the encoders and decoders; ``X_py`` names keep the pure ones reachable."""
 from __future__ import annotations
 
-from typing import Callable, Optional, Sequence, Tuple
+from collections.abc import Callable, Sequence
 
 from .._select import pick
+from ..wire.varint import (
+    _U32,
+    _U64,
+    _get_length,
+    _get_varint32,
+    _get_varint32_at,
+    _get_varint64,
+    _get_varint64_at,
+    _put_varint,
+)
 from .binarray import _nested_decoder, _nested_encoder
-from .rowbase import (_DECODE_ERRORS, _RowCodec, _RowEncoder, _arity_error, _as_bytes, _field_label,
-                      _with_field)
-from .rowtypes import (T_BOOLEAN, T_TINYINT, T_SMALLINT, T_INT, T_BIGINT, T_FLOAT, T_DOUBLE, T_CHAR, T_STRING, T_BINARY, T_BYTES, T_DECIMAL, T_DATE, T_TIME, T_TIMESTAMP, T_TIMESTAMP_LTZ, T_ARRAY, T_MAP, T_ROW, COMPACTED, TypeInfo, _per_type)
-from .scalars import (_FIXED_READ, _FIXED_WRITE, bigint_bytes, conv_bool, conv_bytes, conv_decimal, conv_str,
-                      conv_timestamp, conv_timestamp_ltz, make_date, make_decimal, make_time, make_timestamp,
-                      make_timestamp_ltz)
-from ..wire.varint import (_U32, _U64, _get_length, _get_varint32, _get_varint32_at, _get_varint64,
-                           _get_varint64_at, _put_varint)
+from .rowbase import _DECODE_ERRORS, _arity_error, _as_bytes, _field_label, _RowCodec, _RowEncoder, _with_field
+from .rowtypes import (
+    COMPACTED,
+    T_ARRAY,
+    T_BIGINT,
+    T_BINARY,
+    T_BOOLEAN,
+    T_BYTES,
+    T_CHAR,
+    T_DATE,
+    T_DECIMAL,
+    T_DOUBLE,
+    T_FLOAT,
+    T_INT,
+    T_MAP,
+    T_ROW,
+    T_SMALLINT,
+    T_STRING,
+    T_TIME,
+    T_TIMESTAMP,
+    T_TIMESTAMP_LTZ,
+    T_TINYINT,
+    TypeInfo,
+    _per_type,
+)
+from .scalars import (
+    _FIXED_READ,
+    _FIXED_WRITE,
+    bigint_bytes,
+    conv_bool,
+    conv_bytes,
+    conv_decimal,
+    conv_str,
+    conv_timestamp,
+    conv_timestamp_ltz,
+    make_date,
+    make_decimal,
+    make_time,
+    make_timestamp,
+    make_timestamp_ltz,
+)
 
 
 @_per_type("cw")
@@ -150,7 +193,7 @@ def _compacted_reader(t: TypeInfo) -> Callable:
 class CompactedRowEncoder(_RowEncoder):
     """``encode(values) -> bytes``: one CompactedRow (null bitset + fields, no padding)."""
 
-    def __init__(self, types, names: Optional[Sequence[str]] = None) -> None:
+    def __init__(self, types, names: Sequence[str] | None = None) -> None:
         super().__init__(types, names)
         self._plan = [(i, t.nullable, _compacted_writer(t)) for i, t in enumerate(self._infos)]
 
@@ -173,15 +216,15 @@ class CompactedRowEncoder(_RowEncoder):
 class CompactedRowDecoder(_RowCodec):
     """``decode(buf, pos=0, end=None) -> list``: the values of one CompactedRow."""
 
-    def __init__(self, types, names: Optional[Sequence[str]] = None) -> None:
+    def __init__(self, types, names: Sequence[str] | None = None) -> None:
         super().__init__(types, names)
         self._readers = [_compacted_reader(t) for t in self._infos]
 
-    def decode(self, buf, pos: int = 0, end: Optional[int] = None) -> list:
+    def decode(self, buf, pos: int = 0, end: int | None = None) -> list:
         buf, pos, end = _as_bytes(buf, pos, end)
         return self._decode(buf, pos, end)[0]
 
-    def decode_with_end(self, buf, pos: int = 0, end: Optional[int] = None) -> Tuple[list, int]:
+    def decode_with_end(self, buf, pos: int = 0, end: int | None = None) -> tuple[list, int]:
         """Values and the position just after the row (CompactedRow has no length of its own)."""
         if type(buf) is bytes:
             return self._decode(buf, pos, len(buf) if end is None else end)
@@ -190,9 +233,9 @@ class CompactedRowDecoder(_RowCodec):
         return values, stop + pos
 
     def decode_dict(self, buf, pos: int, end: int) -> dict:
-        return dict(zip(self._names, self._decode(buf, pos, end)[0]))
+        return dict(zip(self._names, self._decode(buf, pos, end)[0], strict=True))
 
-    def _decode(self, buf, pos: int, end: int) -> Tuple[list, int]:
+    def _decode(self, buf, pos: int, end: int) -> tuple[list, int]:
         nb = self._nbytes
         if pos + nb > end:
             raise ValueError(f"truncated CompactedRow: {end - pos} bytes, null bitset needs {nb}")
@@ -216,9 +259,10 @@ class CompactedRowDecoder(_RowCodec):
 
 
 class CompactedKeyEncoder(_RowCodec):
-    """``encode(values) -> bytes``: key columns as CompactedRow fields, no null bitset (docs/contributing/formats.md §6.2)."""
+    """``encode(values) -> bytes``: key columns as CompactedRow fields, no null bitset
+    (docs/contributing/formats.md §6.2)."""
 
-    def __init__(self, types, names: Optional[Sequence[str]] = None) -> None:
+    def __init__(self, types, names: Sequence[str] | None = None) -> None:
         super().__init__(types, names)
         self._writers = [_compacted_writer(t) for t in self._infos]
 
@@ -226,8 +270,7 @@ class CompactedKeyEncoder(_RowCodec):
         if len(values) != self._n:
             raise ValueError(f"key has {len(values)} values but {self._n} key columns")
         out = bytearray()
-        i = 0
-        for w in self._writers:
+        for i, w in enumerate(self._writers):
             v = values[i]
             if v is None:
                 raise ValueError(f"key {_field_label(self._names, i)} is null; key columns must not be "
@@ -236,7 +279,6 @@ class CompactedKeyEncoder(_RowCodec):
                 w(out, v)
             except (TypeError, ValueError) as exc:
                 raise _with_field(exc, self._names, i) from None
-            i += 1
         return bytes(out)
 
 

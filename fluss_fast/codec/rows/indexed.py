@@ -1,18 +1,48 @@
-"""IndexedRow (docs/contributing/formats.md §3.2): null bitset, one int32 length per non-null variable-length field, then
-the fields; fixed-length ones inline (CHAR(n)/BINARY(n) padded to n bytes, stripped when read).
+"""IndexedRow (docs/contributing/formats.md §3.2): null bitset, one int32 length per non-null variable-length field,
+then the fields; fixed-length ones inline (CHAR(n)/BINARY(n) padded to n bytes, stripped when read).
 
 ``_rows`` compiles the encoder and decoder; ``X_py`` names keep the pure ones reachable."""
 from __future__ import annotations
 
-from typing import Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
 
 from .._select import pick
 from .binarray import _nested_decoder, _nested_encoder
-from .rowbase import _DECODE_ERRORS, _RowCodec, _RowEncoder, _arity_error, _as_bytes, _field_label, _with_field
-from .rowtypes import (T_BOOLEAN, T_CHAR, T_STRING, T_BINARY, T_BYTES, T_DECIMAL, T_TIMESTAMP, T_TIMESTAMP_LTZ, T_ARRAY, T_MAP, T_ROW, INDEXED, TypeInfo)
-from .scalars import (_FIXED_READ, _FIXED_WRITE, _pk_i, _pk_q, _pk_qi, _range, _strip_zeros, bigint_bytes,
-                      conv_bool, conv_bytes, conv_decimal, conv_str, conv_timestamp, conv_timestamp_ltz,
-                      make_decimal, make_timestamp, make_timestamp_ltz)
+from .rowbase import _DECODE_ERRORS, _arity_error, _as_bytes, _field_label, _RowCodec, _RowEncoder, _with_field
+from .rowtypes import (
+    INDEXED,
+    T_ARRAY,
+    T_BINARY,
+    T_BOOLEAN,
+    T_BYTES,
+    T_CHAR,
+    T_DECIMAL,
+    T_MAP,
+    T_ROW,
+    T_STRING,
+    T_TIMESTAMP,
+    T_TIMESTAMP_LTZ,
+    TypeInfo,
+)
+from .scalars import (
+    _FIXED_READ,
+    _FIXED_WRITE,
+    _pk_i,
+    _pk_q,
+    _pk_qi,
+    _range,
+    _strip_zeros,
+    bigint_bytes,
+    conv_bool,
+    conv_bytes,
+    conv_decimal,
+    conv_str,
+    conv_timestamp,
+    conv_timestamp_ltz,
+    make_decimal,
+    make_timestamp,
+    make_timestamp_ltz,
+)
 
 
 def _indexed_fixed_writer(t: TypeInfo) -> Callable:
@@ -103,7 +133,7 @@ def _indexed_var_reader(t: TypeInfo) -> Callable:
 class IndexedRowEncoder(_RowEncoder):
     """``encode(values) -> bytes``: one IndexedRow (null bitset, var-length list, packed fields)."""
 
-    def __init__(self, types, names: Optional[Sequence[str]] = None) -> None:
+    def __init__(self, types, names: Sequence[str] | None = None) -> None:
         super().__init__(types, names)
         self._nvar = sum(1 for t in self._infos if not t.fixed)
         self._plan = [(i, t.nullable, t.fixed, _indexed_fixed_writer(t) if t.fixed else _indexed_var_writer(t))
@@ -135,19 +165,19 @@ class IndexedRowEncoder(_RowEncoder):
 class IndexedRowDecoder(_RowCodec):
     """``decode(buf, pos=0, end=None) -> list``: the values of one IndexedRow."""
 
-    def __init__(self, types, names: Optional[Sequence[str]] = None) -> None:
+    def __init__(self, types, names: Sequence[str] | None = None) -> None:
         super().__init__(types, names)
         self._nvar = sum(1 for t in self._infos if not t.fixed)
         self._header = self._nbytes + 4 * self._nvar
         self._plan = [(t.fixed, t.size, _indexed_fixed_reader(t) if t.fixed else _indexed_var_reader(t))
                       for t in self._infos]
 
-    def decode(self, buf, pos: int = 0, end: Optional[int] = None) -> list:
+    def decode(self, buf, pos: int = 0, end: int | None = None) -> list:
         buf, pos, end = _as_bytes(buf, pos, end)
         return self._decode(buf, pos, end)
 
     def decode_dict(self, buf, pos: int, end: int) -> dict:
-        return dict(zip(self._names, self._decode(buf, pos, end)))
+        return dict(zip(self._names, self._decode(buf, pos, end), strict=True))
 
     def _decode(self, buf, pos: int, end: int) -> list:
         if pos + self._header > end:

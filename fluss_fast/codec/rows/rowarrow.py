@@ -42,7 +42,7 @@ flat schemas with the GIL released); this module is the reference (one Python li
 from __future__ import annotations
 
 import struct
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from collections.abc import Callable, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -50,9 +50,28 @@ from ...datatypes import SchemaInfo
 from .._select import pick
 from ..wire.varint import _get_varint32, _get_varint64
 from .binarray import _nested_decoder
-from .rowtypes import (COMPACTED, INDEXED, T_BIGINT, T_BINARY, T_BOOLEAN, T_BYTES, T_CHAR, T_DATE, T_DECIMAL,
-                       T_DOUBLE, T_FLOAT, T_INT, T_SMALLINT, T_STRING, T_TIME, T_TIMESTAMP, T_TIMESTAMP_LTZ,
-                       T_TINYINT, TypeInfo, type_info)
+from .rowtypes import (
+    COMPACTED,
+    INDEXED,
+    T_BIGINT,
+    T_BINARY,
+    T_BOOLEAN,
+    T_BYTES,
+    T_CHAR,
+    T_DATE,
+    T_DECIMAL,
+    T_DOUBLE,
+    T_FLOAT,
+    T_INT,
+    T_SMALLINT,
+    T_STRING,
+    T_TIME,
+    T_TIMESTAMP,
+    T_TIMESTAMP_LTZ,
+    T_TINYINT,
+    TypeInfo,
+    type_info,
+)
 from .scalars import make_decimal
 
 __all__ = ["RowsToArrow", "RowArrowBuilder", "UnknownSchemaError", "column_mapping"]
@@ -71,7 +90,7 @@ _DECODE_ERRORS = (struct.error, IndexError, OverflowError, UnicodeDecodeError, V
 # ----------------------------------------------------------------------------------------------
 # Shared by both twins
 # ----------------------------------------------------------------------------------------------
-def column_mapping(target: SchemaInfo, source: SchemaInfo) -> List[int]:
+def column_mapping(target: SchemaInfo, source: SchemaInfo) -> list[int]:
     """For each column of ``source`` (an older schema of the table), its index in ``target`` (the
     latest schema) or -1 when the column is gone. Columns match by id when every column of both
     schemas has one, else by position; a matched column must keep its type (nullability aside)."""
@@ -149,7 +168,7 @@ def as_bytes(buf) -> bytes:
 # ----------------------------------------------------------------------------------------------
 # Pure twin
 # ----------------------------------------------------------------------------------------------
-def _flat_reader(t: "TypeInfo", fmt: str, unit_precision: int):
+def _flat_reader(t: TypeInfo, fmt: str, unit_precision: int):
     """fn(buf, pos, end) -> (storage value, next pos) of one non-null field (not ARRAY/MAP/ROW)."""
     c = t.code
     compacted = fmt == COMPACTED
@@ -271,7 +290,7 @@ def _flat_reader(t: "TypeInfo", fmt: str, unit_precision: int):
     return r
 
 
-def _var_reader(t: "TypeInfo"):
+def _var_reader(t: TypeInfo):
     """fn(buf, pos, n) -> storage value of an IndexedRow variable-length flat field."""
     c = t.code
     if c == T_STRING:
@@ -297,7 +316,7 @@ class _SourcePlan:
 
     __slots__ = ("fields", "missing", "nbytes", "header")
 
-    def __init__(self, conv: "RowsToArrow", source: SchemaInfo) -> None:
+    def __init__(self, conv: RowsToArrow, source: SchemaInfo) -> None:
         mapping = column_mapping(conv.schema, source)
         fmt = conv.kv_format
         self.fields = []
@@ -325,16 +344,16 @@ class RowArrowBuilder:
     """Rows added one at a time (decoded at once, the bytes are not kept); ``finish()`` returns
     them as a RecordBatch of the latest schema and starts over."""
 
-    def __init__(self, conv: "RowsToArrow") -> None:
+    def __init__(self, conv: RowsToArrow) -> None:
         self._conv = conv
         self._ncols = len(conv.schema.columns)
-        self._cols: List[list] = [[] for _ in range(self._ncols)]
+        self._cols: list[list] = [[] for _ in range(self._ncols)]
         self._n = 0
 
     def __len__(self) -> int:
         return self._n
 
-    def add_value(self, buf, start: int = 0, end: Optional[int] = None) -> None:
+    def add_value(self, buf, start: int = 0, end: int | None = None) -> None:
         """A stored value ``buf[start:end]``: int16 LE schema id, then the row."""
         data = as_bytes(buf)
         end = len(data) if end is None else end
@@ -344,7 +363,7 @@ class RowArrowBuilder:
             raise ValueError(f"row {self._n}: a value of {end - start} bytes has no schema id")
         self._add(data, start + 2, end, _i16.unpack_from(data, start)[0])
 
-    def add_row(self, buf, start: int = 0, end: Optional[int] = None, schema_id: int = -1) -> None:
+    def add_row(self, buf, start: int = 0, end: int | None = None, schema_id: int = -1) -> None:
         """A bare row ``buf[start:end]`` written under ``schema_id`` (-1: the latest schema)."""
         data = as_bytes(buf)
         end = len(data) if end is None else end
@@ -365,7 +384,8 @@ class RowArrowBuilder:
             nulls = buf[pos:pos + plan.nbytes]
             vslot = pos + plan.nbytes
             p = pos + plan.header
-            for k, (target, fixed, size, reader, name) in enumerate(plan.fields):
+            # ``name`` is read by the except clause below: the field a failure is reported against
+            for k, (target, fixed, _size, reader, name) in enumerate(plan.fields):  # noqa: B007
                 if nulls[k >> 3] & (1 << (k & 7)):
                     v = None
                 elif fmt == COMPACTED:
@@ -427,15 +447,15 @@ class RowsToArrow:
     latest, under ``schema_id`` (default: the highest id of ``schemas``, else 1)."""
 
     def __init__(self, schema: SchemaInfo, kv_format: str = "COMPACTED",
-                 schemas: Optional[Mapping[int, SchemaInfo]] = None, table_name: str = "",
-                 schema_id: Optional[int] = None) -> None:
+                 schemas: Mapping[int, SchemaInfo] | None = None, table_name: str = "",
+                 schema_id: int | None = None) -> None:
         fmt = (kv_format or COMPACTED).upper()
         if fmt not in (COMPACTED, INDEXED):
             raise ValueError(f"unknown kv format {kv_format!r}: COMPACTED or INDEXED")
         self.schema = schema
         self.kv_format = fmt
         self.table_name = table_name
-        self.schemas: Dict[int, SchemaInfo] = dict(schemas or {})
+        self.schemas: dict[int, SchemaInfo] = dict(schemas or {})
         if schema_id is None:
             schema_id = max((k for k, s in self.schemas.items() if s == schema), default=None)
             if schema_id is None:
@@ -445,7 +465,7 @@ class RowsToArrow:
         self.arrow_schema = schema.to_arrow()
         self._arrow_types = [f.type for f in self.arrow_schema]
         self._nullable = [c.type.nullable for c in schema.columns]
-        self._plans: Dict[int, _SourcePlan] = {}
+        self._plans: dict[int, _SourcePlan] = {}
 
     def _plan(self, schema_id: int) -> _SourcePlan:
         if schema_id < 0:
@@ -463,7 +483,7 @@ class RowsToArrow:
         self.schemas[schema_id] = schema
         self._plans.pop(schema_id, None)
 
-    def builder(self) -> "RowArrowBuilder":
+    def builder(self) -> RowArrowBuilder:
         return _PyBuilder(self)
 
     def values(self, buf, starts, ends) -> pa.RecordBatch:
@@ -472,7 +492,7 @@ class RowsToArrow:
         data = as_bytes(buf)
         if len(starts) != len(ends):
             raise ValueError(f"{len(starts)} starts but {len(ends)} ends")
-        for s, e in zip(starts, ends):
+        for s, e in zip(starts, ends, strict=True):
             b.add_value(data, int(s), int(e))
         return b.finish()
 
@@ -482,7 +502,7 @@ class RowsToArrow:
         data = as_bytes(buf)
         if len(starts) != len(ends):
             raise ValueError(f"{len(starts)} starts but {len(ends)} ends")
-        for s, e in zip(starts, ends):
+        for s, e in zip(starts, ends, strict=True):
             b.add_row(data, int(s), int(e), schema_id)
         return b.finish()
 
@@ -499,14 +519,14 @@ class RowsToArrow:
         return self.values(records, starts, ends)
 
 
-def value_batch_spans(records) -> Tuple[List[int], List[int]]:
+def value_batch_spans(records) -> tuple[list[int], list[int]]:
     """(starts, ends) of the stored values (schema id + row) in value batches, checked."""
     from ..kv.valuebatch import VALUE_HEADER_SIZE, VALUE_MAGIC
 
     data = as_bytes(records)
     end = len(data)
-    starts: List[int] = []
-    ends: List[int] = []
+    starts: list[int] = []
+    ends: list[int] = []
     pos = 0
     while pos < end:
         if pos + VALUE_HEADER_SIZE > end:

@@ -3,7 +3,7 @@ row-format logs (``int32 length | change type | row``, docs/contributing/formats
 from __future__ import annotations
 
 import struct
-from typing import Optional, Sequence, Tuple
+from collections.abc import Sequence
 
 from .._select import pick
 from ..wire.bytebuf import wb_le32
@@ -26,11 +26,11 @@ def _arity_error(got: int, n: int) -> ValueError:
     return ValueError(f"row has {got} values but the schema has {n} fields")
 
 
-def _infos(types) -> Tuple[TypeInfo, ...]:
+def _infos(types) -> tuple[TypeInfo, ...]:
     return tuple(type_info(t) for t in types)
 
 
-def _as_bytes(buf, pos: int, end: Optional[int]):
+def _as_bytes(buf, pos: int, end: int | None):
     """(bytes-like, pos, end) suitable for slicing: bytes stay as they are, other buffers are copied."""
     if type(buf) is bytes:
         return buf, pos, len(buf) if end is None else end
@@ -67,7 +67,7 @@ def _encode_records(encode, rows, change_types) -> bytes:
 class _RowCodec:
     """What every row encoder/decoder knows: the field types, their names and the null bitset size."""
 
-    def __init__(self, types, names: Optional[Sequence[str]] = None) -> None:
+    def __init__(self, types, names: Sequence[str] | None = None) -> None:
         self._infos = _infos(types)
         self._names = list(names) if names is not None else None
         self._n = len(self._infos)

@@ -1,10 +1,9 @@
-"""Fluss data types flattened for the binary row codecs (docs/contributing/formats.md §3.2, §4): the row format names, the
-type codes the Cython twin ``_rows`` switches on, and :class:`TypeInfo`, built once per DataType."""
+"""Fluss data types flattened for the binary row codecs (docs/contributing/formats.md §3.2, §4): the row format names,
+the type codes the Cython twin ``_rows`` switches on, and :class:`TypeInfo`, built once per DataType."""
 from __future__ import annotations
 
 import functools
-from typing import Callable, Dict
-
+from collections.abc import Callable
 
 COMPACTED = "COMPACTED"
 INDEXED = "INDEXED"
@@ -92,7 +91,7 @@ class TypeInfo:
         return f"TypeInfo({self.dtype})"
 
 
-_TYPE_CACHE: Dict[object, TypeInfo] = {}
+_TYPE_CACHE: dict[object, TypeInfo] = {}
 
 
 def _per_type(tag: str) -> Callable:

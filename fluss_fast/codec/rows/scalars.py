@@ -6,11 +6,10 @@ import datetime as _dt
 import decimal as _decimal
 import math
 import struct
-from typing import Sequence, Tuple
+from collections.abc import Sequence
 
 from . import values as V
-from .rowtypes import (T_TINYINT, T_SMALLINT, T_INT, T_BIGINT, T_FLOAT, T_DOUBLE, T_DATE, T_TIME, TypeInfo)
-
+from .rowtypes import T_BIGINT, T_DATE, T_DOUBLE, T_FLOAT, T_INT, T_SMALLINT, T_TIME, T_TINYINT, TypeInfo
 
 _EPOCH_ORDINAL = V.EPOCH_ORDINAL
 _EPOCH = V.EPOCH
@@ -101,16 +100,16 @@ def conv_time(v, t: TypeInfo) -> int:
     return V.time_millis(v, t.dtype)
 
 
-def _millis_nanos(us: int, ns: int) -> Tuple[int, int]:
+def _millis_nanos(us: int, ns: int) -> tuple[int, int]:
     return us // 1000, (us % 1000) * 1000 + ns
 
 
-def conv_timestamp(v, t: TypeInfo) -> Tuple[int, int]:
+def conv_timestamp(v, t: TypeInfo) -> tuple[int, int]:
     """(epoch millis, nano of milli) of a wall-clock timestamp."""
     return _millis_nanos(*V.timestamp_micros(v, False))
 
 
-def conv_timestamp_ltz(v, t: TypeInfo) -> Tuple[int, int]:
+def conv_timestamp_ltz(v, t: TypeInfo) -> tuple[int, int]:
     """(epoch millis, nano of milli) of an instant; naive datetimes are taken as UTC."""
     return _millis_nanos(*V.timestamp_micros(v, True))
 

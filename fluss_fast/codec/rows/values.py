@@ -22,8 +22,9 @@ from __future__ import annotations
 import datetime as _dt
 import decimal as _decimal
 import operator
+from collections.abc import Sequence
 from collections.abc import Sequence as _SequenceABC
-from typing import Any, List, Sequence, Tuple
+from typing import Any
 
 from ... import datatypes as T
 
@@ -56,7 +57,7 @@ INT_NAMES = {T.TINYINT: "TINYINT", T.SMALLINT: "SMALLINT", T.INTEGER: "INT", T.B
 
 EPOCH_ORDINAL = 719163  # date(1970, 1, 1).toordinal()
 EPOCH = _dt.datetime(1970, 1, 1)
-EPOCH_UTC = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+EPOCH_UTC = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 _POW10 = tuple(10 ** i for i in range(40))
 
 
@@ -223,7 +224,7 @@ def aware_for_ntz(v) -> WrongType:
                      f"tzinfo or use a TIMESTAMP_LTZ column")
 
 
-def timestamp_micros(v, ltz: bool) -> Tuple[int, int]:
+def timestamp_micros(v, ltz: bool) -> tuple[int, int]:
     """(epoch micros, nanos within the micro) of a TIMESTAMP (``ltz`` False: wall-clock time, a
     tz-aware value is refused) or TIMESTAMP_LTZ value (an instant; naive values are taken as UTC).
 
@@ -282,7 +283,7 @@ def map_items(v) -> Sequence:
     return v
 
 
-def row_values(v, names: Sequence[str], name_set, types: Sequence) -> List:
+def row_values(v, names: Sequence[str], name_set, types: Sequence) -> list:
     """A ROW value as field values by position: a dict by field name (a missing field is null)
     or a list/tuple of exactly one value per field; NULL is refused where a field is NOT NULL."""
     if isinstance(v, dict):

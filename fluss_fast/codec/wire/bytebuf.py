@@ -8,7 +8,6 @@ these, so the two twins of a format say the same thing about the same bad input.
 from __future__ import annotations
 
 import struct
-from typing import Tuple
 
 from .varint import _U32, _put_varint
 
@@ -54,7 +53,7 @@ def need(pos: int, k: int, end: int) -> None:
         raise ValueError(f"needs {k} bytes at byte {pos}, {end - pos} left")
 
 
-def read_varint(buf, pos: int, end: int, maxb: int) -> Tuple[int, int]:
+def read_varint(buf, pos: int, end: int, maxb: int) -> tuple[int, int]:
     """(unsigned value, position after it) of a varint of at most ``maxb`` bytes."""
     start, r, shift = pos, 0, 0
     for _ in range(maxb):
@@ -69,19 +68,19 @@ def read_varint(buf, pos: int, end: int, maxb: int) -> Tuple[int, int]:
     raise ValueError(f"malformed varint ending at byte {start + maxb}: more than {maxb} bytes")
 
 
-def read_v32(buf, pos: int, end: int) -> Tuple[int, int]:
+def read_v32(buf, pos: int, end: int) -> tuple[int, int]:
     u, pos = read_varint(buf, pos, end, 5)
     u &= _U32
     return (u - 0x100000000 if u & 0x80000000 else u), pos
 
 
-def read_v64(buf, pos: int, end: int) -> Tuple[int, int]:
+def read_v64(buf, pos: int, end: int) -> tuple[int, int]:
     u, pos = read_varint(buf, pos, end, 10)
     u &= 0xFFFFFFFFFFFFFFFF
     return (u - 0x10000000000000000 if u & 0x8000000000000000 else u), pos
 
 
-def read_len(buf, pos: int, end: int) -> Tuple[int, int]:
+def read_len(buf, pos: int, end: int) -> tuple[int, int]:
     n, pos = read_v32(buf, pos, end)
     if n < 0 or pos + n > end:
         raise ValueError(f"bad length {n} at byte {pos}: only {end - pos} bytes left")

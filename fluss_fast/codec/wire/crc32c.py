@@ -56,7 +56,7 @@ def crc32c(data, crc: int = 0) -> int:
     # about as much per step as the byte loop costs per byte.
     while pos < full:
         count = min(_CHUNK_WORDS, (full - pos) >> 3)
-        for w in struct.unpack_from("<%dQ" % count, mv, pos):
+        for w in struct.unpack_from(f"<{count}Q", mv, pos):
             w ^= crc
             crc = (t7[w & 0xFF] ^ t6[(w >> 8) & 0xFF] ^ t5[(w >> 16) & 0xFF]
                    ^ t4[(w >> 24) & 0xFF] ^ t3[(w >> 32) & 0xFF] ^ t2[(w >> 40) & 0xFF]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ctypes
 import mmap
-from typing import Tuple
 
 # private, not mmap's default MAP_SHARED: a shared anonymous mapping is shmem, whose page faults go
 # through the page cache (~30 % more CPU per fresh page) for a sharing nobody here needs
@@ -46,7 +45,7 @@ def private_mapping(n: int) -> mmap.mmap:
     return mmap.mmap(-1, n, flags=PRIVATE_MAP_FLAGS) if PRIVATE_MAP_FLAGS else mmap.mmap(-1, n)
 
 
-def aligned_mapping(n: int) -> Tuple[mmap.mmap, int]:
+def aligned_mapping(n: int) -> tuple[mmap.mmap, int]:
     """``(mapping, start)``: a private mapping with room for ``n`` bytes from ``start``, its first
     2 MiB boundary (huge pages back only whole, aligned 2 MiB blocks; the slack in front is never
     touched, so it costs address space only)."""

@@ -12,7 +12,6 @@ The compiled twin ``_murmur`` has the same API.
 from __future__ import annotations
 
 import struct
-from typing import List
 
 from .._select import pick
 from ..log.logbatch import _byte_view
@@ -52,7 +51,7 @@ def _signed(h: int) -> int:
 
 
 def _blocks(mv: memoryview, h: int) -> int:
-    for k in struct.unpack_from("<%dI" % (len(mv) >> 2), mv):
+    for k in struct.unpack_from(f"<{len(mv) >> 2}I", mv):
         h = _mix_h(h, _mix_k(k))
     return h
 
@@ -108,7 +107,7 @@ def bucket_for_key(key_bytes, num_buckets: int) -> int:
     return _int_hash(_fluss_hash(key_bytes, _DEFAULT_SEED)) % num_buckets
 
 
-def buckets_for_keys(keys, num_buckets: int) -> List[int]:
+def buckets_for_keys(keys, num_buckets: int) -> list[int]:
     """``[bucket_for_key(k, num_buckets) for k in keys]``, the writer's batched form."""
     _check_buckets(num_buckets)
     return [_int_hash(_fluss_hash(k, _DEFAULT_SEED)) % num_buckets for k in keys]

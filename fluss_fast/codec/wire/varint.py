@@ -2,9 +2,6 @@
 fields ``rpc.wire`` frames by hand all write the ``bits``-wide two's-complement pattern, no zigzag."""
 from __future__ import annotations
 
-from typing import Tuple
-
-
 _U32 = 0xFFFFFFFF
 _U64 = 0xFFFFFFFFFFFFFFFF
 _MAX_SHIFT = 63  # a tenth byte (shift 63) is the last one a 64-bit varint may have
@@ -36,7 +33,7 @@ def encode_varint(value: int, bits: int = 64) -> bytes:
     return bytes(out)
 
 
-def read_varint(buf, pos: int, end: int) -> Tuple[int, int]:
+def read_varint(buf, pos: int, end: int) -> tuple[int, int]:
     """(unsigned value, position after it) of the varint at ``pos``; ValueError when it runs past
     ``end`` or past ten bytes."""
     result = 0
@@ -53,7 +50,7 @@ def read_varint(buf, pos: int, end: int) -> Tuple[int, int]:
     raise ValueError("truncated varint")
 
 
-def _get_varint(buf, pos: int, max_bytes: int) -> Tuple[int, int]:
+def _get_varint(buf, pos: int, max_bytes: int) -> tuple[int, int]:
     b = buf[pos]
     if b < 0x80:
         return b, pos + 1
@@ -70,26 +67,26 @@ def _get_varint(buf, pos: int, max_bytes: int) -> Tuple[int, int]:
     raise ValueError(f"malformed varint at byte {pos - max_bytes}: more than {max_bytes} bytes")
 
 
-def _get_varint32(buf, pos: int) -> Tuple[int, int]:
+def _get_varint32(buf, pos: int) -> tuple[int, int]:
     u, pos = _get_varint(buf, pos, 5)
     u &= _U32
     return (u - 0x100000000 if u & 0x80000000 else u), pos
 
 
-def _get_varint64(buf, pos: int) -> Tuple[int, int]:
+def _get_varint64(buf, pos: int) -> tuple[int, int]:
     u, pos = _get_varint(buf, pos, 10)
     u &= _U64
     return (u - 0x10000000000000000 if u & 0x8000000000000000 else u), pos
 
 
-def _get_length(buf, pos: int, end: int) -> Tuple[int, int]:
+def _get_length(buf, pos: int, end: int) -> tuple[int, int]:
     n, pos = _get_varint32(buf, pos)
     if n < 0 or pos + n > end:
         raise ValueError(f"bad length {n} at byte {pos}: only {end - pos} bytes left")
     return n, pos
 
 
-def decode_varint(buf, pos: int = 0, bits: int = 32) -> Tuple[int, int]:
+def decode_varint(buf, pos: int = 0, bits: int = 32) -> tuple[int, int]:
     """(signed value, next position) of a varint written by :func:`encode_varint`."""
     return _get_varint32(buf, pos) if bits == 32 else _get_varint64(buf, pos)
 
