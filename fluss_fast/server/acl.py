@@ -123,7 +123,8 @@ class Authorizer:
             raise _deny(ctx, op, rtype, name)
 
     def _table_name(self, table_id: int) -> str | None:
-        entry = self.server.catalog.table_by_id(table_id)
+        catalog = self.server.catalog
+        entry = None if catalog is None else catalog.table_by_id(table_id)  # None before the server starts
         return None if entry is None else entry.path
 
     def _check_table_id(self, ctx, op: int, table_id: int) -> None:
