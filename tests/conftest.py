@@ -346,6 +346,27 @@ def unique_name():
     return make
 
 
+@pytest.fixture
+async def conn(fluss_server):
+    """A fluss_fast connection to the session's server; a module that needs other client settings
+    defines its own ``conn``."""
+    import fluss_fast
+
+    c = await fluss_fast.FlussConnection.create(
+        fluss_fast.Config({"bootstrap.servers": fluss_server.bootstrap_servers}))
+    yield c
+    await c.close()
+
+
+@pytest.fixture
+async def db(conn, unique_name):
+    """A fresh database, dropped with its tables afterwards."""
+    name = unique_name("db")
+    await conn.get_admin().create_database(name)
+    yield name
+    await conn.get_admin().drop_database(name, ignore_if_not_exists=True, cascade=True)
+
+
 def pytest_report_header(config):
     return f"server: {server_kind(config)}; " \
            f"fluss_fast event loop: {loop_choice() or 'default (uvloop if installed)'} ({EVENT_LOOP_ENV}); " \

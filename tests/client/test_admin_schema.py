@@ -20,21 +20,6 @@ def _embedded_only(fluss_server):
         pytest.skip("embedded server only: its own answers (test_admin_java_cluster.py covers Java)")
 
 
-@pytest.fixture
-async def conn(fluss_server):
-    c = await fluss.FlussConnection.create(fluss.Config({"bootstrap.servers": fluss_server.bootstrap_servers}))
-    yield c
-    await c.close()
-
-
-@pytest.fixture
-async def db(conn, unique_name):
-    name = unique_name("db")
-    await conn.get_admin().create_database(name)
-    yield name
-    await conn.get_admin().drop_database(name, ignore_if_not_exists=True, cascade=True)
-
-
 async def _code(aw) -> int:
     with pytest.raises(FlussError) as info:
         await aw

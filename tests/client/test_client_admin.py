@@ -13,22 +13,6 @@ from fluss_fast import ErrorCode, FlussError
 SCHEMA = pa.schema([pa.field("id", pa.int32()), pa.field("region", pa.string()), pa.field("v", pa.int64())])
 
 
-@pytest.fixture
-async def conn(fluss_server):
-    c = await fluss_fast.FlussConnection.create(
-        fluss_fast.Config({"bootstrap.servers": fluss_server.bootstrap_servers}))
-    yield c
-    await c.close()
-
-
-@pytest.fixture
-async def db(conn, unique_name):
-    name = unique_name("db")
-    await conn.get_admin().create_database(name)
-    yield name
-    await conn.get_admin().drop_database(name, ignore_if_not_exists=True, cascade=True)
-
-
 async def _code(aw) -> int:
     with pytest.raises(FlussError) as info:
         await aw

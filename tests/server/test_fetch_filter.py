@@ -21,20 +21,6 @@ SCHEMA = pa.schema([("id", pa.int32()), ("name", pa.string())])
 STATS = {"table.statistics.columns": "*"}
 
 
-@pytest.fixture
-async def conn(fluss_server):
-    c = await ff.FlussConnection.create(ff.Config({"bootstrap.servers": fluss_server.bootstrap_servers}))
-    yield c
-    await c.close()
-
-
-@pytest.fixture
-async def db(conn, unique_name):
-    name = unique_name("ffilter")
-    await conn.get_admin().create_database(name)
-    return name
-
-
 async def _table(conn, db, name, properties=None):
     path = ff.TablePath(db, name)
     await conn.get_admin().create_table(path, ff.TableDescriptor(ff.Schema(SCHEMA), bucket_count=1,
