@@ -294,9 +294,22 @@ async def _lookups(scenario, table, job, data, clock: _Clock):
     keys = sample_keys(data, id_col, LOOKUPS)
     concurrency = CONCURRENCY if scenario == "lookup64" else 1
     lookuper = table.new_lookup().create_lookuper()
+    keys, results = await lookup_keys(lookuper, id_col, keys, concurrency, job["lookup_budget_s"],
+                                      clock.mark_first_row)
+    missing = [k for k, r in zip(keys, results, strict=True) if r is None]
+    if missing:
+        raise RuntimeError(f"MISMATCH {len(missing)} of {len(keys)} lookups found nothing "
+                           f"(first: {id_col}={missing[0]})")
+    return ([r[id_col] for r in results], [r[str_col] for r in results],
+            expected_for_keys(data, id_col, str_col, keys), "")
+
+
+async def lookup_keys(lookuper, id_col: str, keys: list, concurrency: int, budget_s: float, after_each=None):
+    """Looks up ``keys`` with ``concurrency`` lookups in flight until ``budget_s`` runs out (the warm
+    scenario and the cold child share it); returns the keys looked up and their rows, in key order."""
     results: list[Any] = [None] * len(keys)
     done = [False] * len(keys)
-    stop_at = time.monotonic() + job["lookup_budget_s"]
+    stop_at = time.monotonic() + budget_s
 
     async def worker(start: int) -> None:
         for i in range(start, len(keys), concurrency):
@@ -304,17 +317,15 @@ async def _lookups(scenario, table, job, data, clock: _Clock):
                 return
             results[i] = await lookuper.lookup({id_col: keys[i]})
             done[i] = True
-            clock.mark_first_row()
+            if after_each is not None:
+                after_each()
 
-    await asyncio.gather(*(worker(w) for w in range(concurrency)))
-    keys = [k for k, d in zip(keys, done, strict=True) if d]
-    results = [r for r, d in zip(results, done, strict=True) if d]
-    missing = [k for k, r in zip(keys, results, strict=True) if r is None]
-    if missing:
-        raise RuntimeError(f"MISMATCH {len(missing)} of {len(keys)} lookups found nothing "
-                           f"(first: {id_col}={missing[0]})")
-    return ([r[id_col] for r in results], [r[str_col] for r in results],
-            expected_for_keys(data, id_col, str_col, keys), "")
+    if concurrency == 1:
+        await worker(0)
+    else:
+        await asyncio.gather(*(worker(w) for w in range(concurrency)))
+    return ([k for k, d in zip(keys, done, strict=True) if d],
+            [r for r, d in zip(results, done, strict=True) if d])
 
 
 async def prefix_lookup_users(lookuper, users, budget_s: float, id_col: str, str_col: str, after_each=None):

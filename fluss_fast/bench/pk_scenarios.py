@@ -6,14 +6,13 @@ from __future__ import annotations
 import asyncio
 import os
 import random
-import time
 from pathlib import Path
 
 import pyarrow as pa
 
 from ..rpc.api import API_KEYS, Api
 from . import datasets as ds
-from .cold import prefix_lookup_users
+from .cold import lookup_keys, prefix_lookup_users
 from .harness import (
     DATABASE,
     Client,
@@ -234,26 +233,9 @@ async def _lookup(client: Client, env: Env, shared: dict, concurrency: int) -> O
     lookuper = table.new_lookup().create_lookuper()
     keys = sample_keys(env.table, env.spec.id_column, LOOKUPS)
     id_col, str_col = env.spec.id_column, env.spec.string_column
-    results: list[dict | None] = [None] * len(keys)
-
-    done = [False] * len(keys)
-    stop_at = time.monotonic() + env.lookup_budget_s
-
-    async def worker(start: int) -> None:
-        for i in range(start, len(keys), concurrency):
-            if time.monotonic() > stop_at:
-                return
-            results[i] = await lookuper.lookup({id_col: keys[i]})
-            done[i] = True
-
     sw = env.stopwatch()
-    if concurrency == 1:
-        await worker(0)
-    else:
-        await asyncio.gather(*(worker(w) for w in range(concurrency)))
+    keys, results = await lookup_keys(lookuper, id_col, keys, concurrency, env.lookup_budget_s)
     seconds = sw.stop()
-    keys = [k for k, d in zip(keys, done, strict=True) if d]
-    results = [r for r, d in zip(results, done, strict=True) if d]
     missing = [k for k, r in zip(keys, results, strict=True) if r is None]
     if missing:
         raise Mismatch(f"{len(missing)} of {len(keys)} lookups in {DATABASE}.{name} found nothing "
