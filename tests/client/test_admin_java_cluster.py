@@ -66,6 +66,38 @@ async def test_schema_add_column_and_old_rows(conn, db):
     assert row == {"id": 2, "name": "old2", "score": None}
 
 
+
+async def test_log_scans_read_batches_of_the_older_schema(conn, db):
+    # the log holds batches of both schema ids; scanners of the new schema read the older ones with
+    # the added column null (client/scan/schemas.py), under projection, where and limit scans
+    admin = conn.get_admin()
+    path = fluss.TablePath(db, "log")
+    await admin.create_table(path, fluss.TableDescriptor(fluss.Schema(pa.schema(FIELDS)), bucket_count=2))
+    async with (await conn.get_table(path)).new_append().create_writer() as w:
+        for i in range(4):
+            w.append({"id": i, "name": f"old{i}"})
+    await admin.alter_table(path, [TableChange.add_column("score", pa.int64())])
+    t = await conn.get_table(path)
+    async with t.new_append().create_writer() as w:
+        w.append({"id": 9, "name": "new", "score": 7})
+    want = [{"id": i, "name": f"old{i}", "score": None} for i in range(4)] + [{"id": 9, "name": "new", "score": 7}]
+
+    async def read(scan):
+        bs = await scan.create_record_batch_log_scanner()
+        bs.subscribe_buckets({0: 0, 1: 0})
+        return sorted((await asyncio.wait_for(bs.to_arrow(), 60)).to_pylist(), key=lambda r: r["id"])
+
+    assert await read(t.new_scan()) == want
+    assert await read(t.new_scan().project_by_name(["score", "id"])) == [{"score": r["score"], "id": r["id"]}
+                                                                         for r in want]
+    assert await read(t.new_scan().where(fluss.col("score").is_null())) == want[:4]
+    tid = t.get_table_info().table_id
+    limited = []
+    for b in (0, 1):
+        scanner = t.new_scan().limit(10).create_bucket_batch_scanner(fluss.TableBucket(tid, b))
+        limited.extend((await asyncio.wait_for(scanner.to_arrow(), 60)).to_pylist())
+    assert sorted(limited, key=lambda r: r["id"]) == want
+
 async def test_alter_table_properties(conn, db, fluss_server):
     admin = conn.get_admin()
     path = await _pk_table(conn, db)

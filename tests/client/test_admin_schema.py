@@ -186,9 +186,6 @@ def test_sync_facade_has_the_new_methods(fluss_server):
         assert admin.get_cluster_health().num_replicas >= 0
 
 
-@pytest.mark.xfail(strict=True, raises=FlussError,
-                   reason="log scanners refuse batches of an older schema id with a clear error "
-                          "(scan/decode.py); reading them under the new schema is still to do (issue 28 item 4)")
 async def test_log_scan_reads_batches_of_the_older_schema(conn, db):
     admin = conn.get_admin()
     path = await _table(conn, db, "log", pk=False)

@@ -163,3 +163,20 @@ def test_pushed_filters_give_sparks_answers(spark, conn, database, bootstrap, un
     for f in ("s = 'b'", "s = 'a' or id > 30", "true"):
         got = sorted(r.id for r in plain.where(f).select("id").collect())
         assert got == sorted(r.id for r in local_df.where(f).select("id").collect()), f
+
+
+def test_reads_rows_written_before_an_added_column(spark, conn, database, bootstrap, unique_name):
+    # the source reads the latest schema; rows of the older schema id come with the new column null
+    from fluss_fast.client.admin_types import TableChange
+
+    name = create_table(conn, database, unique_name("altered"), SCHEMA, buckets=2)
+    old = pa.table({"id": [1, 2], "cust": ["a", "b"], "amount": [1.0, 2.0], "day": ["d", "d"]}, schema=SCHEMA)
+    append_arrow(conn, name, old)
+    db, t = name.split(".")
+    conn.get_admin().alter_table(fluss.TablePath(db, t), [TableChange.add_column("note", pa.string())])
+    new = pa.table({"id": [3], "cust": ["c"], "amount": [3.0], "day": ["d"], "note": ["x"]},
+                   schema=SCHEMA.append(pa.field("note", pa.string())))
+    append_arrow(conn, name, new)
+    rows = sorted((r.id, r.note) for r in _read(spark, bootstrap, name).select("id", "note").collect())
+    assert rows == [(1, None), (2, None), (3, "x")]
+    assert sorted(r.id for r in _read(spark, bootstrap, name).where("note IS NULL").collect()) == [1, 2]

@@ -3,8 +3,9 @@
 Pure functions of the bytes: no sockets, no loop, no bucket positions, so they run on the codec
 worker threads as well as on the runtime loop. A batch is checked (schema id, CRC unless the
 server projected it), decoded by the table's codec (``codec/arrowlog.py`` for ARROW, the row codec
-otherwise), cut at the fetch offset, filtered by the exact predicate and reordered into the user's
-columns; what is left is a ``records.Chunk``.
+otherwise; a batch of an older schema id by that schema's, into the scanner's columns: ``schemas.py``),
+cut at the fetch offset, filtered by the exact predicate and reordered into the user's columns; what
+is left is a ``records.Chunk``.
 """
 from __future__ import annotations
 
@@ -71,7 +72,13 @@ class ScanSpec:
         fetch = sorted(needed)
         self.arrow_format = self.log_format == "ARROW"
         # The server projects ARROW batches only (INDEXED answers 34); others are projected here.
-        self.pushdown = self.arrow_format and len(fetch) < ncols
+        # After a schema change the log holds batches of older schema ids, which are read by column
+        # id here (``schemas.py``); they are fetched whole rather than trusting every server to
+        # project an older batch by the current schema's positions.
+        self.pushdown = self.arrow_format and len(fetch) < ncols and self.schema_id <= 1
+        # older schema id -> schemas.OlderSchema, filled before the first fetch; None until then
+        self.older: dict | None = {} if self.schema_id <= 1 else None
+        self.older_loading = None
         self.fetch_fields = fetch if self.pushdown else None
         decoded = fetch if self.pushdown else list(range(ncols))
         self.decoded_schema = pa.schema([self.full_arrow.field(i) for i in decoded])
@@ -103,9 +110,23 @@ class ScanSpec:
         return self.out_schema.empty_table()
 
     # -- decoding one bucket's records ---------------------------------------------------------
+    def check_schema(self, bucket, h, label: str = "") -> None:
+        """Raise unless batch ``h`` is of the scanner's schema id or of an older one it knows."""
+        sid = h.schema_id
+        if sid == self.schema_id or (self.older is not None and sid in self.older):
+            return
+        raise FlussError(
+            f"{self.where(bucket)}: batch at offset {h.base_offset}{label} was written with schema "
+            f"id {sid}, the scanner reads schema id {self.schema_id}; "
+            f"create a new scanner after a schema change", CLIENT_ERROR)
+
     def _decode_batch(self, mv, h, full: bool = False, memory=None):
-        """(record batch, change types) of batch ``h``; ``full`` when the server did not project;
+        """(record batch, change types) of batch ``h`` in the scanner's schema (a batch of an
+        older schema id too: see ``check_schema``); ``full`` when the server did not project;
         ``memory``: a ``codec.bodypool.BodyPool`` for decompressed data."""
+        if h.schema_id != self.schema_id:
+            # pushdown is off whenever older schemas exist, so the batch is whole
+            return self.older[h.schema_id].decode(mv, h, memory)
         if self.arrow_format:
             if self.pushdown and not full:
                 return self.codec.decode(mv, h, projected=self.decoded_schema, memory=memory)
@@ -122,10 +143,7 @@ class ScanSpec:
         (LIMIT_SCAN answers are never projected by the server)."""
         out = []
         for h in logbatch.iter_batches(mv, start, end):
-            if h.schema_id != self.schema_id:
-                raise FlussError(
-                    f"{self.where(bucket)}: batch at offset {h.base_offset} was written with schema "
-                    f"id {h.schema_id}, the scanner reads schema id {self.schema_id}", CLIENT_ERROR)
+            self.check_schema(bucket, h)
             if not logbatch.verify_crc(mv, h.position):
                 raise FlussError(f"{self.where(bucket)}: corrupt batch at offset {h.base_offset} "
                                  f"(CRC mismatch)", CORRUPT_MESSAGE)
@@ -151,11 +169,7 @@ class ScanSpec:
             complete += 1
             if fetch_offset >= 0 and h.next_offset <= fetch_offset:
                 continue
-            if h.schema_id != self.schema_id:
-                raise FlussError(
-                    f"{self.where(bucket)}: batch at offset {h.base_offset} was written with schema "
-                    f"id {h.schema_id}, the scanner reads schema id {self.schema_id}; "
-                    f"create a new scanner after a schema change", CLIENT_ERROR)
+            self.check_schema(bucket, h)
             if self.check_crc and not logbatch.verify_crc(mv, h.position):
                 raise FlussError(
                     f"{self.where(bucket)}: corrupt batch at offset {h.base_offset} "

@@ -40,6 +40,7 @@ from .retry import MAX_BACKOFF_S as _MAX_BACKOFF_S
 from .retry import REFRESH_CODES as _REFRESH_CODES
 from .retry import RETRY_BACKOFF_S as _RETRY_BACKOFF_S
 from .retry import RETRY_CODES as _RETRY_CODES
+from .schemas import ensure_older_schemas
 
 __all__ = ["LogFetcher"]
 
@@ -709,7 +710,8 @@ class LogFetcher:
             self._loop = asyncio.get_running_loop()
         loop = self._loop
         deadline = loop.time() + timeout_s
-        exclude = None
+        if self.spec.older is None:  # the table was altered: read its older batches too
+            await ensure_older_schemas(self.ctx, self.spec)
         # A bounded read keeps ``_stops`` set (see set_stops) so that no fetch, not even one sent
         # from a response handler between polls, long-polls a bucket that already reached its end.
         return await self._poll_loop(loop, deadline, max_records, max_chunks, stops)

@@ -23,6 +23,7 @@ from .fetcher import CORRUPT_MESSAGE
 from .fetcher import _is_transient as _transient
 from .frames import import_polars, lazy_stream
 from .records import RecordBatch
+from .schemas import ensure_older_schemas
 
 __all__ = ["BatchScanner"]
 
@@ -85,6 +86,8 @@ class BatchScanner:
             out = spec.output_of_full(rb)
             return RecordBatch(out, tb, 0, out.num_rows - 1)
         mv = memoryview(raw)
+        if spec.older is None:  # the table was altered: its log may hold batches of older schemas
+            await ensure_older_schemas(self._ctx, spec)
         try:
             decoded = spec.decode_full_batches(tb, mv)
         except FlussError:

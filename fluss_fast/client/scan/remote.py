@@ -528,10 +528,7 @@ def _decode_slice(spec, tb, view, pos: int, fetch_offset: int, label: str, parti
             end = h.position + h.total_size
             if h.next_offset <= fetch_offset:
                 continue
-            if h.schema_id != spec.schema_id:
-                raise FlussError(f"{spec.where(tb)}: batch at offset {h.base_offset} in {label} was written "
-                                 f"with schema id {h.schema_id}, the scanner reads schema id {spec.schema_id}",
-                                 CLIENT_ERROR)
+            spec.check_schema(tb, h, f" in {label}")
             if not logbatch.verify_crc(view, h.position):
                 raise FlussError(f"{spec.where(tb)}: corrupt batch at offset {h.base_offset} in {label} "
                                  f"(CRC mismatch)", CORRUPT_MESSAGE)
