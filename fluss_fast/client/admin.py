@@ -502,8 +502,13 @@ class FlussAdmin(AdminSchemaMixin, AdminClusterMixin):
         if not buckets:
             raise FlussError("Buckets are empty.", CLIENT_ERROR)
         md = self._ctx.metadata
-        last_error = None
-        for attempt in range(3):
+        # a new table's buckets answer NOT_LEADER until their leaders have taken up the election the
+        # coordinator already published, so retriable errors are retried up to the request timeout
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + (self._ctx.request_timeout_ms or 30000) / 1000
+        attempt = 0
+        while True:
+            can_retry = loop.time() < deadline
             meta = await md.table(path, refresh=True)
             partition_id = None
             if partition_name is not None:
@@ -550,8 +555,8 @@ class FlussAdmin(AdminSchemaMixin, AdminClusterMixin):
             retry = False
             for res in results:
                 if isinstance(res, BaseException):
-                    if isinstance(res, FlussError) and res.is_retriable and attempt < 2:
-                        retry, last_error = True, res
+                    if isinstance(res, FlussError) and res.is_retriable and can_retry:
+                        retry = True
                         continue
                     raise res
                 for br in res.buckets_resp:
@@ -561,8 +566,8 @@ class FlussAdmin(AdminSchemaMixin, AdminClusterMixin):
                             + f" (bucket {br.bucket_id} of table '{path}'"
                             + (f", partition '{partition_name}'" if partition_name is not None else "") + ")",
                             br.error_code)
-                        if err.is_retriable and attempt < 2:
-                            retry, last_error = True, err
+                        if err.is_retriable and can_retry:
+                            retry = True
                             continue
                         raise err
                     if not br.HasField("offset"):
@@ -571,8 +576,8 @@ class FlussAdmin(AdminSchemaMixin, AdminClusterMixin):
             if not retry:
                 return {b: out[b] for b in buckets if b in out}
             md.invalidate(meta.table_id, partition_id)
-            await asyncio.sleep(0.1 * (attempt + 1))
-        raise last_error
+            await asyncio.sleep(max(0.0, min(0.05 * 2 ** attempt, 1.0, deadline - loop.time())))
+            attempt += 1
 
     # -- cluster -----------------------------------------------------------------------------------
     @on_runtime

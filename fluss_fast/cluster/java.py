@@ -329,7 +329,8 @@ class JavaCluster:
 
 
 def _listed_tablet_servers(bootstrap: str) -> set:
-    """The ids of the tablet servers the coordinator's metadata lists; empty while it cannot answer."""
+    """The ids of the tablet servers the coordinator's metadata lists; empty while it cannot answer or
+    has not yet created the default database."""
     from ..client.connection import FlussConnection
     from ..config import Config
 
@@ -338,7 +339,12 @@ def _listed_tablet_servers(bootstrap: str) -> set:
                                                     "connect-timeout": "2000",
                                                     "request-timeout": "2000"}))
         try:
-            nodes = await conn.get_admin().get_server_nodes()
+            admin = conn.get_admin()
+            # the coordinator creates the default database once it leads, which can come after it
+            # answers metadata: until then CREATE_TABLE in `fluss` fails with DATABASE_NOT_EXIST
+            if not await admin.database_exists("fluss"):
+                return set()
+            nodes = await admin.get_server_nodes()
             return {n.id for n in nodes if n.server_type == "TabletServer"}
         finally:
             await conn.close()
