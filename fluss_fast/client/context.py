@@ -62,6 +62,9 @@ class ClientContext:
         self.writers = weakref.WeakSet()
         # the metrics of its writers, scanners and lookups (FlussConnection.metrics())
         self.client_metrics = MetricsRegistry()
+        # schemas by (table id, schema id): a pair never names another schema (a table created again
+        # gets a new id), so every scanner and lookuper of this connection shares one fetch
+        self.schemas: dict[tuple[int, int], object] = {}
         self._bootstrap_addrs = parse_bootstrap_servers(config.bootstrap_servers)
         self._closer = self._close_at_exit
         self.runtime.add_closer(self._closer)

@@ -56,16 +56,22 @@ class ValueRows:
 
 
 async def fetch_schema(ctx, meta, schema_id: int) -> SchemaInfo:
-    """Schema ``schema_id`` of the table (GET_TABLE_SCHEMA)."""
+    """Schema ``schema_id`` of the table (GET_TABLE_SCHEMA), fetched once per connection."""
+    key = (meta.table_id, schema_id)
+    cached = ctx.schemas.get(key)
+    if cached is not None:
+        return cached
     req = pb.GetTableSchemaRequest()
     meta.path._to_pb(req.table_path)
     req.schema_id = schema_id
     resp = await ctx.coordinator(Api.GET_TABLE_SCHEMA, req)
     try:
-        return SchemaInfo.from_json(json.loads(resp.schema_json))
+        info = SchemaInfo.from_json(json.loads(resp.schema_json))
     except (ValueError, TypeError, KeyError) as e:
         raise FlussError(f"table '{meta.path}': unreadable schema {schema_id}: {e}",
                          Errors.CORRUPT_MESSAGE) from None
+    ctx.schemas[key] = info
+    return info
 
 
 class OlderRows:

@@ -118,17 +118,21 @@ async def test_scanner_of_the_older_schema_refuses_newer_batches(conn, db):
         await sc.to_arrow()
 
 
-async def test_never_altered_table_fetches_no_schema(conn, db, monkeypatch):
-    from fluss_fast.client.scan import schemas
+async def test_older_schemas_are_fetched_once_per_connection(conn, db, monkeypatch):
+    """A never-altered table sends no GET_TABLE_SCHEMA; an altered one sends one per older schema id
+    for the whole connection, however many scanners and lookupers read it."""
+    from fluss_fast.client.context import ClientContext
+    from fluss_fast.rpc.api import Api
 
-    calls = []
-    real = schemas.fetch_schema
+    requests = []
+    real = ClientContext.coordinator
 
-    async def counted(ctx, meta, sid):
-        calls.append(sid)
-        return await real(ctx, meta, sid)
+    async def counted(self, api_key, req, *args, **kwargs):
+        if api_key == Api.GET_TABLE_SCHEMA:
+            requests.append(req.schema_id)
+        return await real(self, api_key, req, *args, **kwargs)
 
-    monkeypatch.setattr(schemas, "fetch_schema", counted)
+    monkeypatch.setattr(ClientContext, "coordinator", counted)
     path = fluss.TablePath(db, "plain")
     await conn.get_admin().create_table(path, fluss.TableDescriptor(fluss.Schema(pa.schema(FIELDS)), bucket_count=2))
     t = await conn.get_table(path)
@@ -138,10 +142,12 @@ async def test_never_altered_table_fetches_no_schema(conn, db, monkeypatch):
     scan = t.new_scan().project_by_name(["id"])
     assert scan._spec().older == {} and scan._spec().pushdown
     assert await _bounded(scan) == [{"id": 1}]
-    assert calls == []
-    # an altered table fetches each older schema once per scanner, and fetches batches whole
+    assert requests == []
+    # an altered table's batches are fetched whole (no projection pushdown across schema ids)
     t2 = await _altered(conn, db, "altered")
     spec = t2.new_scan().project_by_name(["id"])._spec()
     assert spec.older is None and not spec.pushdown
     assert await _bounded(t2.new_scan()) == OLD + NEW
-    assert calls == [1]
+    assert await _bounded(t2.new_scan().project_by_name(["id", "score"])) == [
+        {"id": r["id"], "score": r.get("score")} for r in OLD + NEW]
+    assert requests == [1]

@@ -131,12 +131,7 @@ class ScanSpec:
             if self.pushdown and not full:
                 return self.codec.decode(mv, h, projected=self.decoded_schema, memory=memory)
             return self.codec.decode(mv, h, arrow_schema=self.full_arrow, memory=memory)
-        from ...codec.log.indexedlog import to_arrow
-
-        decoded = self.row_codec.decode(mv, h)
-        rb = to_arrow([values for _, values in decoded], self.full_arrow)
-        cts = None if h.append_only else bytes(ct for ct, _ in decoded)
-        return rb, cts
+        return self.row_codec.decode_arrow(mv, h, self.full_arrow)
 
     def decode_full_batches(self, bucket, mv, start: int = 0, end: int | None = None):
         """[(header, full-schema record batch, change types)] of every complete batch, CRC checked

@@ -65,11 +65,7 @@ class OlderSchema:
         if self._codec is not None:
             rb, cts = self._codec.decode(mv, h, arrow_schema=self.arrow, memory=memory)
         else:
-            from ...codec.log.indexedlog import to_arrow
-
-            decoded = self._row_codec.decode(mv, h)
-            rb = to_arrow([values for _, values in decoded], self.arrow)
-            cts = None if h.append_only else bytes(ct for ct, _ in decoded)
+            rb, cts = self._row_codec.decode_arrow(mv, h, self.arrow)
         n = rb.num_rows
         target = self._target
         cols = [rb.column(k) if k is not None else pa.nulls(n, target.field(j).type)

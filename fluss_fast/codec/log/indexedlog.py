@@ -73,6 +73,12 @@ class RowLogCodec:
     def decode(self, buf, header) -> list[tuple[int, list]]:
         return _decode_records(buf, header, self.decoder)
 
+    def decode_arrow(self, buf, header, arrow_schema: pa.Schema) -> tuple[pa.RecordBatch, bytes | None]:
+        """(record batch in ``arrow_schema``, change types; None for an append-only batch)."""
+        decoded = self.decode(buf, header)
+        rb = to_arrow([values for _, values in decoded], arrow_schema)
+        return rb, None if header.append_only else bytes(ct for ct, _ in decoded)
+
 
 def _append_only(change_types) -> bool:
     return change_types is None or all(c == APPEND_ONLY for c in change_types)
