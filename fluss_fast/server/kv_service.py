@@ -10,8 +10,7 @@ import asyncio
 import time
 import uuid
 
-from ..codec.kv.kvbatch import build_kv_batch, decode_value
-from ..codec.kv.valuebatch import build_value_batch
+from ..codec.kv.kvbatch import build_kv_batch
 from ..codec.rows.compacted import CompactedRowDecoder
 from ..error_codes import Errors
 from ..errors import FlussError
@@ -19,7 +18,8 @@ from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
 from ..rpc.wire import PUT_KV
 from .bucket_reqs import bucket_reply, check_acks, set_error
-from .kvstore import FIRST_KEY, put_batch
+from .kv_scan import Scanner, value_batch
+from .kvstore import put_batch
 from .protocol import HandlerEntry, RawParsed
 from .row_merger import Merger
 
@@ -49,37 +49,12 @@ def _partition_value(text: str, dtype):
     return text
 
 
-class _Scanner:
-    """A cursor over a RocksDB snapshot of one bucket (later writes do not show)."""
-
-    __slots__ = ("key", "snapshot", "it", "left", "seq", "touched")
-
-    def __init__(self, key, bkv, limit: int | None):
-        self.key = key
-        self.snapshot = bkv.snapshot()
-        self.it = self.snapshot.iter()
-        self.it.seek(FIRST_KEY)  # past the store's applied-offset entry
-        self.left = limit
-        self.seq = 0
-        self.touched = time.monotonic()
-
-    def more(self) -> bool:
-        return self.it.valid() and (self.left is None or self.left > 0)
-
-    def take(self) -> bytes:
-        v = self.it.value()
-        self.it.next()
-        if self.left is not None:
-            self.left -= 1
-        return v
-
-
 class KvService:
     def __init__(self, server, tablet, replicas) -> None:
         self.server = server
         self.tablet = tablet
         self.kv = replicas.kv
-        self._scanners: dict[bytes, _Scanner] = replicas.scanners
+        self._scanners: dict[bytes, Scanner | None] = replicas.scanners
 
     def handlers(self) -> dict[int, HandlerEntry]:
         return {
@@ -235,7 +210,7 @@ class KvService:
             return resp
         values = bkv.values(req.limit)
         if values:
-            resp.records = build_value_batch([decode_value(v) for v in values])
+            resp.records = value_batch(values)
         return resp
 
     # -- SCAN_KV ---------------------------------------------------------------------------------
@@ -279,7 +254,7 @@ class KvService:
             raise FlussError(f"Too many open scanners for {_bucket_name(*key)}", Errors.TOO_MANY_SCANNERS)
         limit = b.limit if b.HasField("limit") and b.limit > 0 else None
         resp.log_offset = bkv.blog.high_watermark
-        sc = _Scanner(key, bkv, limit)
+        sc = Scanner(key, bkv, limit)
         self._fill(sc, size, resp)
         if resp.has_more_results:
             sid = uuid.uuid4().hex.encode()
@@ -312,18 +287,12 @@ class KvService:
             del self._scanners[sid]
 
     @staticmethod
-    def _fill(sc: _Scanner, size: int, resp) -> None:
-        out = []
-        used = 0
+    def _fill(sc: Scanner, size: int, resp) -> None:
         try:
-            while sc.more():
-                n = len(sc.it.value()) + 4
-                if out and used + n > size:
-                    break
-                out.append(sc.take())
-                used += n
+            out = sc.take(size)
+            more = sc.more()
         except Exception as e:  # noqa: BLE001 - the store went away under the scanner (bucket dropped)
             raise FlussError(f"Scan of {_bucket_name(*sc.key)} failed: {e}", Errors.UNKNOWN_SERVER_ERROR) from None
         if out:
-            resp.records = build_value_batch([decode_value(v) for v in out])
-        resp.has_more_results = sc.more()
+            resp.records = value_batch(out)
+        resp.has_more_results = more

@@ -29,6 +29,7 @@ import asyncio
 import logging
 import os
 import shutil
+from itertools import islice
 
 from ..codec.errors import CorruptBatchError
 from ..codec.kv.kvbatch import encode_value, iter_kv_records, parse_kv_header
@@ -257,26 +258,15 @@ class BucketKv:
     def prefix(self, prefix: bytes) -> list[bytes]:
         self.flush()
         out = []
-        it = self.db.iter()
-        it.seek(prefix or FIRST_KEY)
-        n = len(prefix)
-        while it.valid():
-            k = it.key()
-            if k[:n] != prefix:
+        for k, v in self.db.items(from_key=prefix or FIRST_KEY):
+            if not k.startswith(prefix):
                 break
-            out.append(it.value())
-            it.next()
+            out.append(v)
         return out
 
     def values(self, limit: int | None = None) -> list[bytes]:
         self.flush()
-        out = []
-        it = self.db.iter()
-        it.seek(FIRST_KEY)
-        while it.valid() and (limit is None or len(out) < limit):
-            out.append(it.value())
-            it.next()
-        return out
+        return list(islice(self.db.values(from_key=FIRST_KEY), limit))
 
     def write(self, changes: dict[bytes, bytes | None]) -> None:
         if not changes:

@@ -26,7 +26,7 @@ class ReplicaManager:
         self.logs = LogManager(os.path.join(data_dir, "log"), segment_bytes=segment_bytes, flush_policy=flush_policy)
         self.remote = RemoteLogManager(catalog, self.logs, settings, remote_dir, data_dir)
         self.kv = KvManager(self.logs)
-        # scan id -> cursor of a SCAN_KV session (kv_service._Scanner); a drop ends the table's cursors
+        # scan id -> cursor of a SCAN_KV session (kv_scan.Scanner); a drop ends the table's cursors
         self.scanners: dict[bytes, object] = {}
 
     # -- life cycle ------------------------------------------------------------------------------
