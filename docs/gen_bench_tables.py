@@ -6,7 +6,9 @@ A table sits between two markers in a Markdown file:
     ... generated, do not edit ...
     <!-- /bench-table -->
 
-``2026-12-01-orders`` names the JSON file, ``full`` / ``summary`` / ``sweep`` the layout. The JSON files
+``2026-12-01-orders`` names the JSON file, ``full`` / ``summary`` / ``sweep`` the layout; ``goals`` and
+``limits`` take several runs, comma-separated (one per data set, each with cold runs; ``limits`` needs
+``meta.limits`` from ``python -m fluss_fast.bench.limits --into``). The JSON files
 hold what ``fluss-fast bench --json`` reports (``meta`` plus ``results``, or ``sweep`` steps), so a new
 run is added by copying its report there and adding a marker.
 
@@ -25,7 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "docs" / "benchmarks" / "data"
 # every file that may hold markers; a marker anywhere else would silently go stale
 TARGETS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
-MARKER = re.compile(r"(<!-- bench-table: (\S+) (full|summary|sweep) -->\n)(.*?)(<!-- /bench-table -->)", re.S)
+MARKER = re.compile(r"(<!-- bench-table: (\S+) (full|summary|sweep|goals|limits) -->\n)(.*?)(<!-- /bench-table -->)",
+                    re.S)
 
 
 def rate(x: float) -> str:
@@ -108,16 +111,119 @@ def sweep(report: dict) -> str:
                                f"Command: `{m['command']}`.\n")
 
 
+#: issue 29's goals: fluss_fast / pyfluss per scenario, warm and cold, on every data set
+GOALS = [("append", "append dict rows", 2.0), ("write_arrow", "write_arrow", 1.8), ("scan", "to_arrow scan", 2.0),
+         ("projected_scan", "projected scan", 2.0), ("poll", "poll", 3.0), ("upsert", "per-row upsert", 2.0),
+         ("lookup64", "64 concurrent lookups", 10.0)]
+
+
+def _pair(report: dict, scenario: str) -> tuple[dict | None, dict | None]:
+    ff = py = None
+    for r in report["results"]:
+        if r["scenario"] == scenario and r.get("status") == "ok":
+            if r["client"] == "fluss_fast":
+                ff = r
+            elif r["client"] == "pyfluss":
+                py = r
+    return ff, py
+
+
+def _mark(ok: bool) -> str:
+    return "yes" if ok else "**no**"
+
+
+def _ratio_cell(ff: dict | None, py: dict | None, goal: float) -> str:
+    if not ff or not py or not py.get("rows_per_s"):
+        return "-"
+    x = ff["rows_per_s"] / py["rows_per_s"]
+    return f"{x:.2f}x {_mark(x >= goal)}"
+
+
+def _less_cell(mine: float | None, theirs: float | None, unit: str, fmt: str) -> str:
+    if mine is None or theirs is None:
+        return "-"
+    return f"{mine:{fmt}} / {theirs:{fmt}} {unit} {_mark(mine <= theirs)}"
+
+
+def _first_row_ms(r: dict | None) -> float | None:
+    cold = (r or {}).get("cold") or {}
+    return cold["first_row_s_median"] * 1e3 if "first_row_s_median" in cold else None
+
+
+def goals(reports: list[dict]) -> str:
+    names = [r["meta"]["dataset"] for r in reports]
+    head = "| goal | " + " | ".join(f"{n} warm | {n} cold" for n in names) + " |"
+    lines = [head, "|---|" + "---:|---:|" * len(reports)]
+    for scenario, label, goal in GOALS:
+        cells = []
+        for rep in reports:
+            ff, py = _pair(rep, scenario)
+            cells.append(_ratio_cell(ff, py, goal))
+            cells.append(_ratio_cell(ff and ff.get("cold"), py and py.get("cold"), goal))
+        lines.append(f"| {label} >= {goal:g}x | " + " | ".join(cells) + " |")
+    # time to first row: cold only (a warm process has its connection); import excluded, connect included
+    cells = []
+    for rep in reports:
+        ff, py = _pair(rep, "scan")
+        cells += ["", _less_cell(_first_row_ms(ff), _first_row_ms(py), "ms", ".1f")]
+    lines.append("| time to first row of a scan <= pyfluss (fluss_fast / pyfluss) | " + " | ".join(cells) + " |")
+    for scenario in ("scan", "projected_scan", "scan_after_write"):
+        cells = []
+        for rep in reports:
+            ff, py = _pair(rep, scenario)
+            cells.append(_less_cell(ff and ff.get("peak_rss_mb"), py and py.get("peak_rss_mb"), "MB", ".0f"))
+            cells.append(_less_cell(ff and ff.get("cold", {}).get("peak_rss_mb"),
+                                    py and py.get("cold", {}).get("peak_rss_mb"), "MB", ".0f"))
+        lines.append(f"| peak RSS rise of `{scenario}` <= pyfluss (fluss_fast / pyfluss) | " + " | ".join(cells) + " |")
+    metas = [r["meta"] for r in reports]
+    runs = "; ".join(f"`{m['command']}` ({m['date'][:16].replace('T', ' ')} UTC)" for m in metas)
+    m = metas[0]
+    v = m.get("versions", {})
+    return "\n".join(lines) + (
+        f"\n\nRatios of medians, {m['repeat']} warm repetitions in one process and {m.get('cold_repeat', 0)} cold "
+        f"runs (a fresh process each) per client, the clients alternating; {m['machine'].get('cpu', '')} "
+        f"{m['machine'].get('cores', '')}-core VM shared with other jobs, {m.get('server', '')}; Python "
+        f"{v.get('python', '')}, pyarrow {v.get('pyarrow', '')}, pyfluss {v.get('pyfluss', '')}. Runs: {runs}.\n")
+
+
+def limits(reports: list[dict]) -> str:
+    lines = ["| data set | codec: compress / decompress rows/s | loopback rows/s | `from_pylist` rows/s "
+             "| `write_arrow` / compress limit | `scan` / decompress limit | `append` / `from_pylist` |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for rep in reports:
+        lim = rep["meta"]["limits"]
+        ff = {s: _pair(rep, s)[0] for s in ("write_arrow", "scan", "append")}
+
+        def share(s: str, key: str, lim=lim, ff=ff) -> str:
+            return f"{ff[s]['rows_per_s'] / lim[key]:.0%}" if ff[s] else "-"
+
+        lines.append(f"| {rep['meta']['dataset']} | {rate(lim['compress_rows_per_s'])} / "
+                     f"{rate(lim['decompress_rows_per_s'])} | {rate(lim['loopback_rows_per_s'])} | "
+                     f"{rate(lim['from_pylist_rows_per_s'])} | {share('write_arrow', 'compress_rows_per_s')} | "
+                     f"{share('scan', 'decompress_rows_per_s')} | {share('append', 'from_pylist_rows_per_s')} |")
+    lim = reports[0]["meta"]["limits"]
+    return "\n".join(lines) + (
+        f"\n\nLimits by `python -m fluss_fast.bench.limits` on the same machine: {lim['codec']} over 64 Ki-row "
+        f"Arrow IPC batches on {lim['codec_threads']} threads, one TCP connection on 127.0.0.1 (through the "
+        f"data set's compressed bytes per row), `pa.Table.from_pylist` on one core; the best of 3 each. "
+        f"A share is fluss_fast's warm median over the limit.\n")
+
+
 LAYOUTS = {"full": full, "summary": summary, "sweep": sweep}
+MULTI_LAYOUTS = {"goals": goals, "limits": limits}
 
 
 def render(text: str) -> str:
-    def one(m: re.Match) -> str:
-        path = DATA / f"{m.group(2)}.json"
+    def load(name: str) -> dict:
+        path = DATA / f"{name}.json"
         if not path.exists():
             raise SystemExit(f"bench-table marker names {path.name}, which does not exist")
-        report = json.loads(path.read_text())
-        return m.group(1) + LAYOUTS[m.group(3)](report) + m.group(5)
+        return json.loads(path.read_text())
+
+    def one(m: re.Match) -> str:
+        if m.group(3) in MULTI_LAYOUTS:
+            return m.group(1) + MULTI_LAYOUTS[m.group(3)]([load(n) for n in m.group(2).split(",")]) + m.group(5)
+        return m.group(1) + LAYOUTS[m.group(3)](load(m.group(2))) + m.group(5)
 
     return MARKER.sub(one, text)
 
