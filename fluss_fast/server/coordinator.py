@@ -13,6 +13,8 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from ..error_codes import Errors
@@ -25,6 +27,8 @@ from .acl import Authorizer
 from .alter_table import altered_descriptor
 from .auto_partition import AutoPartition
 from .catalog import BUILTIN_DATABASE, PartitionEntry, TableEntry, now_ms
+from .lake_coordinator import commit_lake_snapshots, lake_properties, lake_snapshot_response
+from .lake_snapshots import LakeSnapshotStore
 from .names import check_database_name, check_table_name, invalid_name_reason, prefix_reason
 from .table_options import (
     DEFAULT_BUCKET_NUMBER,
@@ -53,6 +57,7 @@ class Coordinator:
         self._meta_cache: dict = {}  # table id -> (version key, serialized field 3 of MetadataResponse)
         self._pmeta_cache: dict = {}  # partition id -> serialized field 4 (ids are never reused)
         self.authorizer = Authorizer(server)  # ACLs: off unless -c authorizer.enabled=true
+        self.lake_snapshots = LakeSnapshotStore(os.path.join(server.data_dir, "lake"))
 
     # -- life cycle ----------------------------------------------------------------------------
     async def start(self) -> None:
@@ -86,6 +91,7 @@ class Coordinator:
             Api.CREATE_PARTITION: self.create_partition,
             Api.DROP_PARTITION: self.drop_partition,
             Api.GET_LAKE_SNAPSHOT: self.get_lake_snapshot,
+            Api.COMMIT_LAKE_TABLE_SNAPSHOT: self.commit_lake_table_snapshot,
             Api.GET_LATEST_KV_SNAPSHOTS: self.get_latest_kv_snapshots,
             Api.GET_KV_SNAPSHOT_METADATA: self.get_kv_snapshot_metadata,
             Api.LIST_KV_SNAPSHOTS: self.list_kv_snapshots,
@@ -115,6 +121,8 @@ class Coordinator:
     def _drop_data(self, table_id: int, partition_id: int | None = None) -> None:
         if partition_id is None:
             self._meta_cache.pop(table_id, None)
+            with contextlib.suppress(OSError):
+                self.lake_snapshots.drop(table_id)
         else:
             self._pmeta_cache.pop(partition_id, None)
         try:
@@ -283,6 +291,7 @@ class Coordinator:
         check_table_name(tp.table_name)
         path = _path(tp)
         desc = prepare_descriptor(path, req.table_json, self.server.num_tablet_servers)
+        desc = replace(desc, properties=lake_properties(self.server.settings, desc.properties))
         db = self.catalog.databases.get(tp.database_name)
         if req.ignore_if_exists and db is not None and tp.table_name in db.tables:
             return pb.CreateTableResponse()
@@ -463,8 +472,10 @@ class Coordinator:
         entry = self._table(req.table_path)
         if req.HasField("snapshot_id") and req.readable:
             raise FlussError("snapshot_id and readable=true cannot be set together", Errors.UNKNOWN_SERVER_ERROR)
-        raise FlussError(f"Lake table snapshot not exist for table: {entry.path}, table id: {entry.table_id}",
-                         Errors.LAKE_SNAPSHOT_NOT_EXIST)
+        return lake_snapshot_response(self.lake_snapshots, entry, req)
+
+    async def commit_lake_table_snapshot(self, ctx, version, req):
+        return commit_lake_snapshots(self.lake_snapshots, self.catalog, req)
 
     async def get_latest_kv_snapshots(self, ctx, version, req):
         entry = self._table(req.table_path)

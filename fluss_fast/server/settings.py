@@ -84,6 +84,10 @@ KNOWN: dict[str, tuple] = {
     "s3.secret-key": ("str", None),
     "s3.region": ("str", None),
     "s3.path-style-access": ("bool", None),
+    # the data lake tables are tiered to (docs/guide/lake.md); datalake.paimon.* go to the Paimon catalog
+    "datalake.format": ("str", None),
+    "datalake.paimon.metastore": ("str", None),
+    "datalake.paimon.warehouse": ("str", None),
 }
 _PARSERS = {"size": parse_size, "duration": parse_duration_ms, "int": int, "bool": parse_bool,
             "str": str}

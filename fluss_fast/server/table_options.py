@@ -104,6 +104,10 @@ TABLE_OPTIONS = {
     "table.statistics.columns": _string,
 }
 
+LAKE_OPTION_PREFIXES = ("table.datalake.paimon.", "table.datalake.iceberg.", "table.datalake.lance.",
+                        "table.datalake.hudi.")
+
+
 def invalid_config(msg: str) -> FlussError:
     return FlussError(msg, Errors.INVALID_CONFIG_EXCEPTION)
 
@@ -120,6 +124,10 @@ class TableOptions:
         self.values = {}
         for key, value in props.items():
             parser = TABLE_OPTIONS.get(key)
+            if parser is None and key.startswith(LAKE_OPTION_PREFIXES):
+                # the lake's own options (catalog settings the coordinator copies, lake table
+                # options), passed through to the lake as Java does
+                parser = _string
             if parser is None:
                 if key.startswith("table."):
                     raise invalid_config(

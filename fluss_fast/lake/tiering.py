@@ -1,0 +1,173 @@
+"""Tiering: copy a data-lake table's log into its Paimon table and commit a lake snapshot, as Java's
+tiering job (the Flink job of ``fluss-flink``'s ``tiering`` package) does.
+
+Like the Java job, this is a client of the cluster: it reads each bucket's log from the offset the
+last lake snapshot ended at up to the bucket's end now, writes the rows with their bucket, offset and
+commit time to Paimon, commits the Paimon table, then commits the lake snapshot (Paimon's snapshot id
+and every bucket's log end offset) to the coordinator with COMMIT_LAKE_TABLE_SNAPSHOT. A union read
+(``fluss_fast.lake.union``) then reads the lake up to those offsets and the log from them.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..error_codes import Errors
+from ..errors import FlussError
+from ..metadata.log import OffsetSpec
+from ..metadata.table import TableBucket, TablePath
+from ..rpc import fluss_api_pb2 as pb
+from ..rpc.api import Api
+from .paimon import LakeTableInfo, ensure_table, open_catalog, paimon_arrow_schema
+
+__all__ = ["TieringResult", "tier_table", "run_tiering"]
+
+# $changelog's change types -> Paimon's RowKind short strings
+_KINDS = {"insert": "+I", "update_before": "-U", "update_after": "+U", "delete": "-D"}
+
+
+class TieringResult:
+    """One tiering round: the lake snapshot it committed (``None`` when there was nothing new) and
+    every bucket's log end offset in it."""
+
+    def __init__(self, snapshot_id: int | None, offsets: dict[int, int], rows: int):
+        self.snapshot_id = snapshot_id
+        self.offsets = offsets
+        self.rows = rows
+
+    def __repr__(self) -> str:
+        return f"TieringResult(snapshot_id={self.snapshot_id}, offsets={self.offsets}, rows={self.rows})"
+
+
+async def _lake_offsets(admin, path: TablePath) -> dict[int, int]:
+    try:
+        snap = await admin.get_latest_lake_snapshot(path)
+    except FlussError as e:
+        if e.error_code == Errors.LAKE_SNAPSHOT_NOT_EXIST:
+            return {}
+        raise
+    return {tb.bucket_id: off for tb, off in snap.table_buckets_offset.items()}
+
+
+async def _bucket_rows(conn, path: TablePath, bucket: int, start: int, stop: int, table_id: int) -> pa.Table:
+    vtable = await conn.get_table(TablePath(path.database_name, f"{path.table_name}$changelog"))
+    scanner = await vtable.new_scan().create_log_scanner()
+    scanner.subscribe(bucket, start)
+    reader = scanner.to_arrow_batch_reader_until({TableBucket(table_id, bucket): stop})
+    got = await asyncio.to_thread(reader.read_all)
+    # a batch may run past the stop offset: the next round reads those rows
+    return got.filter(pc.less(got.column("_log_offset"), stop))
+
+
+def _to_lake_rows(rows: pa.Table, lake: LakeTableInfo, bucket: int, schema: pa.Schema) -> pa.Table:
+    n = rows.num_rows
+    cols = [rows.column(name) for name in lake.columns]
+    cols.append(pa.array([bucket] * n, pa.int32()))
+    cols.append(rows.column("_log_offset").cast(pa.int64()))
+    cols.append(rows.column("_commit_timestamp").cast(pa.timestamp("us", tz="UTC")))
+    if lake.has_primary_key:
+        kinds = [_KINDS[k] for k in rows.column("_change_type").to_pylist()]
+        cols.append(pa.array(kinds, pa.string()))
+    return pa.Table.from_arrays([c.cast(f.type) for c, f in zip(cols, schema, strict=True)], schema=schema)
+
+
+async def tier_table(conn, table_path: TablePath) -> TieringResult:
+    """One tiering round of one table: the log since the last lake snapshot goes to Paimon.
+
+    Args:
+        conn: A ``FlussConnection``.
+        table_path: A table created with ``table.datalake.enabled=true`` on a server with
+            ``datalake.format=paimon``.
+
+    Returns:
+        The round's ``TieringResult``.
+
+    Raises:
+        FlussError: ``LAKE_STORAGE_NOT_CONFIGURED_EXCEPTION`` (40) for a table without a Paimon lake,
+            or the coordinator's error when it refuses the snapshot.
+    """
+    admin = conn.get_admin()
+    info = await admin.get_table_info(table_path)
+    lake = LakeTableInfo(info)
+    if info.is_partitioned():
+        raise FlussError(f"Tiering partitioned table '{table_path}' is not supported by fluss_fast yet.",
+                         Errors.LAKE_STORAGE_NOT_CONFIGURED_EXCEPTION)
+    buckets = list(range(lake.num_buckets))
+    starts = await _lake_offsets(admin, table_path)
+    ends = await admin.list_offsets(table_path, buckets, OffsetSpec.latest())
+    earliest = await admin.list_offsets(table_path, buckets, OffsetSpec.earliest())
+    catalog = await asyncio.to_thread(open_catalog, lake)
+    paimon = await asyncio.to_thread(ensure_table, catalog, lake)
+    schema = paimon_arrow_schema(lake)
+    parts, max_ts = [], {}
+    for b in buckets:
+        start = max(starts.get(b, 0), earliest[b])
+        if start >= ends[b]:
+            continue
+        rows = await _bucket_rows(conn, table_path, b, start, ends[b], info.table_id)
+        if rows.num_rows:
+            parts.append(_to_lake_rows(rows, lake, b, schema))
+            max_ts[b] = int(pc.max(rows.column("_commit_timestamp").cast(pa.int64())).as_py())
+    if not parts:
+        return TieringResult(None, {b: starts.get(b, 0) for b in buckets}, 0)
+    data = pa.concat_tables(parts)
+    snapshot_id = await asyncio.to_thread(_write, paimon, data)
+    req = pb.CommitLakeTableSnapshotRequest()
+    t = req.tables_req.add(table_id=info.table_id, snapshot_id=snapshot_id)
+    table_path._to_pb(t.table_path)
+    for b in buckets:
+        out = t.buckets_req.add(bucket_id=b, log_end_offset=ends[b])
+        if b in max_ts:
+            out.max_timestamp = max_ts[b]
+    resp = await admin._runtime.run(admin._call(Api.COMMIT_LAKE_TABLE_SNAPSHOT, req, f"table '{table_path}'"))
+    for r in resp.table_resp:
+        if r.HasField("error_code") and r.error_code:
+            raise FlussError(f"committing lake snapshot {snapshot_id} of table '{table_path}': {r.error_message}",
+                             r.error_code)
+    return TieringResult(snapshot_id, dict(ends), data.num_rows)
+
+
+def _write(paimon, data: pa.Table) -> int:
+    builder = paimon.new_batch_write_builder()
+    write = builder.new_write()
+    commit = builder.new_commit()
+    try:
+        write.write_arrow(data)
+        commit.commit(write.prepare_commit())
+    finally:
+        write.close()
+        commit.close()
+    return int(paimon.snapshot_manager().get_latest_snapshot().id)
+
+
+async def run_tiering(conn, table_paths: list[TablePath], *, interval_s: float | None = None,
+                      stop: asyncio.Event | None = None) -> None:
+    """Tier the tables every ``interval_s`` seconds (default: the smallest ``table.datalake.freshness``
+    of them, Java's default 3 min) until ``stop`` is set."""
+    if interval_s is None:
+        fresh = []
+        for p in table_paths:
+            props = (await conn.get_admin().get_table_info(p)).get_properties()
+            fresh.append(_seconds(props.get("table.datalake.freshness", "3min")))
+        interval_s = min(fresh) if fresh else 180.0
+    stop = stop or asyncio.Event()
+    while not stop.is_set():
+        began = time.monotonic()
+        for p in table_paths:
+            await tier_table(conn, p)
+        left = interval_s - (time.monotonic() - began)
+        if left > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), left)
+
+
+def _seconds(text: str) -> float:
+    s = str(text).strip().lower().replace(" ", "")
+    for unit, mult in (("ms", 0.001), ("min", 60.0), ("s", 1.0), ("h", 3600.0), ("d", 86400.0)):
+        if s.endswith(unit) and s[: -len(unit)].isdigit():
+            return int(s[: -len(unit)]) * mult
+    return float(int(s)) / 1000.0 if s.isdigit() else 180.0

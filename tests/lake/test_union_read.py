@@ -1,0 +1,181 @@
+"""Tiering to Paimon and the lake + log union read on the embedded server.
+
+Each table is tiered part way, written to again, and the union read is checked against the whole
+Fluss log (log tables) or the whole changelog replayed (primary-key tables), which never touch the lake.
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+import fluss_fast as fluss
+from fluss_fast import lake
+from fluss_fast.error_codes import Errors
+from fluss_fast.errors import FlussError
+
+LAKE_ON = {"table.datalake.enabled": "true", "table.datalake.freshness": "30s"}
+
+
+def _sorted(t: pa.Table, by: list[str]) -> list[dict]:
+    return t.sort_by([(c, "ascending") for c in by]).to_pylist()
+
+
+async def _full_log(conn, path, buckets: int) -> pa.Table:
+    table = await conn.get_table(path)
+    s = await table.new_scan().create_record_batch_log_scanner()
+    s.subscribe_buckets({b: fluss.EARLIEST_OFFSET for b in range(buckets)})
+    return await s.to_arrow()
+
+
+async def _replayed_state(conn, path) -> list[dict]:
+    """The current state from the whole changelog, replayed row by row in each bucket's order."""
+    cl = await conn.get_table(fluss.TablePath(path.database_name, f"{path.table_name}$changelog"))
+    s = await cl.new_scan().create_log_scanner()
+    await s.subscribe_all("earliest")
+    state: dict = {}
+    for r in (await s.to_arrow()).to_pylist():
+        kind = r.pop("_change_type")
+        r.pop("_log_offset")
+        r.pop("_commit_timestamp")
+        if kind in ("insert", "update_after"):
+            state[r["id"]] = r
+        elif kind == "delete":
+            state.pop(r["id"], None)
+    return sorted(state.values(), key=lambda r: r["id"])
+
+
+async def test_log_table_union_is_the_whole_log(lake_conn):
+    conn = lake_conn
+    admin = conn.get_admin()
+    path = fluss.TablePath("lake_db", "events")
+    schema = fluss.Schema(pa.schema([("id", pa.int64()), ("name", pa.string()), ("score", pa.float64())]))
+    await admin.create_table(path, fluss.TableDescriptor(schema, bucket_count=3, bucket_keys=["id"],
+                                                         properties=LAKE_ON))
+    info = await admin.get_table_info(path)
+    assert info.get_properties()["table.datalake.format"] == "paimon"
+    assert "table.datalake.paimon.warehouse" in info.get_properties()
+
+    w = (await conn.get_table(path)).new_append().create_writer()
+    w.write_arrow(pa.table({"id": list(range(100)), "name": [f"n{i}" for i in range(100)],
+                            "score": [i / 2 for i in range(100)]}))
+    await w.flush()
+    first = await lake.tier_table(conn, path)
+    assert first.snapshot_id is not None and first.rows == 100
+
+    snap = await admin.get_latest_lake_snapshot(path)
+    assert snap.snapshot_id == first.snapshot_id
+    assert {tb.bucket_id: off for tb, off in snap.table_buckets_offset.items()} == first.offsets
+    assert sum(first.offsets.values()) == 100
+    # the Paimon table holds the tiered rows in Fluss's layout: system columns after the table's
+    from pypaimon import CatalogFactory
+
+    props = info.get_properties()
+    paimon = CatalogFactory.create({"warehouse": props["table.datalake.paimon.warehouse"]}).get_table("lake_db.events")
+    rb = paimon.new_read_builder()
+    in_lake = rb.new_read().to_arrow(rb.new_scan().plan().splits())
+    assert in_lake.column_names == ["id", "name", "score", "__bucket", "__offset", "__timestamp"]
+    assert sorted(in_lake.column("id").to_pylist()) == list(range(100))
+    for b, end in first.offsets.items():
+        offs = sorted(o for o, bb in zip(in_lake.column("__offset").to_pylist(),
+                                         in_lake.column("__bucket").to_pylist(), strict=True) if bb == b)
+        assert offs == list(range(end))
+
+    w.write_arrow(pa.table({"id": list(range(100, 160)), "name": [f"n{i}" for i in range(100, 160)],
+                            "score": [i / 2 for i in range(100, 160)]}))
+    await w.flush()
+
+    union = await lake.union_scan(conn, path).to_arrow()
+    full = await _full_log(conn, path, 3)
+    assert union.num_rows == 160
+    assert _sorted(union, ["id"]) == _sorted(full, ["id"])
+
+    projected = await lake.union_scan(conn, path).project(["score", "id"]).where(fluss.col("id") >= 90).to_arrow()
+    assert projected.column_names == ["score", "id"]
+    assert _sorted(projected, ["id"]) == [{"score": i / 2, "id": i} for i in range(90, 160)]
+
+    # a second round moves only the rest; the union is unchanged
+    second = await lake.tier_table(conn, path)
+    assert second.rows == 60 and second.snapshot_id > first.snapshot_id
+    assert _sorted(await lake.union_scan(conn, path).to_arrow(), ["id"]) == _sorted(full, ["id"])
+    nothing = await lake.tier_table(conn, path)
+    assert nothing.snapshot_id is None and nothing.rows == 0
+
+
+async def test_primary_key_table_union_is_the_current_state(lake_conn):
+    conn = lake_conn
+    admin = conn.get_admin()
+    path = fluss.TablePath("lake_db", "users")
+    schema = fluss.Schema(pa.schema([("id", pa.int32()), ("name", pa.string()), ("age", pa.int64())]),
+                          primary_keys=["id"])
+    await admin.create_table(path, fluss.TableDescriptor(schema, bucket_count=2, properties=LAKE_ON))
+    table = await conn.get_table(path)
+    w = table.new_upsert().create_writer()
+    for i in range(50):
+        w.upsert({"id": i, "name": f"u{i}", "age": i})
+    await w.flush()
+    for i in range(0, 50, 5):
+        w.upsert({"id": i, "name": f"v{i}", "age": 100 + i})   # updates before the snapshot
+    w.delete({"id": 1})
+    await w.flush()
+    assert (await lake.tier_table(conn, path)).rows > 50
+
+    # after the snapshot: updates of tiered keys, deletes of tiered keys, new keys, a re-insert
+    for i in range(0, 50, 10):
+        w.upsert({"id": i, "name": f"w{i}", "age": 200 + i})
+    w.delete({"id": 3})
+    w.delete({"id": 5})
+    w.upsert({"id": 1, "name": "back", "age": 1})
+    for i in range(50, 60):
+        w.upsert({"id": i, "name": f"u{i}", "age": i})
+    w.delete({"id": 55})
+    await w.flush()
+
+    want = await _replayed_state(conn, path)
+    union = await lake.union_scan(conn, path).to_arrow()
+    assert _sorted(union, ["id"]) == want
+    assert union.num_rows == len(want) == 50 - 2 + 10 - 1
+    # the lookup path agrees too
+    lk = table.new_lookup().create_lookuper()
+    assert (await lk.lookup({"id": 0}))["name"] == "w0"
+
+    # a filter on a column an update changed: the lake's old value must not leak through
+    old_young = await lake.union_scan(conn, path).project(["id", "age"]).where(fluss.col("age") < 100).to_arrow()
+    assert _sorted(old_young, ["id"]) == [{"id": r["id"], "age": r["age"]} for r in want if r["age"] < 100]
+    assert 10 not in old_young.column("id").to_pylist()
+
+
+async def test_union_with_nothing_tiered_reads_the_log(lake_conn):
+    conn = lake_conn
+    path = fluss.TablePath("lake_db", "fresh")
+    schema = fluss.Schema(pa.schema([("id", pa.int64()), ("name", pa.string())]))
+    await conn.get_admin().create_table(path, fluss.TableDescriptor(schema, bucket_count=2, properties=LAKE_ON))
+    w = (await conn.get_table(path)).new_append().create_writer()
+    w.write_arrow(pa.table({"id": [1, 2, 3], "name": ["a", "b", "c"]}))
+    await w.flush()
+    with pytest.raises(FlussError) as e:
+        await conn.get_admin().get_latest_lake_snapshot(path)
+    assert e.value.error_code == Errors.LAKE_SNAPSHOT_NOT_EXIST
+    got = await lake.union_scan(conn, path).to_arrow()
+    assert _sorted(got, ["id"]) == [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}, {"id": 3, "name": "c"}]
+
+
+async def test_table_without_lake_is_refused_by_name(lake_conn):
+    conn = lake_conn
+    path = fluss.TablePath("lake_db", "plain")
+    schema = fluss.Schema(pa.schema([("id", pa.int64())]))
+    await conn.get_admin().create_table(path, fluss.TableDescriptor(schema, bucket_count=1))
+    for call in (lake.tier_table(conn, path), lake.union_scan(conn, path).to_arrow()):
+        with pytest.raises(FlussError) as e:
+            await call
+        assert e.value.error_code == Errors.LAKE_STORAGE_NOT_CONFIGURED_EXCEPTION
+        assert "lake_db.plain" in str(e.value) and "table.datalake.enabled" in str(e.value)
+
+
+async def test_bad_projection_names_column_and_table(lake_conn):
+    conn = lake_conn
+    path = fluss.TablePath("lake_db", "proj")
+    schema = fluss.Schema(pa.schema([("id", pa.int64())]))
+    await conn.get_admin().create_table(path, fluss.TableDescriptor(schema, bucket_count=1, properties=LAKE_ON))
+    with pytest.raises(FlussError) as e:
+        await lake.union_scan(conn, path).project(["nope"]).to_arrow()
+    assert "nope" in str(e.value) and "lake_db.proj" in str(e.value)
