@@ -150,6 +150,18 @@ class FlussConnection:
         """
         return self._ctx.client_metrics.snapshot()
 
+    @on_runtime
+    async def server_connections(self) -> list[dict]:
+        """The open sockets of this connection to the cluster's servers, one per server (fluss_fast only).
+
+        Returns:
+            One dict per open socket: ``address`` ("host:port"), ``server_type`` (0 coordinator,
+            1 tablet server, None before the handshake said), ``in_flight`` (requests sent and not
+            answered yet) and ``api_versions`` (``{api_key: version}``: the APIs both sides speak,
+            at the version this client uses with that server).
+        """
+        return self._ctx.server_connections()
+
     def get_admin(self) -> FlussAdmin:
         """The admin client of this connection (one per connection, created on first use).
 

@@ -161,6 +161,12 @@ class ClientContext:
         conn = self._conns.get(("ts", node_id))
         return conn if conn is not None and not conn.closed else None
 
+    def server_connections(self) -> list[dict]:
+        """``FlussConnection.server_connections()``: the open sockets, on the runtime loop."""
+        return [{"address": c.address, "server_type": c.server_type, "in_flight": c.in_flight,
+                 "api_versions": {k: c.version(k) for k in API_KEYS if c.supports(k)}}
+                for c in self._conns.values() if not c.closed]
+
     async def connection(self, node_id: int) -> Connection:
         """The connection to tablet server ``node_id`` (opened on first use, reopened after a failure)."""
         conn = self._conns.get(("ts", node_id))

@@ -27,6 +27,7 @@ from .scan import LogScanner, TableScan
 from .write.upsert import UpsertWriter, illegal_argument
 
 if TYPE_CHECKING:  # imported where used at run time; named here for type checkers
+    from ..metadata.cluster import ServerNode
     from ..metadata.table import TablePath
     from .write import AppendWriter
 
@@ -127,6 +128,25 @@ class FlussTable:
     def has_primary_key(self) -> bool:
         """Whether the table is a primary-key table."""
         return bool(self._meta.schema.primary_key)
+
+    def bucket_leaders(self, partition_id: int | None = None) -> dict[int, ServerNode | None]:
+        """The tablet server leading each bucket, as this connection's metadata knows it now.
+
+        Nothing is asked of the cluster: the answer is what writes, scans and lookups route by (they
+        refresh it when a leader moves). fluss_fast only.
+
+        Args:
+            partition_id: The partition of a partitioned table (`PartitionInfo.partition_id`);
+                ``None`` for a table without partitions.
+
+        Returns:
+            ``{bucket: ServerNode}`` for every bucket, ``None`` where no leader is known yet (a
+            partition the connection has not written or read yet has none known).
+        """
+        md = self._ctx.metadata
+        meta = self._meta
+        leaders = {b: md.leader(meta.table_id, partition_id, b) for b in range(meta.num_buckets)}
+        return {b: None if node is None else md.tablets.get(node) for b, node in leaders.items()}
 
     def __repr__(self) -> str:
         return f"FlussTable(path={self._meta.path})"

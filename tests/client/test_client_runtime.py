@@ -611,11 +611,9 @@ async def test_cancelled_call_cancels_its_request_on_the_runtime():
     with pytest.raises(asyncio.CancelledError):
         await task
 
-    async def in_flight():
-        await asyncio.sleep(0.05)
-        return sum(c.in_flight for c in conn._ctx._conns.values())
-
-    assert await get_runtime().run(in_flight()) == 0
+    await asyncio.sleep(0.05)
+    open_now = await conn.server_connections()
+    assert open_now and sum(c["in_flight"] for c in open_now) == 0
     await conn.close()
     await peer.close()
 
@@ -643,11 +641,9 @@ async def test_metadata_retries_retriable_errors():
     peer = await Peer(handler, server_type=None).start()
     conn = await fluss_fast.FlussConnection.create(fluss_fast.Config({"bootstrap.servers": peer.address}))
 
-    async def body():
-        meta = await conn._ctx.metadata.table(fluss_fast.TablePath("db", "t"))
-        return meta.table_id, meta.leaders, conn._ctx.metadata.leader(9, None, 0)
-
-    assert await get_runtime().run(body()) == (9, {0: 0}, 0)
+    t = await conn.get_table(fluss_fast.TablePath("db", "t"))
+    assert t.get_table_info().table_id == 9
+    assert {b: n.id for b, n in t.bucket_leaders().items()} == {0: 0}
     assert calls["n"] == 3
     await conn.close()
     await peer.close()

@@ -528,7 +528,7 @@ class _FetchSpy:
 async def test_large_bounded_reads_are_exact_and_use_larger_answers(conn, db, monkeypatch):
     t = await _table(conn, db, "big2", schema=BIG_SCHEMA, buckets=2)
     n = 60_000  # ~12 MB of payload (~6 MB compressed), in log batches of ~50 KB
-    boot = conn._ctx.config.get("bootstrap.servers")
+    boot = conn.config.get("bootstrap.servers")
     writer_conn = await ff.FlussConnection.create(ff.Config({
         "bootstrap.servers": boot, "writer.bucket.no-key-assigner": "round_robin",
         "writer.batch-size": "65536", "writer.dynamic-batch-size.enabled": "false"}))

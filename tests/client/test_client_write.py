@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 
 import fluss_fast as fluss
+from fluss_fast.client.runtime import get_runtime
 from fluss_fast.client.write.accumulator import BatchSizeEstimator
 from fluss_fast.codec.log import logbatch
 from fluss_fast.codec.log.arrowlog import ArrowLogCodec
@@ -17,7 +18,7 @@ from fluss_fast.codec.log.indexedlog import decode_row_log_batch
 from fluss_fast.rpc import fluss_api_pb2 as pb
 from fluss_fast.rpc.api import Api
 
-from client_util import connect, fetch_records, run_threads
+from client_util import any_tablet_request, connect, fetch_records, leader_request, run_threads
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -44,7 +45,7 @@ async def fetch_raw(table, bucket, partition_id=None):
 
 
 async def read_arrow(table, bucket, partition_id=None) -> pa.Table:
-    codec = ArrowLogCodec(table._meta.schema)
+    codec = ArrowLogCodec(table.get_table_info().descriptor.schema)
     out = []
     for h, raw in await fetch_raw(table, bucket, partition_id):
         rb, _ = codec.decode(raw, h)
@@ -246,7 +247,7 @@ async def test_primary_key_builders(fluss_server, unique_name):
     with pytest.raises(fluss.FlussError):
         t.new_append().create_writer()
     assert t.get_table_path() == path
-    assert t.get_table_info().table_id == t._meta.table_id
+    assert t.get_table_info().table_id == (await conn.get_admin().get_table_info(path)).table_id
     assert t.arrow_schema.names == ["id", "v"]
     await conn.close()
 
@@ -326,7 +327,7 @@ async def test_two_tablet_servers_route_to_leaders(start_server, unique_name):
     srv = start_server(tablet_servers=2, sasl=False)
     conn = await connect(srv.bootstrap_servers, {"writer.bucket.no-key-assigner": "round_robin"})
     path, t = await make_table(conn, unique_name(), bucket_count=4)
-    leaders = {t._ctx.metadata.leader(t._meta.table_id, None, b) for b in range(4)}
+    leaders = {n.id for n in t.bucket_leaders().values()}
     assert len(leaders) == 2
     w = t.new_append().create_writer()
     one_row_batches = pa.table([pa.array(range(8), pa.int32()), pa.array(["x"] * 8),
@@ -419,7 +420,7 @@ async def test_row_log_formats(fluss_server, unique_name, fmt):
     await w.flush()
     rows = []
     for h, raw in await fetch_raw(t, 0):
-        rows.extend(v for _, v in decode_row_log_batch(raw, h, t._meta.schema.types, fmt))
+        rows.extend(v for _, v in decode_row_log_batch(raw, h, t.get_table_info().descriptor.schema.types, fmt))
     assert rows == [[1, "a", ts, ["x", "y"]], [2, None, ts, []]]
     await conn.close()
 
@@ -601,28 +602,29 @@ async def test_resent_batch_is_not_duplicated(fluss_server, unique_name):
     the original offsets and append nothing."""
     conn = await connect(fluss_server.bootstrap_servers)
     path, t = await make_table(conn, unique_name(), bucket_count=1)
-    ctx, meta = t._ctx, t._meta
-    codec = ArrowLogCodec(meta.schema)
+    info = t.get_table_info()
+    codec = ArrowLogCodec(info.descriptor.schema)
 
     async def go():
-        writer_id = await ctx.init_writer([path])
-        node = await ctx.metadata.leader_for(meta.table_id, None, 0)
+        init = pb.InitWriterRequest()
+        init.table_path.add(database_name=path.database_name, table_name=path.table_name)
+        writer_id = (await any_tablet_request(conn, Api.INIT_WRITER, init)).writer_id
         rb = pa.record_batch([pa.array([1, 2], pa.int32()), pa.array(["a", "b"]), pa.array([1.0, 2.0])],
                              schema=SCHEMA)
         out = []
         for seq in (0, 0, 1, 1):
-            records = codec.build(rb, schema_id=meta.schema_id, writer_id=writer_id, batch_sequence=seq)
-            req = pb.ProduceLogRequest(acks=-1, table_id=meta.table_id, timeout_ms=5000)
+            records = codec.build(rb, schema_id=info.schema_id, writer_id=writer_id, batch_sequence=seq)
+            req = pb.ProduceLogRequest(acks=-1, table_id=info.table_id, timeout_ms=5000)
             r = req.buckets_req.add()
             r.bucket_id = 0
             r.records = records
-            resp = await ctx.tablet(node, Api.PRODUCE_LOG, req)
+            resp = await leader_request(t, 0, Api.PRODUCE_LOG, req)
             br = resp.buckets_resp[0]
             out.append((br.error_code if br.HasField("error_code") else 0,
                         br.base_offset if br.HasField("base_offset") else None))
         return out
 
-    results = await ctx.runtime.run(go())
+    results = await go()
     assert results[0] == (0, 0)
     assert results[1][0] in (0, 32) and results[1][1] in (0, None)
     assert results[2] == (0, 2)
@@ -645,7 +647,7 @@ async def test_server_restart_between_writes(start_server, unique_name):
     for i in range(3):
         w.append([i, "before", 0.0])
         await w.flush()
-    old_writer = w._idem.writer_id
+    old_writer = (await fetch_raw(t, 0))[0][0].writer_id
     srv.restart()
     for i in range(3, 6):
         w.append([i, "after", 0.0])
@@ -659,7 +661,7 @@ async def test_server_restart_between_writes(start_server, unique_name):
     if after[0].writer_id == old_writer:
         assert [h.batch_sequence for h in after] == [3, 4, 5]
     else:
-        assert w._idem.resets >= 1 and [h.batch_sequence for h in after] == [0, 1, 2]
+        assert [h.batch_sequence for h in after] == [0, 1, 2]
     await conn.close()
 
 
@@ -671,21 +673,22 @@ async def test_writer_state_unknown_to_server_resets_writer(fluss_server, unique
     path, t = await make_table(conn, unique_name(), bucket_count=1)
     w = t.new_append().create_writer()
     await w.append([1, "a", 1.0]).wait()
-    real = w._idem.writer_id
+    real = (await fetch_raw(t, 0))[-1][0].writer_id
 
     def corrupt():
         w._idem.set_writer_id(real + 1_000_000)
         e = w._idem._entry((None, 0))
         e.next_seq, e.last_acked = 7, 6
 
-    await t._ctx.runtime.run(asyncio.sleep(0))  # state is touched on the runtime thread only
-    t._ctx.runtime.call_soon(corrupt)
+    runtime = get_runtime()
+    await runtime.run(asyncio.sleep(0))  # state is touched on the runtime thread only
+    runtime.call_soon(corrupt)
     await asyncio.sleep(0.05)
     await w.append([2, "b", 2.0]).wait()
     await w.flush()
-    assert w._idem.resets == 1 and w._idem.writer_id not in (real, real + 1_000_000)
     got = await read_all(t, 1)
     assert got.column("id").to_pylist() == [1, 2]
+    # a new INIT_WRITER: a writer id neither the old one nor the corrupted one, from sequence 0
     h = (await fetch_raw(t, 0))[-1][0]
-    assert (h.writer_id, h.batch_sequence) == (w._idem.writer_id, 0)
+    assert h.writer_id not in (real, real + 1_000_000) and h.batch_sequence == 0
     await conn.close()

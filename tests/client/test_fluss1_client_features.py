@@ -14,7 +14,7 @@ import pytest
 
 import fluss_fast as fluss
 
-from client_util import connect
+from client_util import connect, leader_request
 from java_util import require_java
 
 pytestmark = pytest.mark.timeout(600)
@@ -322,16 +322,10 @@ async def test_remote_first_is_answered_from_the_remote_log(start_server, unique
         assert len(segs) >= 2, "nothing was tiered"
 
         async def fetch(preference):
-            ctx, meta = t._ctx, t._meta
-
-            async def go():
-                node = await ctx.metadata.leader_for(meta.table_id, None, 0)
-                req = pb.FetchLogRequest(follower_server_id=-1, max_bytes=1 << 20, read_preference=preference)
-                tr = req.tables_req.add(table_id=meta.table_id, projection_pushdown_enabled=False)
-                tr.buckets_req.add(bucket_id=0, fetch_offset=0, max_fetch_bytes=1 << 20)
-                return (await ctx.tablet(node, Api.FETCH_LOG, req)).tables_resp[0].buckets_resp[0]
-
-            return await ctx.runtime.run(go())
+            req = pb.FetchLogRequest(follower_server_id=-1, max_bytes=1 << 20, read_preference=preference)
+            tr = req.tables_req.add(table_id=t.get_table_info().table_id, projection_pushdown_enabled=False)
+            tr.buckets_req.add(bucket_id=0, fetch_offset=0, max_fetch_bytes=1 << 20)
+            return (await leader_request(t, 0, Api.FETCH_LOG, req)).tables_resp[0].buckets_resp[0]
 
         local = await fetch(0)
         assert not local.HasField("remote_log_fetch_info") and len(local.records) > 0

@@ -31,20 +31,12 @@ async def _filled_table(fluss_server, unique_name):
                             "blob": [os.urandom(100) for _ in range(ROWS)]}))
     await w.flush()
     info = await admin.get_table_info(path)
-    return conn, info.table_id
+    return conn, info.table_id, table.bucket_leaders()[0]  # known: the writer just used it
 
 
-async def _tablet_connection(fluss_server, client, table_id: int) -> Connection:
+async def _tablet_connection(leader: ff.ServerNode) -> Connection:
     """A plain connection to the tablet server that leads bucket 0 (one of several on a Java cluster)."""
-    host, port = fluss_server.bootstrap_servers.split(",")[0].rsplit(":", 1)
-    coord = await Connection.open(host, int(port))
-    try:
-        meta = await coord.request(Api.GET_METADATA, pb.MetadataRequest())
-    finally:
-        coord.close()
-    leader = client.get_admin()._ctx.metadata.leader(table_id, None, 0)  # known: the writer just used it
-    node = next(n for n in meta.tablet_servers if n.node_id == leader)
-    return await Connection.open(node.host, node.port)
+    return await Connection.open(leader.host, leader.port)
 
 
 def _fetch(table_id: int, offset: int = 0, *, wait_ms: int = 0) -> bytes:
@@ -64,8 +56,8 @@ def _records(body) -> bytes:
 
 
 async def test_fetch_buffers_are_reused(fluss_server, unique_name):
-    client, table_id = await _filled_table(fluss_server, unique_name)
-    conn = await _tablet_connection(fluss_server, client, table_id)
+    client, table_id, leader = await _filled_table(fluss_server, unique_name)
+    conn = await _tablet_connection(leader)
     try:
         pool: FramePool = conn._transport.get_protocol().pool
         # a long poll at the end of the log keeps one request pending throughout
@@ -89,8 +81,8 @@ async def test_fetch_buffers_are_reused(fluss_server, unique_name):
 
 
 async def test_idle_connection_trims_its_pool(fluss_server, unique_name):
-    client, table_id = await _filled_table(fluss_server, unique_name)
-    conn = await _tablet_connection(fluss_server, client, table_id)
+    client, table_id, leader = await _filled_table(fluss_server, unique_name)
+    conn = await _tablet_connection(leader)
     try:
         pool: FramePool = conn._transport.get_protocol().pool
         poll = asyncio.ensure_future(conn.request_raw(Api.FETCH_LOG, _fetch(table_id, ROWS, wait_ms=5000)))

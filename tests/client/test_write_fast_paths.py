@@ -21,7 +21,7 @@ SCHEMA = pa.schema([("id", pa.int32()), ("region", pa.string()), ("n", pa.int64(
 
 async def read_bucket(table, bucket, partition_id=None) -> list:
     buf = await fetch_records(table, bucket, partition_id)
-    codec = ArrowLogCodec(table._meta.schema)
+    codec = ArrowLogCodec(table.get_table_info().descriptor.schema)
     rows = []
     for h in logbatch.iter_batches(buf):
         rb, _ = codec.decode(buf, h)
@@ -41,7 +41,7 @@ async def test_bucket_key_rows_land_in_their_hashed_bucket_in_order(fluss_server
         row = {"id": i, "region": "x", "n": i % 37, "v": f"v{i}"}
         w.append(row if i % 3 == 0 else (list(row.values()) if i % 3 == 1 else tuple(row.values())))
     await w.flush()
-    enc = RowKeyEncoder(t._meta.schema, [2])
+    enc = RowKeyEncoder(t.get_table_info().descriptor.schema, [2])
     seen = 0
     for bucket in range(5):
         rows = await read_bucket(t, bucket)
@@ -130,7 +130,7 @@ async def test_bucket_key_and_partition_together(fluss_server, unique_name):
         w.append((i, "eu" if i % 2 else "us", i, "z"))
     await w.flush()
     parts = {p.partition_name: p.partition_id for p in await admin.list_partition_infos(path)}
-    enc = RowKeyEncoder(t._meta.schema, [0])
+    enc = RowKeyEncoder(t.get_table_info().descriptor.schema, [0])
     seen = 0
     for reg in ("eu", "us"):
         for bucket in range(4):

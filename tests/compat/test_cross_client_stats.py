@@ -84,8 +84,9 @@ async def test_both_clients_write_the_same_statistics(clients, columns):
         ft, stored[who] = await _stored_statistics(fast, db, name)
     assert len(stored["py"]) == len(batches)
     assert stored["ff"] == stored["py"]
-    types = ft._meta.schema.types
-    cols = batchstats.statistics_columns(ft._meta.schema, {"table.statistics.columns": columns})
+    schema = ft.get_table_info().descriptor.schema
+    types = schema.types
+    cols = batchstats.statistics_columns(schema, {"table.statistics.columns": columns})
     for rb, block in zip(batches, stored["py"], strict=True):
         assert batchstats.statistics_of(rb, types, cols) == block
         assert batchstats.decode_statistics(block, types).column_indexes == tuple(cols)

@@ -29,7 +29,7 @@ def row(i: int) -> dict:
 async def read_all_ids(table) -> list:
     """Every stored id of a log table, by a bounded read from the earliest offsets."""
     s = await table.new_scan().create_record_batch_log_scanner()
-    s.subscribe_buckets({b: fluss.EARLIEST_OFFSET for b in range(table._meta.num_buckets)})
+    s.subscribe_buckets({b: fluss.EARLIEST_OFFSET for b in range(table.get_table_info().num_buckets)})
     return (await s.to_arrow()).column("id").to_pylist()
 
 

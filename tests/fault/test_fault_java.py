@@ -101,9 +101,9 @@ async def _leader(conn, table, bucket=0) -> int:
     names one)."""
     deadline = time.monotonic() + REQUEST_TIMEOUT_MS / 1000
     while True:
-        node = table._ctx.metadata.leader(table.get_table_info().table_id, None, bucket)
+        node = table.bucket_leaders()[bucket]
         if node is not None:
-            return node
+            return node.id
         assert time.monotonic() < deadline, f"no leader for bucket {bucket} of {table.get_table_path()}"
         await asyncio.sleep(0.2)
         table = await conn.get_table(table.get_table_path())

@@ -121,7 +121,7 @@ async def read_batch_scanner(table, feed):
         got = []
         for b in range(BUCKETS):
             bs = table.new_scan().limit(100_000).create_bucket_batch_scanner(
-                fluss.TableBucket(table._meta.table_id, b))
+                fluss.TableBucket(table.get_table_info().table_id, b))
             got.extend((await bs.to_arrow()).column("id").to_pylist())
         ids[:] = got
         await asyncio.sleep(0.1)

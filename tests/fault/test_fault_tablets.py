@@ -21,7 +21,7 @@ async def test_tablet_listener_dies_and_comes_back(target3, unique_name):
     path = fluss.TablePath("fluss", unique_name("tablets"))
     await conn.get_admin().create_table(path, fluss.TableDescriptor(fluss.Schema(SCHEMA), bucket_count=BUCKETS))
     table = await conn.get_table(path)
-    leaders = {table._ctx.metadata.leader(table._meta.table_id, None, b) for b in range(BUCKETS)}
+    leaders = {n.id for n in table.bucket_leaders().values()}
     assert leaders == {0, 1, 2}
     writer = table.new_append().create_writer()
     writer.append(row(0))

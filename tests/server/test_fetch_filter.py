@@ -15,6 +15,8 @@ from fluss_fast.codec.log.arrowlog import ArrowLogCodec
 from fluss_fast.rpc import fluss_api_pb2 as pb
 from fluss_fast.rpc.api import Api
 
+from client_util import leader_request
+
 pytestmark = pytest.mark.timeout(90)
 
 SCHEMA = pa.schema([("id", pa.int32()), ("name", pa.string())])
@@ -63,21 +65,16 @@ def _ge(field_id, value):
 
 async def _fetch(t, offset=0, predicate=None, projection=None):
     """One raw FetchLog of bucket 0: (bucket response, [BatchHeader])."""
-    ctx, meta = t._ctx, t._meta
-
-    async def go():
-        node = await ctx.metadata.leader_for(meta.table_id, None, 0)
-        req = pb.FetchLogRequest(follower_server_id=-1, max_bytes=8 << 20)
-        tr = req.tables_req.add(table_id=meta.table_id, projection_pushdown_enabled=projection is not None)
-        if projection is not None:
-            tr.projected_fields.extend(projection)
-        if predicate is not None:
-            tr.filter_predicate.CopyFrom(predicate)
-            tr.filter_schema_id = meta.schema_id
-        tr.buckets_req.add(bucket_id=0, fetch_offset=offset, max_fetch_bytes=8 << 20)
-        return await ctx.tablet(node, Api.FETCH_LOG, req)
-
-    resp = await ctx.runtime.run(go())
+    info = t.get_table_info()
+    req = pb.FetchLogRequest(follower_server_id=-1, max_bytes=8 << 20)
+    tr = req.tables_req.add(table_id=info.table_id, projection_pushdown_enabled=projection is not None)
+    if projection is not None:
+        tr.projected_fields.extend(projection)
+    if predicate is not None:
+        tr.filter_predicate.CopyFrom(predicate)
+        tr.filter_schema_id = info.schema_id
+    tr.buckets_req.add(bucket_id=0, fetch_offset=offset, max_fetch_bytes=8 << 20)
+    resp = await leader_request(t, 0, Api.FETCH_LOG, req)
     b = resp.tables_resp[0].buckets_resp[0]
     assert not b.error_code, b.error_message
     return b, list(logbatch.iter_batches(bytes(b.records)))
@@ -155,19 +152,14 @@ async def test_projection_and_filter(conn, db):
 
 async def test_a_lying_statistics_block_is_sent_not_fatal(conn, db):
     t = await _table(conn, db, "garbage", STATS)
-    meta, ctx = t._meta, t._ctx
+    info = t.get_table_info()
     rb = _batch(1000, 10)
-    payload = ArrowLogCodec(meta.schema, "NONE").encode(rb)
+    payload = ArrowLogCodec(info.descriptor.schema, "NONE").encode(rb)
     lying = b"\x01\x02\x00\x00\x00\x01\x00" + b"\x00" * 8 + b"\xff\xff\xff\x7f"  # min row "2 GiB"
-    raw = logbatch.build_batch(payload, schema_id=meta.schema_id, record_count=10, magic=1, statistics=lying)
-
-    async def produce():
-        node = await ctx.metadata.leader_for(meta.table_id, None, 0)
-        req = pb.ProduceLogRequest(acks=-1, table_id=meta.table_id, timeout_ms=10_000)
-        req.buckets_req.add(bucket_id=0, records=raw)
-        return await ctx.tablet(node, Api.PRODUCE_LOG, req)
-
-    resp = await ctx.runtime.run(produce())
+    raw = logbatch.build_batch(payload, schema_id=info.schema_id, record_count=10, magic=1, statistics=lying)
+    req = pb.ProduceLogRequest(acks=-1, table_id=info.table_id, timeout_ms=10_000)
+    req.buckets_req.add(bucket_id=0, records=raw)
+    resp = await leader_request(t, 0, Api.PRODUCE_LOG, req)
     assert not resp.buckets_resp[0].error_code, resp.buckets_resp[0].error_message
     w = t.new_append().create_writer()
     w.write_arrow_batch(_batch(0, 10))

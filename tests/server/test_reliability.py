@@ -9,7 +9,7 @@ import pytest
 
 import fluss_fast as fluss
 
-from client_util import connect
+from client_util import connect, leader_request
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -24,7 +24,7 @@ async def make_table(conn, name, schema=AB, **kw):
 
 async def read_table(t) -> pa.Table:
     s = await t.new_scan().create_record_batch_log_scanner()
-    s.subscribe_buckets({b: fluss.EARLIEST_OFFSET for b in range(t._meta.num_buckets)})
+    s.subscribe_buckets({b: fluss.EARLIEST_OFFSET for b in range(t.get_table_info().num_buckets)})
     return await s.to_arrow()
 
 
@@ -76,18 +76,12 @@ async def test_produce_with_foreign_schema_id_is_refused_like_java(fluss_server,
     conn = await connect(fluss_server.bootstrap_servers)
     _, a = await make_table(conn, unique_name(), schema=pa.schema([("s", pa.string())]), bucket_count=1)
     _, b = await make_table(conn, unique_name(), bucket_count=1)
-    ctx = b._ctx
     rows = pa.record_batch([pa.array(["from a"])], names=["s"])
     # A's rows under an id B never had (2: what A's schema id is after one ALTER)
-    records = ArrowLogCodec(a._meta.schema).build(rows, schema_id=2)
-
-    async def go():
-        node = await ctx.metadata.leader_for(b._meta.table_id, None, 0)
-        req = pb.ProduceLogRequest(acks=-1, table_id=b._meta.table_id, timeout_ms=10000)
-        req.buckets_req.add(bucket_id=0, records=records)
-        return await ctx.tablet(node, Api.PRODUCE_LOG, req)
-
-    resp = await ctx.runtime.run(go())
+    records = ArrowLogCodec(a.get_table_info().descriptor.schema).build(rows, schema_id=2)
+    req = pb.ProduceLogRequest(acks=-1, table_id=b.get_table_info().table_id, timeout_ms=10000)
+    req.buckets_req.add(bucket_id=0, records=records)
+    resp = await leader_request(b, 0, Api.PRODUCE_LOG, req)
     r = resp.buckets_resp[0]
     assert r.error_code == Errors.SCHEMA_NOT_EXIST
     assert "Invalid schema id: 2, latest schema id: 1" in r.error_message

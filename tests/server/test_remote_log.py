@@ -305,7 +305,7 @@ async def test_s3_tiering_and_outage_recovery(start_server, moto_s3):  # noqa: F
         tablet = [i.path for i in fs.get_file_info(FileSelector(f"{BUCKET}/{prefix}/log/{db}"))][0] + "/0"
         names = {i.base_name for i in fs.get_file_info(FileSelector(f"{tablet}/{seg['segment_id']}"))}
         assert f"{seg['start_offset']:020d}.log" in names
-        token = await conn.get_admin()._ctx.runtime.run(_token(conn))
+        token = await _token(conn)
         assert token.schema == "s3"
         assert json.loads(token.token)["access_key_id"] == "test-key"
         info = {kv.key: kv.value for kv in token.addition_info}
@@ -351,7 +351,9 @@ async def _token(conn):
     from fluss_fast.rpc import fluss_api_pb2 as pb
     from fluss_fast.rpc.api import Api
 
-    return await conn._ctx.any_tablet(Api.GET_FILESYSTEM_SECURITY_TOKEN, pb.GetFileSystemSecurityTokenRequest())
+    from client_util import any_tablet_request
+
+    return await any_tablet_request(conn, Api.GET_FILESYSTEM_SECURITY_TOKEN, pb.GetFileSystemSecurityTokenRequest())
 
 
 async def test_corrupt_remote_segment_names_it(start_server):

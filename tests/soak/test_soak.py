@@ -55,7 +55,8 @@ async def test_soak(start_server, unique_name):
                 t = await conn.get_table(path)
                 tables.append((kind, t, kind.open(t)))
             scanner = await tables[0][1].new_scan().create_log_scanner()
-            scanner.subscribe_buckets({b: fluss.EARLIEST_OFFSET for b in range(tables[0][1]._meta.num_buckets)})
+            buckets = tables[0][1].get_table_info().num_buckets
+            scanner.subscribe_buckets({b: fluss.EARLIEST_OFFSET for b in range(buckets)})
             seen = []
 
             async def work(done, scanner=scanner, seen=seen, tables=tables):
