@@ -1,16 +1,17 @@
 """Data-lake tables: tiering to Paimon and the lake + log union read (docs/guide/lake.md).
 
-``await fluss_fast.lake.tier_table(conn, path)`` runs one tiering round (what Java's tiering job does
-periodically); ``await fluss_fast.lake.union_scan(conn, path).project([...]).where(...).to_arrow()``
-reads the table as its lake snapshot plus the log after it. Both need pypaimon (the ``lake`` extra).
+``await fluss_fast.lake.tier_table(conn, path)`` runs one tiering round, ``TieringService(conn)`` runs
+rounds of every data-lake table at its freshness (what Java's tiering job does);
+``await fluss_fast.lake.union_scan(conn, path).project([...]).where(...).to_arrow()`` reads the table
+as its lake snapshot plus the log after it. Both need pypaimon (the ``lake`` extra).
 """
 from __future__ import annotations
 
 from ..metadata.table import TablePath
-from .tiering import TieringResult, run_tiering, tier_table
+from .tiering import TieringResult, TieringService, tier_table
 from .union import LakeUnionScan, union_read
 
-__all__ = ["LakeUnionScan", "TieringResult", "run_tiering", "tier_table", "union_read", "union_scan"]
+__all__ = ["LakeUnionScan", "TieringResult", "TieringService", "tier_table", "union_read", "union_scan"]
 
 
 def union_scan(conn, table_path: TablePath) -> LakeUnionScan:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 
 import pyarrow as pa
@@ -24,7 +25,9 @@ from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
 from .paimon import LakeTableInfo, ensure_table, open_catalog, paimon_arrow_schema
 
-__all__ = ["TieringResult", "tier_table", "run_tiering"]
+__all__ = ["TieringResult", "TieringService", "tier_table"]
+
+log = logging.getLogger("fluss_fast.lake")
 
 # $changelog's change types -> Paimon's RowKind short strings
 _KINDS = {"insert": "+I", "update_before": "-U", "update_after": "+U", "delete": "-D"}
@@ -144,25 +147,84 @@ def _write(paimon, data: pa.Table) -> int:
     return int(paimon.snapshot_manager().get_latest_snapshot().id)
 
 
-async def run_tiering(conn, table_paths: list[TablePath], *, interval_s: float | None = None,
-                      stop: asyncio.Event | None = None) -> None:
-    """Tier the tables every ``interval_s`` seconds (default: the smallest ``table.datalake.freshness``
-    of them, Java's default 3 min) until ``stop`` is set."""
-    if interval_s is None:
-        fresh = []
-        for p in table_paths:
-            props = (await conn.get_admin().get_table_info(p)).get_properties()
-            fresh.append(_seconds(props.get("table.datalake.freshness", "3min")))
-        interval_s = min(fresh) if fresh else 180.0
-    stop = stop or asyncio.Event()
-    while not stop.is_set():
-        began = time.monotonic()
-        for p in table_paths:
-            await tier_table(conn, p)
-        left = interval_s - (time.monotonic() - began)
-        if left > 0:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), left)
+def _is_lake_table(info) -> bool:
+    props = info.get_properties()
+    return (str(props.get("table.datalake.enabled", "")).strip().lower() == "true"
+            and str(props.get("table.datalake.format", "")).strip().lower() == "paimon")
+
+
+class TieringService:
+    """Tiers every data-lake table of the cluster, each as often as its ``table.datalake.freshness``
+    says (Java's default: 3 min), as Java's tiering job does once it is submitted to Flink.
+
+    ``async with TieringService(conn):`` runs it in the background of the current event loop;
+    ``await service.run_once()`` tiers every data-lake table now (what a test or a notebook wants).
+    Tables are found again on every pass, so tables created later are picked up. A round that fails
+    (the lake unreachable, the table dropped meanwhile) is logged and retried on the next pass.
+    """
+
+    def __init__(self, conn, *, poll_interval_s: float = 1.0):
+        self._conn = conn
+        self._poll = float(poll_interval_s)
+        self._due: dict[TablePath, float] = {}
+        self._task: asyncio.Task | None = None
+        self.errors: list[tuple[TablePath, FlussError]] = []  # the last pass's failures
+
+    async def _lake_tables(self) -> list[tuple[TablePath, float]]:
+        admin = self._conn.get_admin()
+        out = []
+        for db in await admin.list_databases():
+            for name in await admin.list_tables(db):
+                path = TablePath(db, name)
+                try:
+                    info = await admin.get_table_info(path)
+                except FlussError:
+                    continue  # dropped between the listing and now
+                if _is_lake_table(info) and not info.is_partitioned():
+                    fresh = _seconds(info.get_properties().get("table.datalake.freshness", "3min"))
+                    out.append((path, fresh))
+        return out
+
+    async def run_once(self, *, only_due: bool = False) -> dict[TablePath, TieringResult]:
+        """One pass over the data-lake tables (only those whose freshness interval passed, with
+        ``only_due``); returns each tiered table's result."""
+        now = time.monotonic()
+        results = {}
+        self.errors = []
+        for path, fresh in await self._lake_tables():
+            if only_due and self._due.get(path, 0.0) > now:
+                continue
+            try:
+                results[path] = await tier_table(self._conn, path)
+            except FlussError as e:
+                log.warning("tiering table %s failed: %s", path, e)
+                self.errors.append((path, e))
+            self._due[path] = time.monotonic() + fresh
+        return results
+
+    async def _loop(self) -> None:
+        while True:
+            await self.run_once(only_due=True)
+            await asyncio.sleep(self._poll)
+
+    def start(self) -> None:
+        """Run passes in the background of the running event loop until ``stop()``."""
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._loop())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def __aenter__(self) -> TieringService:
+        self.start()
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.stop()
 
 
 def _seconds(text: str) -> float:

@@ -179,3 +179,41 @@ async def test_bad_projection_names_column_and_table(lake_conn):
     with pytest.raises(FlussError) as e:
         await lake.union_scan(conn, path).project(["nope"]).to_arrow()
     assert "nope" in str(e.value) and "lake_db.proj" in str(e.value)
+
+
+async def test_tiering_service_tiers_at_the_table_freshness(lake_conn):
+    import asyncio
+
+    conn = lake_conn
+    admin = conn.get_admin()
+    path = fluss.TablePath("lake_db", "fresh1s")
+    schema = fluss.Schema(pa.schema([("id", pa.int64()), ("name", pa.string())]))
+    await admin.create_table(path, fluss.TableDescriptor(
+        schema, bucket_count=2, properties={"table.datalake.enabled": "true", "table.datalake.freshness": "1s"}))
+    await admin.create_table(fluss.TablePath("lake_db", "no_lake"), fluss.TableDescriptor(schema, bucket_count=1))
+    w = (await conn.get_table(path)).new_append().create_writer()
+    w.write_arrow(pa.table({"id": [1, 2, 3], "name": ["a", "b", "c"]}))
+    await w.flush()
+    async with lake.TieringService(conn, poll_interval_s=0.1) as service:
+        tiered = 0
+        for _ in range(100):
+            try:
+                snap = await admin.get_latest_lake_snapshot(path)
+                tiered = sum(snap.table_buckets_offset.values())
+            except FlussError:
+                pass
+            if tiered == 3:
+                break
+            await asyncio.sleep(0.1)
+        assert tiered == 3
+        w.write_arrow(pa.table({"id": [4], "name": ["d"]}))
+        await w.flush()
+        for _ in range(100):
+            snap = await admin.get_latest_lake_snapshot(path)
+            if sum(snap.table_buckets_offset.values()) == 4:
+                break
+            await asyncio.sleep(0.1)
+        assert sum(snap.table_buckets_offset.values()) == 4
+        assert service.errors == []
+    got = await lake.union_scan(conn, path).to_arrow()
+    assert sorted(got.column("id").to_pylist()) == [1, 2, 3, 4]
