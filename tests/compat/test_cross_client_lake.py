@@ -95,7 +95,7 @@ async def test_primary_key_lookups_both_ways(clients, unique_name, fmt):
         assert got_f == srow(i), (fmt, i)
         assert got_p == srow(i), (fmt, i)
     # the changelog shows the lake's buckets: each key in the bucket its lake function names
-    scheme = K.KeyScheme(tf._meta.descriptor)
+    scheme = K.KeyScheme(tf.get_table_info().descriptor)
     enc = K.lake_key_encoder([T(D.INTEGER, False)] + ([T(D.STRING, False)] if len(pk) > 1 else []), pk, fmt.upper())
     placed = await bucket_rows(tf, "id", N)
     assert len(placed) == N
@@ -170,7 +170,7 @@ async def test_prefix_lookups_both_ways(clients, unique_name, fmt, partitioned):
     for r in regions:
         if r is not None:
             await f.get_admin().create_partition(ff.TablePath(db, name), {"region": r})
-    assert tf._meta.descriptor.properties.get("table.kv.format-version") == "2"
+    assert tf.get_table_info().descriptor.properties.get("table.kv.format-version") == "2"
     wf = tf.new_upsert().create_writer()
     wp = tp.new_upsert().create_writer()
     expect = {}
@@ -207,7 +207,7 @@ async def test_legacy_format_version_1_table(clients, unique_name):
     schema = pa.schema([("a", pa.int32()), ("b", pa.string()), ("v", pa.int32())])
     tf, tp = await tables(f, p, db, "legacy", schema, ["a", "b"], bucket_keys=["a"],
                           **lake("paimon", **{"table.kv.format-version": "1"}))
-    assert K.KeyScheme(tf._meta.descriptor).pk_lake == "PAIMON"
+    assert K.KeyScheme(tf.get_table_info().descriptor).pk_lake == "PAIMON"
     wf = tf.new_upsert().create_writer()
     wp = tp.new_upsert().create_writer()
     rows = [{"a": i % 5, "b": f"x{i}", "v": i} for i in range(N)]
@@ -259,7 +259,7 @@ async def test_embedded_server_accepts_lake_options(clients, unique_name):
         await f.get_admin().create_table(ff.TablePath(db, f"opt_{fmt}"), ff.TableDescriptor(
             ff.Schema(SIMPLE, primary_keys=["id"]), bucket_count=2, properties={"table.datalake.format": fmt}))
         t = await f.get_table(ff.TablePath(db, f"opt_{fmt}"))
-        assert K.lake_format(t._meta.descriptor) == fmt.upper()
+        assert K.lake_format(t.get_table_info().descriptor) == fmt.upper()
 
 
 async def test_iceberg_empty_key_refused_by_both(clients, unique_name):

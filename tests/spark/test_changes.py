@@ -52,7 +52,7 @@ def test_changelog_and_binlog_batch(spark, conn, database, bootstrap, unique_nam
     log = _read(spark, bootstrap, name + "$changelog")
     assert log.columns == ["_change_type", "_log_offset", "_commit_timestamp", "id", "name"]
     assert dict((f.name, f.dataType.simpleString()) for f in log.schema.fields)["_commit_timestamp"] == "timestamp"
-    got = sorted((r._log_offset, r._change_type, r.id, r.name) for r in log.collect())
+    got = sorted((r["_log_offset"], r["_change_type"], r.id, r.name) for r in log.collect())
     assert [g[1:] for g in got] == [("insert", 1, "a"), ("insert", 2, "b"), ("insert", 3, "c"),
                                     ("update_before", 2, "b"), ("update_after", 2, "B"),
                                     ("delete", 3, "c")]
@@ -60,8 +60,8 @@ def test_changelog_and_binlog_batch(spark, conn, database, bootstrap, unique_nam
 
     binlog = _read(spark, bootstrap, name + "$binlog")
     assert binlog.columns == ["_change_type", "_log_offset", "_commit_timestamp", "before", "after"]
-    rows = sorted(binlog.collect(), key=lambda r: r._log_offset)
-    assert [(r._change_type, r._log_offset) for r in rows] == [
+    rows = sorted(binlog.collect(), key=lambda r: r["_log_offset"])
+    assert [(r["_change_type"], r["_log_offset"]) for r in rows] == [
         ("insert", 0), ("insert", 1), ("insert", 2), ("update", 4), ("delete", 5)]
     assert rows[3].before.name == "b" and rows[3].after.name == "B"
     assert rows[4].before.id == 3 and rows[4].after is None and rows[0].before is None
@@ -74,7 +74,7 @@ def test_changelog_of_a_log_table_and_errors(spark, conn, database, bootstrap, u
     name = create_table(conn, database, unique_name("chg_log"), SCHEMA, buckets=2)
     append_arrow(conn, name, pa.table({"id": [1, 2, 3], "name": ["x", "y", "z"]}, schema=SCHEMA))
     got = _read(spark, bootstrap, name + "$changelog").collect()
-    assert sorted((r._change_type, r.id) for r in got) == [("insert", 1), ("insert", 2), ("insert", 3)]
+    assert sorted((r["_change_type"], r.id) for r in got) == [("insert", 1), ("insert", 2), ("insert", 3)]
     # filters are not pushed into a virtual table: Spark applies them, also with pushdown on
     pushed = (spark.read.format("fluss").option("bootstrap.servers", bootstrap)
               .option("scan.filter-pushdown.enabled", "true").load(name + "$changelog").where("id > 1"))
@@ -101,8 +101,8 @@ def test_binlog_stream_split_between_update_halves(spark, conn, database, bootst
                    **{"scan.startup.mode": "earliest", "maxRecordsPerTrigger": "1"})
     _upsert(table, [(2, "B")], deletes=[1])
     _available_now(spark, bootstrap, name + "$binlog", sink, ckpt, maxRecordsPerTrigger="1")
-    rows = sorted(spark.read.parquet(sink).collect(), key=lambda r: r._log_offset)
-    assert [(r._change_type, r._log_offset) for r in rows] == [
+    rows = sorted(spark.read.parquet(sink).collect(), key=lambda r: r["_log_offset"])
+    assert [(r["_change_type"], r["_log_offset"]) for r in rows] == [
         ("insert", 0), ("insert", 1), ("update", 3), ("update", 5), ("delete", 6)]
     assert (rows[2].before.name, rows[2].after.name) == ("a", "A")
     assert (rows[3].before.name, rows[3].after.name) == ("b", "B")
@@ -165,6 +165,6 @@ def test_partitioned_primary_key_stream_and_changelog(spark, conn, database, boo
     assert sorted((r.id, r.day, r.name) for r in spark.read.parquet(sink).collect()) == [
         (1, "a", "X"), (2, "a", "Y"), (2, "a", "y"), (3, "b", "z")]
 
-    kinds = [(r.day, r._change_type) for r in _read(spark, bootstrap, name + "$changelog").collect()]
+    kinds = [(r.day, r["_change_type"]) for r in _read(spark, bootstrap, name + "$changelog").collect()]
     assert sorted(kinds) == sorted([("a", "insert")] * 2 + [("a", "update_before"), ("a", "update_after")] * 2
                                    + [("b", "insert")])
