@@ -155,8 +155,8 @@ class FlussConnection:
         """The open sockets of this connection to the cluster's servers, one per server (fluss_fast only).
 
         Returns:
-            One dict per open socket: ``address`` ("host:port"), ``server_type`` (0 coordinator,
-            1 tablet server, None before the handshake said), ``in_flight`` (requests sent and not
+            One dict per open socket: ``address`` ("host:port"), ``server_type`` (1 coordinator,
+            2 tablet server, None if the server did not say), ``in_flight`` (requests sent and not
             answered yet) and ``api_versions`` (``{api_key: version}``: the APIs both sides speak,
             at the version this client uses with that server).
         """

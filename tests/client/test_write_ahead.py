@@ -27,6 +27,11 @@ async def make_table(conn, name, schema, **kw):
     return path, await conn.get_table(path)
 
 
+def writer_metrics(conn, path) -> dict:
+    """The client metrics of the writers of one table (one writer in these tests)."""
+    return conn.metrics()["writer"][str(path)]
+
+
 async def stored_batches(table, bucket=0):
     """[(record_count, batch_sequence)] of one bucket as the server stored them."""
     buf = await fetch_records(table, bucket)
@@ -85,7 +90,7 @@ async def test_sealed_batches_are_encoded_while_requests_wait(start_server, uniq
         while sum(b.payload is not None for b in queued) < len(queued) - 1:
             assert time.monotonic() < deadline, "sealed batches were not encoded while waiting"
             await asyncio.sleep(0.02)
-        assert w._sender.requests_sent <= 2
+        assert writer_metrics(conn, path)["requestsTotal"] <= 2
     finally:
         srv.proc.send_signal(signal.SIGCONT)
     await w.flush()
@@ -159,7 +164,7 @@ async def test_flush_seals_open_batches_so_they_encode_while_requests_wait(start
     try:
         w.write_arrow(first)
         deadline = time.monotonic() + 30
-        while w._sender.requests_sent < 2:  # the first batch is out, unanswered
+        while writer_metrics(conn, path)["requestsTotal"] < 2:  # the first batch is out, unanswered
             assert time.monotonic() < deadline
             await asyncio.sleep(0.01)
         w.write_arrow(tail)

@@ -63,10 +63,7 @@ def _names(keys):
 async def test_each_role_advertises_only_its_own_apis(cluster, conn):
     host, port = cluster.bootstrap_servers.rsplit(":", 1)
     coordinator = await _advertised(host, int(port))
-    ctx = conn._ctx
-    await ctx.runtime.run(ctx.metadata.bootstrap())
-    ((node_id, node),) = ctx.metadata.tablets.items()
-    await ctx.runtime.run(ctx.connection(node_id))
+    (node,) = [n for n in await conn.get_admin().get_server_nodes() if n.server_type == "TabletServer"]
     tablet = await _advertised(node.host, node.port)
     print("\ncoordinator:", _names(coordinator), "\ntablet server:", _names(tablet))
     data_apis = {Api.PRODUCE_LOG, Api.FETCH_LOG, Api.PUT_KV, Api.LOOKUP, Api.PREFIX_LOOKUP, Api.LIMIT_SCAN,
@@ -75,11 +72,20 @@ async def test_each_role_advertises_only_its_own_apis(cluster, conn):
     assert data_apis <= tablet
     assert not tablet & {Api.CREATE_TABLE, Api.DROP_TABLE, Api.CREATE_DATABASE, Api.ALTER_TABLE}
     assert Api.SCAN_KV not in tablet and Api.SCAN_KV not in coordinator
-    # the client picks per connection from what that server listed, and nothing else
-    assert len(ctx._conns) >= 2
-    for c in ctx._conns.values():
-        listed = coordinator if c.port == int(port) else tablet
-        assert set(c._versions) <= listed | {Api.API_VERSIONS}
+    # the client picks per connection from what that server listed, and nothing else (a write
+    # opens its socket to the tablet server)
+    path = fluss.TablePath("fluss", "roles_on_0_9_1")
+    await conn.get_admin().drop_table(path, ignore_if_not_exists=True)
+    await conn.get_admin().create_table(path, fluss.TableDescriptor(fluss.Schema(pa.schema([("id", pa.int32())]))))
+    w = (await conn.get_table(path)).new_append().create_writer()
+    w.append([1])
+    await w.flush()
+    open_now = await conn.server_connections()
+    tablet_address = f"{node.host}:{node.port}"
+    assert len(open_now) >= 2 and tablet_address in {c["address"] for c in open_now}
+    for c in open_now:
+        listed = tablet if c["address"] == tablet_address else coordinator
+        assert set(c["api_versions"]) <= listed | {Api.API_VERSIONS}
 
 
 async def test_snapshot_scan_reads_every_bucket_whole_with_limit_scan(conn):
