@@ -13,13 +13,13 @@ import pytest
 from fluss_fast.client.scan import records
 from fluss_fast.client.scan.convert import column_to_pylist
 from fluss_fast.client.scan.records import Chunk, RowSource, row_kinds
-from fluss_fast.codec._select import extensions_disabled
+from fluss_fast.codec import NO_EXTENSIONS
 from fluss_fast.metadata import TableBucket
 
 TB = TableBucket(1, 0)
 UTC = dt.UTC
 BUILDERS = [pytest.param(records.RowBuilder_py, id="pure")]
-if not extensions_disabled():
+if not NO_EXTENSIONS:
     BUILDERS.append(pytest.param(records.RowBuilder, id="compiled"))
 
 N = 3000

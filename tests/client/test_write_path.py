@@ -352,9 +352,9 @@ def slot_classes():
 
 def test_appendslot_twin_is_selected():
     from fluss_fast.client.write import appendslot
-    from fluss_fast.codec import LOADED, _select
+    from fluss_fast.codec import LOADED, NO_EXTENSIONS
 
-    if _select.extensions_disabled():
+    if NO_EXTENSIONS:
         assert appendslot.HotSlot is appendslot.HotSlot_py and LOADED["_appendslot"] is False
     else:
         from fluss_fast.client.write import _appendslot

@@ -2,7 +2,7 @@
 import pytest
 
 from fluss_fast import datatypes as D
-from fluss_fast.codec import _select
+from fluss_fast.codec import LOADED
 from fluss_fast.codec.wire import bytebuf as B
 from fluss_fast.codec.wire.varint import encode_varint
 from fluss_fast.datatypes import DataType as T
@@ -40,7 +40,7 @@ def test_the_reader_never_passes_end():
         B.need(1, 4, 3)
 
 
-@pytest.mark.skipif(not _select.LOADED.get("_compacted"), reason="extension _compacted is not built")
+@pytest.mark.skipif(not LOADED.get("_compacted"), reason="extension _compacted is not built")
 def test_the_compiled_reader_says_the_same():
     from fluss_fast.codec.rows.compacted import CompactedRowDecoder
 

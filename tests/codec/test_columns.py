@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fluss_fast.codec import _select as _select_mod
+from fluss_fast.codec import NO_EXTENSIONS
 from fluss_fast.codec.rows import columns
 from fluss_fast.datatypes import SchemaInfo
 from fluss_fast.errors import FlussError
@@ -488,7 +488,7 @@ def test_twins_agree_on_random_rows(rows):
     assert a.equals(b), (a.to_pylist(), b.to_pylist())
 
 
-@pytest.mark.skipif(_ext is None or _select_mod.extensions_disabled(),
+@pytest.mark.skipif(_ext is None or NO_EXTENSIONS,
                     reason="Cython twin not built / disabled")
 def test_compiled_builder_is_selected():
     assert columns.RowBatchBuilder is _ext.RowBatchBuilder

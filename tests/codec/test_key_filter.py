@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fluss_fast.codec._select import LOADED
+from fluss_fast.codec import LOADED
 from fluss_fast.codec.kv import kvsplit
 
 TWINS = [kvsplit.KeyFilter_py] + ([kvsplit.KeyFilter] if LOADED.get("_kvsplit") else [])

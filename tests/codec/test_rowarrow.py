@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fluss_fast import datatypes as D
-from fluss_fast.codec import _select
+from fluss_fast.codec import LOADED, NO_EXTENSIONS
 from fluss_fast.codec.kv.valuebatch import build_value_batch
 from fluss_fast.codec.rows import rowarrow as RA
 from fluss_fast.codec.rows.columns import RowBatchBuilder_py
@@ -33,7 +33,7 @@ UTC = dt.UTC
 FMTS = ["COMPACTED", "INDEXED"]
 
 PURE = types.SimpleNamespace(name="py", RTA=RA.RowsToArrow_py)
-if _select.LOADED.get("_rowarrow"):
+if LOADED.get("_rowarrow"):
     from fluss_fast.codec.rows import _rowarrow as X
     IMPLS = [PURE, types.SimpleNamespace(name="ext", RTA=X.RowsToArrow)]
 else:  # pragma: no cover - a build without a compiler
@@ -454,7 +454,7 @@ def test_twins_and_the_old_path_agree(case, fmt):
 
 
 def test_extension_is_in_use_when_built():
-    if not _select.extensions_disabled() and _select.LOADED.get("_rowarrow") is not None:
+    if not NO_EXTENSIONS and LOADED.get("_rowarrow") is not None:
         assert RA.RowsToArrow is not RA.RowsToArrow_py
 
 

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fluss_fast import datatypes as D
-from fluss_fast.codec import _select
+from fluss_fast.codec import LOADED
 from fluss_fast.codec.rows.binarray import decode_array, decode_map, encode_array, encode_map
 from fluss_fast.codec.rows.compacted import (
     CompactedKeyEncoder_py,
@@ -34,7 +34,7 @@ UTC = dt.UTC
 PURE = types.SimpleNamespace(
     name="py", CE=CompactedRowEncoder_py, CD=CompactedRowDecoder_py, IE=IndexedRowEncoder_py,
     ID=IndexedRowDecoder_py, KE=CompactedKeyEncoder_py)
-EXT_LOADED = bool(_select.LOADED.get("_compacted") and _select.LOADED.get("_indexed"))
+EXT_LOADED = bool(LOADED.get("_compacted") and LOADED.get("_indexed"))
 if EXT_LOADED:
     from fluss_fast.codec.rows import _compacted as XC
     from fluss_fast.codec.rows import _indexed as XI

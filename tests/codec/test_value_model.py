@@ -192,7 +192,7 @@ def test_row_missing_field_words_match_pyfluss():
 
 
 def test_extensions_are_compared_when_built():
-    from fluss_fast.codec._select import NO_EXTENSIONS
+    from fluss_fast.codec import NO_EXTENSIONS
     if NO_EXTENSIONS:
         assert len(BUILDERS) == 1 and len(ENCODERS) == 2
     else:

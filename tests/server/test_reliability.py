@@ -350,7 +350,7 @@ async def test_flush_interval_forces_acknowledged_records_to_disk(interval, uniq
         for i in range(30):
             w.append({"a": i, "b": i})
             await w.flush()  # one produce per record
-        blog = srv.server.replicas.logs.find(t._meta.table_id, None, 0)
+        blog = srv.server.replicas.logs.find(t.get_table_info().table_id, None, 0)
         assert blog.high_watermark == 30
         if interval is None:
             assert blog.flushed_offset == 0  # Java's default: the page cache only
