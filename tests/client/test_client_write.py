@@ -466,7 +466,7 @@ async def test_request_max_size_and_many_batches(fluss_server, unique_name):
     await w.flush()
     assert sum((await offsets(conn, path, 4)).values()) == n
     # 20000 rows * ~26 bytes in 8 KiB batches, at most two batches per request
-    assert w._sender.requests_sent >= 25
+    assert conn.metrics()["writer"][str(path)]["requestsTotal"] >= 25
     got = await read_all(t, 4)
     assert sorted(got.column("id").to_pylist()) == list(range(n))
     await conn.close()
