@@ -17,12 +17,12 @@ import time
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..error_codes import Errors
 from ..errors import FlussError
 from ..metadata.log import OffsetSpec
 from ..metadata.table import TableBucket, TablePath
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
+from .offsets import BucketKey, lake_offsets, log_offsets, partition_names, subscribe, table_bucket
 from .paimon import LakeTableInfo, ensure_table, open_catalog, paimon_arrow_schema
 
 __all__ = ["TieringResult", "TieringService", "tier_table"]
@@ -35,9 +35,9 @@ _KINDS = {"insert": "+I", "update_before": "-U", "update_after": "+U", "delete":
 
 class TieringResult:
     """One tiering round: the lake snapshot it committed (``None`` when there was nothing new) and
-    every bucket's log end offset in it."""
+    every bucket's log end offset in it (``TableBucket -> offset``, as ``LakeSnapshot.table_buckets_offset``)."""
 
-    def __init__(self, snapshot_id: int | None, offsets: dict[int, int], rows: int):
+    def __init__(self, snapshot_id: int | None, offsets: dict[TableBucket, int], rows: int):
         self.snapshot_id = snapshot_id
         self.offsets = offsets
         self.rows = rows
@@ -46,21 +46,11 @@ class TieringResult:
         return f"TieringResult(snapshot_id={self.snapshot_id}, offsets={self.offsets}, rows={self.rows})"
 
 
-async def _lake_offsets(admin, path: TablePath) -> dict[int, int]:
-    try:
-        snap = await admin.get_latest_lake_snapshot(path)
-    except FlussError as e:
-        if e.error_code == Errors.LAKE_SNAPSHOT_NOT_EXIST:
-            return {}
-        raise
-    return {tb.bucket_id: off for tb, off in snap.table_buckets_offset.items()}
-
-
-async def _bucket_rows(conn, path: TablePath, bucket: int, start: int, stop: int, table_id: int) -> pa.Table:
+async def _bucket_rows(conn, path: TablePath, key: BucketKey, start: int, stop: int, table_id: int) -> pa.Table:
     vtable = await conn.get_table(TablePath(path.database_name, f"{path.table_name}$changelog"))
     scanner = await vtable.new_scan().create_log_scanner()
-    scanner.subscribe(bucket, start)
-    reader = scanner.to_arrow_batch_reader_until({TableBucket(table_id, bucket): stop})
+    subscribe(scanner, key, start)
+    reader = scanner.to_arrow_batch_reader_until({table_bucket(table_id, key): stop})
     got = await asyncio.to_thread(reader.read_all)
     # a batch may run past the stop offset: the next round reads those rows
     return got.filter(pc.less(got.column("_log_offset"), stop))
@@ -96,42 +86,41 @@ async def tier_table(conn, table_path: TablePath) -> TieringResult:
     admin = conn.get_admin()
     info = await admin.get_table_info(table_path)
     lake = LakeTableInfo(info)
-    if info.is_partitioned():
-        raise FlussError(f"Tiering partitioned table '{table_path}' is not supported by fluss_fast yet.",
-                         Errors.LAKE_STORAGE_NOT_CONFIGURED_EXCEPTION)
-    buckets = list(range(lake.num_buckets))
-    starts = await _lake_offsets(admin, table_path)
-    ends = await admin.list_offsets(table_path, buckets, OffsetSpec.latest())
-    earliest = await admin.list_offsets(table_path, buckets, OffsetSpec.earliest())
+    _, starts = await lake_offsets(admin, table_path)
+    parts = await partition_names(admin, info)
+    ends = await log_offsets(admin, info, parts, OffsetSpec.latest())
+    earliest = await log_offsets(admin, info, parts, OffsetSpec.earliest())
     catalog = await asyncio.to_thread(open_catalog, lake)
     paimon = await asyncio.to_thread(ensure_table, catalog, lake)
     schema = paimon_arrow_schema(lake)
-    parts, max_ts = [], {}
-    for b in buckets:
-        start = max(starts.get(b, 0), earliest[b])
-        if start >= ends[b]:
+    chunks, max_ts = [], {}
+    for key, end in ends.items():
+        start = max(starts.get(key, 0), earliest.get(key, 0))
+        if start >= end:
             continue
-        rows = await _bucket_rows(conn, table_path, b, start, ends[b], info.table_id)
+        rows = await _bucket_rows(conn, table_path, key, start, end, info.table_id)
         if rows.num_rows:
-            parts.append(_to_lake_rows(rows, lake, b, schema))
-            max_ts[b] = int(pc.max(rows.column("_commit_timestamp").cast(pa.int64())).as_py())
-    if not parts:
-        return TieringResult(None, {b: starts.get(b, 0) for b in buckets}, 0)
-    data = pa.concat_tables(parts)
+            chunks.append(_to_lake_rows(rows, lake, key[1], schema))
+            max_ts[key] = int(pc.max(rows.column("_commit_timestamp").cast(pa.int64())).as_py())
+    if not chunks:
+        return TieringResult(None, {table_bucket(info.table_id, k): starts.get(k, 0) for k in ends}, 0)
+    data = pa.concat_tables(chunks)
     snapshot_id = await asyncio.to_thread(_write, paimon, data)
     req = pb.CommitLakeTableSnapshotRequest()
     t = req.tables_req.add(table_id=info.table_id, snapshot_id=snapshot_id)
     table_path._to_pb(t.table_path)
-    for b in buckets:
-        out = t.buckets_req.add(bucket_id=b, log_end_offset=ends[b])
-        if b in max_ts:
-            out.max_timestamp = max_ts[b]
+    for (pid, b), end in ends.items():
+        out = t.buckets_req.add(bucket_id=b, log_end_offset=end)
+        if pid is not None:
+            out.partition_id = pid
+        if (pid, b) in max_ts:
+            out.max_timestamp = max_ts[(pid, b)]
     resp = await admin._runtime.run(admin._call(Api.COMMIT_LAKE_TABLE_SNAPSHOT, req, f"table '{table_path}'"))
     for r in resp.table_resp:
         if r.HasField("error_code") and r.error_code:
             raise FlussError(f"committing lake snapshot {snapshot_id} of table '{table_path}': {r.error_message}",
                              r.error_code)
-    return TieringResult(snapshot_id, dict(ends), data.num_rows)
+    return TieringResult(snapshot_id, {table_bucket(info.table_id, k): v for k, v in ends.items()}, data.num_rows)
 
 
 def _write(paimon, data: pa.Table) -> int:
@@ -180,7 +169,7 @@ class TieringService:
                     info = await admin.get_table_info(path)
                 except FlussError:
                     continue  # dropped between the listing and now
-                if _is_lake_table(info) and not info.is_partitioned():
+                if _is_lake_table(info):
                     fresh = _seconds(info.get_properties().get("table.datalake.freshness", "3min"))
                     out.append((path, fresh))
         return out

@@ -22,7 +22,9 @@ import pyarrow.compute as pc
 
 from ..error_codes import Errors
 from ..errors import FlussError
-from ..metadata.table import TableBucket, TablePath
+from ..metadata.log import OffsetSpec
+from ..metadata.table import TablePath
+from .offsets import BucketKey, lake_offsets, log_offsets, partition_names, subscribe, table_bucket
 from .paimon import LakeTableInfo, get_table, open_catalog, paimon_predicate
 
 __all__ = ["LakeUnionScan", "union_read"]
@@ -60,15 +62,6 @@ class LakeUnionScan:
         return f"LakeUnionScan(table={self._path}, columns={self._columns}, where={self._predicate!r})"
 
 
-async def _snapshot(admin, path: TablePath):
-    try:
-        return await admin.get_latest_lake_snapshot(path)
-    except FlussError as e:
-        if e.error_code == Errors.LAKE_SNAPSHOT_NOT_EXIST:
-            return None  # nothing tiered yet: the whole table is still in the log
-        raise
-
-
 def _read_lake(lake: LakeTableInfo, snapshot_id: int, columns: list[str], predicate) -> pa.Table:
     catalog = open_catalog(lake)
     table = get_table(catalog, lake)
@@ -89,8 +82,9 @@ def _read_lake(lake: LakeTableInfo, snapshot_id: int, columns: list[str], predic
     return got.select(columns).cast(schema)
 
 
-async def _read_log(conn, path: TablePath, table_id: int, starts: dict[int, int], columns: list[str],
+async def _read_log(conn, info, starts: dict[BucketKey, int], ends: dict[BucketKey, int], columns: list[str],
                     predicate, changelog: bool) -> pa.Table:
+    path = info.table_path
     if changelog:
         table = await conn.get_table(TablePath(path.database_name, f"{path.table_name}$changelog"))
         scanner = await table.new_scan().create_log_scanner()
@@ -100,15 +94,12 @@ async def _read_log(conn, path: TablePath, table_id: int, starts: dict[int, int]
         if predicate is not None:
             scan = scan.where(predicate)
         scanner = await scan.create_record_batch_log_scanner()
-    admin = conn.get_admin()
-    from ..metadata.log import OffsetSpec
-
-    ends = await admin.list_offsets(path, list(starts), OffsetSpec.latest())
     stops = {}
-    for b, start in starts.items():
-        if start < ends[b]:
-            scanner.subscribe(b, start)
-            stops[TableBucket(table_id, b)] = ends[b]
+    for key, end in ends.items():
+        start = starts.get(key, 0)
+        if start < end:
+            subscribe(scanner, key, start)
+            stops[table_bucket(info.table_id, key)] = end
     if not stops:
         return scanner._reader_schema().empty_table()
     reader = scanner.to_arrow_batch_reader_until(stops)
@@ -139,9 +130,6 @@ async def union_read(conn, table_path: TablePath, columns: list[str] | None = No
     admin = conn.get_admin()
     info = await admin.get_table_info(table_path)
     lake = LakeTableInfo(info)
-    if info.is_partitioned():
-        raise FlussError(f"The union read of partitioned table '{table_path}' is not supported by fluss_fast yet.",
-                         Errors.LAKE_STORAGE_NOT_CONFIGURED_EXCEPTION)
     wanted = list(columns) if columns is not None else list(lake.columns)
     for c in wanted:
         if c not in lake.columns:
@@ -152,11 +140,9 @@ async def union_read(conn, table_path: TablePath, columns: list[str] | None = No
         from ..client.predicate import bind_predicate
 
         bound = bind_predicate(predicate, info.descriptor.schema)  # bad columns/literals fail here, named
-    snap = await _snapshot(admin, table_path)
-    starts = {b: 0 for b in range(lake.num_buckets)}
-    if snap is not None:
-        for tb, off in snap.table_buckets_offset.items():
-            starts[tb.bucket_id] = off
+    # the snapshot first, then the log's ends: rows tiered meanwhile are still read from the log
+    snapshot_id, starts = await lake_offsets(admin, table_path)
+    ends = await log_offsets(admin, info, await partition_names(admin, info), OffsetSpec.latest())
     pk = lake.has_primary_key
     # the merge needs the key, the exact filter its columns: read them and drop them at the end
     read_cols = list(wanted)
@@ -166,11 +152,11 @@ async def union_read(conn, table_path: TablePath, columns: list[str] | None = No
     for c in extra:
         if c not in read_cols:
             read_cols.append(c)
-    if snap is not None:
-        lake_rows = await asyncio.to_thread(_read_lake, lake, snap.snapshot_id, read_cols, predicate)
+    if snapshot_id is not None:
+        lake_rows = await asyncio.to_thread(_read_lake, lake, snapshot_id, read_cols, predicate)
     else:
         lake_rows = pa.schema([lake.arrow_schema.field(c) for c in read_cols]).empty_table()
-    log_rows = await _read_log(conn, table_path, info.table_id, starts, read_cols, predicate if not pk else None, pk)
+    log_rows = await _read_log(conn, info, starts, ends, read_cols, predicate if not pk else None, pk)
     if pk:
         rows = _merge(lake_rows, log_rows, list(lake.primary_key), read_cols)
     else:

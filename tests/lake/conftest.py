@@ -1,4 +1,4 @@
-"""An embedded server with a Paimon warehouse (``datalake.format=paimon``), one per test module."""
+"""An embedded server with a Paimon warehouse (``datalake.format=paimon``), one per test."""
 from __future__ import annotations
 
 import pytest
@@ -7,13 +7,14 @@ pytest.importorskip("pypaimon", reason="the lake tests need pypaimon (the test e
 
 
 @pytest.fixture
-async def lake_server(tmp_path):
+def lake_server(tmp_path):
     from fluss_fast.server.local import LocalServer
     from fluss_fast.server.settings import Settings
 
     settings = Settings({"datalake.format": "paimon", "datalake.paimon.metastore": "filesystem",
                          "datalake.paimon.warehouse": str(tmp_path / "warehouse")})
-    async with LocalServer(data_dir=str(tmp_path / "data"), settings=settings) as srv:
+    # on a thread of its own: writers block the caller's thread while they look partitions up
+    with LocalServer(data_dir=str(tmp_path / "data"), settings=settings) as srv:
         yield srv
 
 

@@ -27,7 +27,7 @@ async def _full_log(conn, path, buckets: int) -> pa.Table:
     return await s.to_arrow()
 
 
-async def _replayed_state(conn, path) -> list[dict]:
+async def _replayed_state(conn, path, key=("id",)) -> list[dict]:
     """The current state from the whole changelog, replayed row by row in each bucket's order."""
     cl = await conn.get_table(fluss.TablePath(path.database_name, f"{path.table_name}$changelog"))
     s = await cl.new_scan().create_log_scanner()
@@ -37,11 +37,12 @@ async def _replayed_state(conn, path) -> list[dict]:
         kind = r.pop("_change_type")
         r.pop("_log_offset")
         r.pop("_commit_timestamp")
+        k = tuple(r[c] for c in key)
         if kind in ("insert", "update_after"):
-            state[r["id"]] = r
+            state[k] = r
         elif kind == "delete":
-            state.pop(r["id"], None)
-    return sorted(state.values(), key=lambda r: r["id"])
+            state.pop(k, None)
+    return [state[k] for k in sorted(state)]
 
 
 async def test_log_table_union_is_the_whole_log(lake_conn):
@@ -64,7 +65,7 @@ async def test_log_table_union_is_the_whole_log(lake_conn):
 
     snap = await admin.get_latest_lake_snapshot(path)
     assert snap.snapshot_id == first.snapshot_id
-    assert {tb.bucket_id: off for tb, off in snap.table_buckets_offset.items()} == first.offsets
+    assert snap.table_buckets_offset == first.offsets
     assert sum(first.offsets.values()) == 100
     # the Paimon table holds the tiered rows in Fluss's layout: system columns after the table's
     from pypaimon import CatalogFactory
@@ -75,9 +76,9 @@ async def test_log_table_union_is_the_whole_log(lake_conn):
     in_lake = rb.new_read().to_arrow(rb.new_scan().plan().splits())
     assert in_lake.column_names == ["id", "name", "score", "__bucket", "__offset", "__timestamp"]
     assert sorted(in_lake.column("id").to_pylist()) == list(range(100))
-    for b, end in first.offsets.items():
+    for tb, end in first.offsets.items():
         offs = sorted(o for o, bb in zip(in_lake.column("__offset").to_pylist(),
-                                         in_lake.column("__bucket").to_pylist(), strict=True) if bb == b)
+                                         in_lake.column("__bucket").to_pylist(), strict=True) if bb == tb.bucket_id)
         assert offs == list(range(end))
 
     w.write_arrow(pa.table({"id": list(range(100, 160)), "name": [f"n{i}" for i in range(100, 160)],
@@ -217,3 +218,51 @@ async def test_tiering_service_tiers_at_the_table_freshness(lake_conn):
         assert service.errors == []
     got = await lake.union_scan(conn, path).to_arrow()
     assert sorted(got.column("id").to_pylist()) == [1, 2, 3, 4]
+
+
+async def test_partitioned_tables_union_per_partition(lake_conn):
+    conn = lake_conn
+    admin = conn.get_admin()
+    path = fluss.TablePath("lake_db", "by_region")
+    schema = fluss.Schema(pa.schema([("id", pa.int32()), ("region", pa.string()), ("v", pa.int64())]),
+                          primary_keys=["id", "region"])
+    await admin.create_table(path, fluss.TableDescriptor(schema, partition_keys=["region"], bucket_count=2,
+                                                         properties=LAKE_ON))
+    await admin.create_partition(path, {"region": "eu"})
+    await admin.create_partition(path, {"region": "us"})
+    w = (await conn.get_table(path)).new_upsert().create_writer()
+    for i in range(20):
+        w.upsert({"id": i, "region": "eu" if i % 2 else "us", "v": i})
+    await w.flush()
+    first = await lake.tier_table(conn, path)
+    assert first.rows == 20
+    assert {tb.partition_id for tb in first.offsets} == {p.partition_id for p in await admin.list_partition_infos(path)}
+    assert (await admin.get_latest_lake_snapshot(path)).table_buckets_offset == first.offsets
+
+    # a new partition after the snapshot, updates and deletes in the tiered ones
+    await admin.create_partition(path, {"region": "ap"})
+    for i in range(0, 20, 3):
+        w.upsert({"id": i, "region": "eu" if i % 2 else "us", "v": 100 + i})
+    w.delete({"id": 4, "region": "us"})
+    w.upsert({"id": 4, "region": "ap", "v": 4})
+    await w.flush()
+    want = await _replayed_state(conn, path, key=("id", "region"))
+    got = await lake.union_scan(conn, path).to_arrow()
+    assert _sorted(got, ["id", "region"]) == want
+    assert len(want) == 20
+
+    # and with a log table, the partitions' logs concatenated
+    lpath = fluss.TablePath("lake_db", "clicks")
+    lschema = fluss.Schema(pa.schema([("id", pa.int64()), ("day", pa.string())]))
+    await admin.create_table(lpath, fluss.TableDescriptor(lschema, partition_keys=["day"], bucket_count=2,
+                                                          properties=LAKE_ON))
+    for day in ("d1", "d2"):
+        await admin.create_partition(lpath, {"day": day})
+    lw = (await conn.get_table(lpath)).new_append().create_writer()
+    lw.write_arrow(pa.table({"id": list(range(30)), "day": ["d1", "d2"] * 15}))
+    await lw.flush()
+    assert (await lake.tier_table(conn, lpath)).rows == 30
+    lw.write_arrow(pa.table({"id": list(range(30, 40)), "day": ["d2"] * 10}))
+    await lw.flush()
+    got = await lake.union_scan(conn, lpath).where(fluss.col("day") == "d2").to_arrow()
+    assert sorted(got.column("id").to_pylist()) == sorted(list(range(1, 30, 2)) + list(range(30, 40)))
