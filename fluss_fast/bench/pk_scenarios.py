@@ -255,6 +255,24 @@ async def run_lookup64(client: Client, env: Env, shared: dict) -> Outcome:
     return await _lookup(client, env, shared, CONCURRENCY)
 
 
+async def run_snapshot_read(client: Client, env: Env, shared: dict) -> Outcome:
+    """The current rows of the whole table read back at once (fluss_fast's snapshot scanner, SCAN_KV
+    per bucket); the table is the one the lookup scenarios fill, so it is written outside the timing."""
+    name = await filled_for(client, env, shared)
+    table = await client.conn.get_table(client.module.TablePath(DATABASE, name))
+    scan = table.new_scan()
+    create = getattr(scan, "create_snapshot_scanner", None)
+    if create is None:
+        raise Skip(f"{client.name} has no snapshot scan of a primary-key table")
+    scanner = await create()
+    sw = env.stopwatch()
+    got = await scanner.to_arrow()
+    seconds = sw.stop()
+    id_col, str_col = env.spec.id_column, env.spec.string_column
+    check(f"snapshot of {DATABASE}.{name}", ds.checksum(got, id_col, str_col), ds.checksum(env.table, id_col, str_col))
+    return Outcome(seconds, got.num_rows, env.table.nbytes, cpu=sw.cpu, rss=sw.rss)
+
+
 async def prepare_prefix(env: Env) -> dict:
     if "user_id" not in env.spec.schema.names:
         raise Skip(f"data set {env.dataset} has no user_id column for prefix lookups")
@@ -288,10 +306,12 @@ register(Scenario("lookup", f"{LOOKUPS} sequential primary-key lookups", run_loo
                   cleanup_pk, needs_pk=True))
 register(Scenario("lookup64", f"{LOOKUPS} primary-key lookups, {CONCURRENCY} concurrent", run_lookup64,
                   prepare_pk, cleanup_pk, needs_pk=True))
+register(Scenario("snapshot_read", "the whole current state read back (fluss_fast snapshot scanner; opt-in)",
+                  run_snapshot_read, prepare_pk, cleanup_pk, needs_pk=True))
 register(Scenario("prefix_lookup", "prefix lookups by user_id (bucket key)", run_prefix_lookup,
                   prepare_prefix, cleanup_pk, needs_pk=True))
 
-PK_SCENARIOS = ["upsert", "upsert_arrow", "lookup", "lookup64", "prefix_lookup"]
+PK_SCENARIOS = ["upsert", "upsert_arrow", "lookup", "lookup64", "prefix_lookup"]  # the default ones
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ def test_pk_scenarios_run_and_verify(tmp_path):
     env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["FLUSS_FAST_BENCH_CACHE"] = str(tmp_path / "cache")
     out = tmp_path / "bench.json"
-    scenarios = ["upsert", "upsert_arrow", "lookup", "lookup64", "prefix_lookup"]
+    scenarios = ["upsert", "upsert_arrow", "lookup", "lookup64", "prefix_lookup", "snapshot_read"]
     proc = subprocess.run(
         [sys.executable, "-m", "fluss_fast", "bench", "--scenarios", ",".join(scenarios),
          "--clients", "fluss_fast", "--rows", "3000", "--repeat", "1", "--json", str(out),
