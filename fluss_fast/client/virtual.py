@@ -170,53 +170,22 @@ class VirtualTableScan(TableScan):
         return f"TableScan(table={self._vtable._path})"
 
 
-class VirtualScanner(LogScanner):
-    """Reads a table's log as its ``$changelog`` / ``$binlog``."""
+class ChangeRows:
+    """Turns a table's log chunks into the rows of its ``$changelog`` or ``$binlog`` view.
 
-    def __init__(self, vtable: VirtualTable, spec):
-        LogScanner.__init__(self, vtable._base, spec, BATCH)
-        self._vtable = vtable
-        self._kind_v = vtable._kind
-        self._schema_v = vtable.arrow_schema
+    The binlog pairs each -U with the +U after it; a -U that ends a poll is held, per bucket, until
+    the next poll brings its +U, so one instance serves one scanner's polls in order.
+    """
+
+    def __init__(self, kind: str, schema: pa.Schema):
+        self.kind = kind
+        self.schema = schema  # virtual_schema(base, kind)
         self._held: dict[object, tuple] = {}  # bucket -> a -U waiting for its +U
 
-    # -- subscriptions -------------------------------------------------------------------------
-    @on_runtime
-    async def subscribe_all(self, startup_mode: str = "earliest", timestamp: int | None = None) -> None:
-        """Subscribe every bucket (of every partition) at the startup mode's offsets."""
-        mode = str(startup_mode).lower()
-        if mode not in ("earliest", "latest", "timestamp"):
-            raise FlussError(f"startup_mode must be 'earliest', 'latest' or 'timestamp', got "
-                             f"{startup_mode!r}", CLIENT_ERROR)
-        if mode == "timestamp" and timestamp is None:
-            raise FlussError("startup_mode 'timestamp' needs timestamp= (milliseconds since epoch)",
-                             CLIENT_ERROR)
-        meta = self._vtable._meta
-        md = self._ctx.metadata
-        buckets = list(range(meta.num_buckets))
-        parts: list[str | None] = [None]
-        if meta.is_partitioned:
-            parts = list((await md.partitions(meta.path)).items())
-        from ..metadata.log import OffsetSpec
-        from .admin import FlussAdmin
-
-        admin = FlussAdmin(self._ctx)
-        for part in parts:
-            if mode != "earliest":
-                # resolved now: "latest" means what comes after this call, not after the first poll
-                spec = (OffsetSpec.timestamp(int(timestamp)) if mode == "timestamp"
-                        else OffsetSpec.latest())
-                if part is None:
-                    offs = await FlussAdmin.list_offsets.__runtime_impl__(admin, meta.path, buckets, spec)
-                else:
-                    offs = await FlussAdmin.list_partition_offsets.__runtime_impl__(
-                        admin, meta.path, part[0], buckets, spec)
-            else:
-                offs = {b: EARLIEST_OFFSET for b in buckets}
-            if part is None:
-                self.subscribe_buckets(offs)
-            else:
-                self.subscribe_partition_buckets({(part[1], b): o for b, o in offs.items()})
+    @property
+    def pending(self) -> int:
+        """How many buckets hold a -U whose +U has not come yet (always 0 for the changelog)."""
+        return len(self._held)
 
     # -- building the virtual rows --------------------------------------------------------------
     def _offsets(self, c: Chunk) -> np.ndarray:
@@ -236,7 +205,7 @@ class VirtualScanner(LogScanner):
         names = pc.take(_CHANGELOG_NAMES, pa.array(self._types(c)))
         ts = pa.array(np.full(n, c.timestamp, dtype=np.int64)).cast(_TS)
         cols = [names, pa.array(offsets), ts] + list(rb.columns)
-        out = pa.RecordBatch.from_arrays(cols, schema=self._schema_v)
+        out = pa.RecordBatch.from_arrays(cols, schema=self.schema)
         return Chunk(c.bucket, RowSource(out), 0, n, c.base_offset, None if c.offsets is None
                      else list(c.offsets), None, c.timestamp, c.next_offset)
 
@@ -290,7 +259,7 @@ class VirtualScanner(LogScanner):
             i += 1
         if not kinds:
             return None
-        row_type = self._schema_v.field("before").type
+        row_type = self.schema.field("before").type
 
         def side(idx):
             taken = rb.take(pa.array(idx, type=pa.int64()))
@@ -300,23 +269,76 @@ class VirtualScanner(LogScanner):
         out_off = offsets[rows]
         cols = [pa.array(kinds, pa.string()), pa.array(out_off),
                 pa.array(stamps[rows]).cast(_TS), side(before), side(after)]
-        out = pa.RecordBatch.from_arrays(cols, schema=self._schema_v)
+        out = pa.RecordBatch.from_arrays(cols, schema=self.schema)
         return Chunk(c.bucket, RowSource(out), 0, len(kinds), int(out_off[0]),
                      [int(o) for o in out_off], None, c.timestamp, c.next_offset)
 
-    def _convert(self, chunks_by_bucket) -> dict[object, list[Chunk]]:
+    def convert(self, chunks_by_bucket) -> dict[object, list[Chunk]]:
+        """The view's chunks of one poll's log chunks (``{bucket: [Chunk]}``, each bucket's in offset
+        order); a bucket with no view rows (only a held -U) is left out."""
         out = {}
         for bucket, cs in chunks_by_bucket.items():
             conv = []
             for c in cs:
                 if not c.count:
                     continue
-                v = self._changelog(c) if self._kind_v == CHANGELOG else self._binlog(c)
+                v = self._changelog(c) if self.kind == CHANGELOG else self._binlog(c)
                 if v is not None:
                     conv.append(v)
             if conv:
                 out[bucket] = conv
         return out
+
+
+class VirtualScanner(LogScanner):
+    """Reads a table's log as its ``$changelog`` / ``$binlog``."""
+
+    def __init__(self, vtable: VirtualTable, spec):
+        LogScanner.__init__(self, vtable._base, spec, BATCH)
+        self._vtable = vtable
+        self._schema_v = vtable.arrow_schema
+        self._rows = ChangeRows(vtable._kind, self._schema_v)
+
+    # -- subscriptions -------------------------------------------------------------------------
+    @on_runtime
+    async def subscribe_all(self, startup_mode: str = "earliest", timestamp: int | None = None) -> None:
+        """Subscribe every bucket (of every partition) at the startup mode's offsets."""
+        mode = str(startup_mode).lower()
+        if mode not in ("earliest", "latest", "timestamp"):
+            raise FlussError(f"startup_mode must be 'earliest', 'latest' or 'timestamp', got "
+                             f"{startup_mode!r}", CLIENT_ERROR)
+        if mode == "timestamp" and timestamp is None:
+            raise FlussError("startup_mode 'timestamp' needs timestamp= (milliseconds since epoch)",
+                             CLIENT_ERROR)
+        meta = self._vtable._meta
+        md = self._ctx.metadata
+        buckets = list(range(meta.num_buckets))
+        parts: list[str | None] = [None]
+        if meta.is_partitioned:
+            parts = list((await md.partitions(meta.path)).items())
+        from ..metadata.log import OffsetSpec
+        from .admin import FlussAdmin
+
+        admin = FlussAdmin(self._ctx)
+        for part in parts:
+            if mode != "earliest":
+                # resolved now: "latest" means what comes after this call, not after the first poll
+                spec = (OffsetSpec.timestamp(int(timestamp)) if mode == "timestamp"
+                        else OffsetSpec.latest())
+                if part is None:
+                    offs = await FlussAdmin.list_offsets.__runtime_impl__(admin, meta.path, buckets, spec)
+                else:
+                    offs = await FlussAdmin.list_partition_offsets.__runtime_impl__(
+                        admin, meta.path, part[0], buckets, spec)
+            else:
+                offs = {b: EARLIEST_OFFSET for b in buckets}
+            if part is None:
+                self.subscribe_buckets(offs)
+            else:
+                self.subscribe_partition_buckets({(part[1], b): o for b, o in offs.items()})
+
+    def _convert(self, chunks_by_bucket) -> dict[object, list[Chunk]]:
+        return self._rows.convert(chunks_by_bucket)
 
     # -- reads ----------------------------------------------------------------------------------
     @on_runtime

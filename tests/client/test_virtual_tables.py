@@ -3,17 +3,13 @@ and the $changelog view names every change type (built from chunks, no server ne
 import pyarrow as pa
 
 from fluss_fast.client.scan.records import Chunk, RowSource
-from fluss_fast.client.virtual import BINLOG, CHANGELOG, VirtualScanner, virtual_schema
+from fluss_fast.client.virtual import BINLOG, CHANGELOG, ChangeRows, virtual_schema
 
 BASE = pa.schema([("id", pa.int32()), ("v", pa.string())])
 
 
-def _scanner(kind):
-    s = VirtualScanner.__new__(VirtualScanner)
-    s._kind_v = kind
-    s._schema_v = virtual_schema(BASE, kind)
-    s._held = {}
-    return s
+def _rows(kind):
+    return ChangeRows(kind, virtual_schema(BASE, kind))
 
 
 def _chunk(rows, types, base, ts=1000):
@@ -22,21 +18,22 @@ def _chunk(rows, types, base, ts=1000):
 
 
 def test_binlog_pairs_updates_across_polls():
-    s = _scanner(BINLOG)
-    first = s._convert({"b0": [_chunk([(1, "a"), (1, "a")], [1, 2], 0)]})  # +I, then a lone -U
+    s = _rows(BINLOG)
+    first = s.convert({"b0": [_chunk([(1, "a"), (1, "a")], [1, 2], 0)]})  # +I, then a lone -U
     rows = first["b0"][0].rows()
     assert [(r["_change_type"], r["_log_offset"]) for r in rows] == [("insert", 0)]
-    second = s._convert({"b0": [_chunk([(1, "b"), (1, "b")], [3, 4], 2)]})  # its +U, then -D
+    assert s.pending == 1  # the -U waits for its +U
+    second = s.convert({"b0": [_chunk([(1, "b"), (1, "b")], [3, 4], 2)]})  # its +U, then -D
     rows = second["b0"][0].rows()
     assert [(r["_change_type"], r["_log_offset"]) for r in rows] == [("update", 2), ("delete", 3)]
     assert rows[0]["before"] == {"id": 1, "v": "a"} and rows[0]["after"] == {"id": 1, "v": "b"}
     assert rows[1]["before"] == {"id": 1, "v": "b"} and rows[1]["after"] is None
-    assert s._held == {}
+    assert s.pending == 0
 
 
 def test_changelog_names_every_change_type():
-    s = _scanner(CHANGELOG)
-    out = s._convert({"b0": [_chunk([(1, "a")] * 5, [0, 1, 2, 3, 4], 10)]})["b0"][0].arrow()
+    s = _rows(CHANGELOG)
+    out = s.convert({"b0": [_chunk([(1, "a")] * 5, [0, 1, 2, 3, 4], 10)]})["b0"][0].arrow()
     assert out.column("_change_type").to_pylist() == ["insert", "insert", "update_before",
                                                       "update_after", "delete"]
     assert out.column("_log_offset").to_pylist() == [10, 11, 12, 13, 14]

@@ -71,7 +71,6 @@ BASELINE = {
     "client/test_scan_parts.py": 15,
     "client/test_scan_records.py": 5,
     "client/test_scan_schema_change.py": 3,
-    "client/test_virtual_tables.py": 7,
     "client/test_write_ahead.py": 8,
     "client/test_write_path.py": 16,
     "spark/test_offsets_options.py": 3,
