@@ -8,10 +8,11 @@ as its lake snapshot plus the log after it. Both need pypaimon (the ``lake`` ext
 from __future__ import annotations
 
 from ..metadata.table import TablePath
-from .tiering import TieringResult, TieringService, tier_table
+from .tiering import TieringResult, TieringService, commit_round, tier_table, write_round
 from .union import LakeUnionScan, union_read
 
-__all__ = ["LakeUnionScan", "TieringResult", "TieringService", "tier_table", "union_read", "union_scan"]
+__all__ = ["LakeUnionScan", "TieringResult", "TieringService", "commit_round", "tier_table", "union_read",
+           "union_scan", "write_round"]
 
 
 def union_scan(conn, table_path: TablePath) -> LakeUnionScan:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 
@@ -25,7 +26,7 @@ from ..rpc.api import Api
 from .offsets import BucketKey, lake_offsets, log_offsets, partition_names, subscribe, table_bucket
 from .paimon import LakeTableInfo, ensure_table, open_catalog, paimon_arrow_schema
 
-__all__ = ["TieringResult", "TieringService", "tier_table"]
+__all__ = ["TieringResult", "TieringService", "tier_table", "write_round", "commit_round"]
 
 log = logging.getLogger("fluss_fast.lake")
 
@@ -41,6 +42,7 @@ class TieringResult:
         self.snapshot_id = snapshot_id
         self.offsets = offsets
         self.rows = rows
+        self.max_timestamps: dict[TableBucket, int] = {}  # newest commit time tiered, per bucket
 
     def __repr__(self) -> str:
         return f"TieringResult(snapshot_id={self.snapshot_id}, offsets={self.offsets}, rows={self.rows})"
@@ -69,7 +71,12 @@ def _to_lake_rows(rows: pa.Table, lake: LakeTableInfo, bucket: int, schema: pa.S
 
 
 async def tier_table(conn, table_path: TablePath) -> TieringResult:
-    """One tiering round of one table: the log since the last lake snapshot goes to Paimon.
+    """One tiering round of one table: the log since the last lake snapshot goes to Paimon, then the
+    lake snapshot is committed to the coordinator (``write_round`` then ``commit_round``).
+
+    A round whose Paimon commit landed but whose coordinator commit did not (a crash, a lost
+    connection) is finished first: its snapshot is committed to the coordinator from the offsets kept
+    in the Paimon snapshot, and its rows are not written again.
 
     Args:
         conn: A ``FlussConnection``.
@@ -86,12 +93,37 @@ async def tier_table(conn, table_path: TablePath) -> TieringResult:
     admin = conn.get_admin()
     info = await admin.get_table_info(table_path)
     lake = LakeTableInfo(info)
-    _, starts = await lake_offsets(admin, table_path)
+    catalog = await asyncio.to_thread(open_catalog, lake)
+    paimon = await asyncio.to_thread(ensure_table, catalog, lake)
+    committed_id, _ = await lake_offsets(admin, table_path)
+    in_lake = await asyncio.to_thread(_lake_state, paimon, info.table_id)
+    if in_lake is not None and in_lake.snapshot_id != committed_id:
+        await commit_round(conn, table_path, in_lake)
+    result = await write_round(conn, table_path)
+    if result.snapshot_id is not None:
+        await commit_round(conn, table_path, result)
+    return result
+
+
+async def write_round(conn, table_path: TablePath) -> TieringResult:
+    """The lake half of a round: the log from where the lake ends to each bucket's end now is written
+    to Paimon and committed there, with the bucket offsets in the Paimon snapshot's ``fluss-offsets``
+    property (as Java's lake committer keeps them). The coordinator does not know of it until
+    ``commit_round``; until then union reads go on reading those rows from the log."""
+    admin = conn.get_admin()
+    info = await admin.get_table_info(table_path)
+    lake = LakeTableInfo(info)
+    catalog = await asyncio.to_thread(open_catalog, lake)
+    paimon = await asyncio.to_thread(ensure_table, catalog, lake)
+    in_lake = await asyncio.to_thread(_lake_state, paimon, info.table_id)
+    if in_lake is not None:
+        # what Paimon holds is the truth about the lake, also when the coordinator lags behind it
+        starts = {(tb.partition_id, tb.bucket_id): off for tb, off in in_lake.offsets.items()}
+    else:
+        _, starts = await lake_offsets(admin, table_path)
     parts = await partition_names(admin, info)
     ends = await log_offsets(admin, info, parts, OffsetSpec.latest())
     earliest = await log_offsets(admin, info, parts, OffsetSpec.earliest())
-    catalog = await asyncio.to_thread(open_catalog, lake)
-    paimon = await asyncio.to_thread(ensure_table, catalog, lake)
     schema = paimon_arrow_schema(lake)
     chunks, max_ts = [], {}
     for key, end in ends.items():
@@ -104,32 +136,70 @@ async def tier_table(conn, table_path: TablePath) -> TieringResult:
             max_ts[key] = int(pc.max(rows.column("_commit_timestamp").cast(pa.int64())).as_py())
     if not chunks:
         return TieringResult(None, {table_bucket(info.table_id, k): starts.get(k, 0) for k in ends}, 0)
+    # buckets this round did not see (a partition dropped since) keep the lake's last offsets
+    offsets = {**starts, **ends}
     data = pa.concat_tables(chunks)
-    snapshot_id = await asyncio.to_thread(_write, paimon, data)
+    snapshot_id = await asyncio.to_thread(_write, paimon, data, _offsets_property(offsets))
+    result = TieringResult(snapshot_id, {table_bucket(info.table_id, k): v for k, v in offsets.items()},
+                           data.num_rows)
+    result.max_timestamps = {table_bucket(info.table_id, k): v for k, v in max_ts.items()}
+    return result
+
+
+async def commit_round(conn, table_path: TablePath, result: TieringResult) -> None:
+    """The coordinator half of a round: COMMIT_LAKE_TABLE_SNAPSHOT with the round's snapshot id and
+    bucket offsets; from then on ``get_latest_lake_snapshot`` and union reads use it."""
+    if result.snapshot_id is None:
+        return
+    admin = conn.get_admin()
+    info = await admin.get_table_info(table_path)
     req = pb.CommitLakeTableSnapshotRequest()
-    t = req.tables_req.add(table_id=info.table_id, snapshot_id=snapshot_id)
+    t = req.tables_req.add(table_id=info.table_id, snapshot_id=result.snapshot_id)
     table_path._to_pb(t.table_path)
-    for (pid, b), end in ends.items():
-        out = t.buckets_req.add(bucket_id=b, log_end_offset=end)
-        if pid is not None:
-            out.partition_id = pid
-        if (pid, b) in max_ts:
-            out.max_timestamp = max_ts[(pid, b)]
+    for tb, end in result.offsets.items():
+        out = t.buckets_req.add(bucket_id=tb.bucket_id, log_end_offset=end)
+        if tb.partition_id is not None:
+            out.partition_id = tb.partition_id
+        ts = result.max_timestamps.get(tb)
+        if ts is not None:
+            out.max_timestamp = ts
     resp = await admin._runtime.run(admin._call(Api.COMMIT_LAKE_TABLE_SNAPSHOT, req, f"table '{table_path}'"))
     for r in resp.table_resp:
         if r.HasField("error_code") and r.error_code:
-            raise FlussError(f"committing lake snapshot {snapshot_id} of table '{table_path}': {r.error_message}",
-                             r.error_code)
-    return TieringResult(snapshot_id, {table_bucket(info.table_id, k): v for k, v in ends.items()}, data.num_rows)
+            raise FlussError(f"committing lake snapshot {result.snapshot_id} of table '{table_path}': "
+                             f"{r.error_message}", r.error_code)
 
 
-def _write(paimon, data: pa.Table) -> int:
+_OFFSETS_PROPERTY = "fluss-offsets"
+
+
+def _offsets_property(offsets: dict[BucketKey, int]) -> dict[str, str]:
+    rows = [[pid, b, off] for (pid, b), off in sorted(offsets.items(), key=lambda kv: (kv[0][0] or -1, kv[0][1]))]
+    return {_OFFSETS_PROPERTY: json.dumps({"version": 1, "bucket_offsets": rows})}
+
+
+def _lake_state(paimon, table_id: int) -> TieringResult | None:
+    """The latest Paimon snapshot with the bucket offsets its round wrote, or ``None`` before one."""
+    manager = paimon.snapshot_manager()
+    snap = manager.get_latest_snapshot()
+    # a compaction after the round adds snapshots without new data (and without the property)
+    while snap is not None and _OFFSETS_PROPERTY not in (snap.properties or {}) and snap.commit_kind == "COMPACT":
+        snap = manager.get_snapshot_by_id(int(snap.id) - 1) if int(snap.id) > 1 else None
+    if snap is None or _OFFSETS_PROPERTY not in (snap.properties or {}):
+        return None  # no round yet, or data written by another writer: nothing to resume from
+    props = snap.properties
+    rows = json.loads(props[_OFFSETS_PROPERTY])["bucket_offsets"]
+    offsets = {table_bucket(table_id, (pid, b)): int(off) for pid, b, off in rows}
+    return TieringResult(int(snap.id), offsets, 0)
+
+
+def _write(paimon, data: pa.Table, properties: dict[str, str]) -> int:
     builder = paimon.new_batch_write_builder()
     write = builder.new_write()
     commit = builder.new_commit()
     try:
         write.write_arrow(data)
-        commit.commit(write.prepare_commit())
+        commit.commit(write.prepare_commit(), snapshot_properties=properties)
     finally:
         write.close()
         commit.close()

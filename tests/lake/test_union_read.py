@@ -266,3 +266,35 @@ async def test_partitioned_tables_union_per_partition(lake_conn):
     await lw.flush()
     got = await lake.union_scan(conn, lpath).where(fluss.col("day") == "d2").to_arrow()
     assert sorted(got.column("id").to_pylist()) == sorted(list(range(1, 30, 2)) + list(range(30, 40)))
+
+
+async def test_round_lost_before_its_coordinator_commit_is_finished_not_repeated(lake_conn):
+    conn = lake_conn
+    admin = conn.get_admin()
+    path = fluss.TablePath("lake_db", "crashy")
+    schema = fluss.Schema(pa.schema([("id", pa.int64()), ("name", pa.string())]))
+    await admin.create_table(path, fluss.TableDescriptor(schema, bucket_count=2, bucket_keys=["id"],
+                                                         properties=LAKE_ON))
+    w = (await conn.get_table(path)).new_append().create_writer()
+    w.write_arrow(pa.table({"id": list(range(10)), "name": ["x"] * 10}))
+    await w.flush()
+    first = await lake.tier_table(conn, path)
+    w.write_arrow(pa.table({"id": list(range(10, 25)), "name": ["y"] * 15}))
+    await w.flush()
+
+    # the lake half of a round, as if the tiering process died before telling the coordinator
+    lost = await lake.write_round(conn, path)
+    assert lost.rows == 15 and lost.snapshot_id > first.snapshot_id
+    assert (await admin.get_latest_lake_snapshot(path)).snapshot_id == first.snapshot_id
+    # meanwhile union reads still take those rows from the log, once
+    assert sorted((await lake.union_scan(conn, path).to_arrow()).column("id").to_pylist()) == list(range(25))
+
+    w.write_arrow(pa.table({"id": list(range(25, 30)), "name": ["z"] * 5}))
+    await w.flush()
+    resumed = await lake.tier_table(conn, path)
+    assert resumed.rows == 5  # the lost round's 15 rows were not written again
+    snap = await admin.get_latest_lake_snapshot(path)
+    assert snap.snapshot_id == resumed.snapshot_id and sum(snap.table_buckets_offset.values()) == 30
+    got = await lake.union_scan(conn, path).to_arrow()
+    assert sorted(got.column("id").to_pylist()) == list(range(30))
+    assert _sorted(got, ["id"]) == _sorted(await _full_log(conn, path, 2), ["id"])
