@@ -29,11 +29,25 @@ class LocalServer:
         self.server: FlussServer | None = None
         self._thread: threading.Thread | None = None
         self._thread_loop: asyncio.AbstractEventLoop | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def data_dir(self) -> str | None:
         """The data directory (a temporary one when none was given; ``None`` after it was removed)."""
         return self._data_dir
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop the server runs on: its own thread's under ``with``, the caller's under
+        ``async with``; ``None`` before it has started.
+
+        Example:
+            ```python
+            with LocalServer() as srv:
+                asyncio.run_coroutine_threadsafe(coro(), srv.loop).result()
+            ```
+        """
+        return self._loop
 
     @property
     def bootstrap_servers(self) -> str:
@@ -58,6 +72,7 @@ class LocalServer:
         if self._data_dir is None:
             self._data_dir = tempfile.mkdtemp(prefix="fluss-fast-server-")
         self.server = FlussServer(self._data_dir, **self._args)
+        self._loop = asyncio.get_running_loop()
         await self.server.start()
         return self
 

@@ -14,7 +14,7 @@ async def server_loop():
     return type(asyncio.get_running_loop()).__module__
 
 with LocalServer() as srv:
-    served = asyncio.run_coroutine_threadsafe(server_loop(), srv._thread_loop).result(10)
+    served = asyncio.run_coroutine_threadsafe(server_loop(), srv.loop).result(10)
 print(type(get_runtime().loop).__module__.split('.')[0], served.split('.')[0])
 """
 

@@ -54,7 +54,7 @@ BASELINE = {
     "server/test_kv_keyfilter.py": 1,
     "server/test_logstore.py": 5,
     "server/test_reliability.py": 3,
-    "server/test_server_extra.py": 10,
+    "server/test_server_extra.py": 9,
     # the bench harness's internals, and codec internals the benchmarks time
     "bench/test_bench_cold.py": 3,
     "bench/test_bench_smoke.py": 2,

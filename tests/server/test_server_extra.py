@@ -395,7 +395,7 @@ def test_reading_pauses_while_big_frames_are_still_being_handled(monkeypatch):
             tid = cl.create_table("slow", "t", bucket_count=1, properties=NONE_PROPS)
             tablet = srv.server._listeners["PLAINTEXT"][1]
             handler, *rest = tablet.dispatch[Api.PRODUCE_LOG]
-            loop = srv._thread_loop
+            loop = srv.loop
             gate = asyncio.Event()
             started = []
 
@@ -429,3 +429,15 @@ def test_reading_pauses_while_big_frames_are_still_being_handled(monkeypatch):
                 assert not conns[0]._read_paused and conns[0]._held == 0
         finally:
             cl.close()
+
+
+async def test_local_server_names_the_loop_it_runs_on():
+    import asyncio
+
+    srv = LocalServer()
+    assert srv.loop is None
+    async with srv:
+        assert srv.loop is asyncio.get_running_loop()
+    with LocalServer() as threaded:
+        assert threaded.loop is not None and threaded.loop is not asyncio.get_running_loop()
+        assert asyncio.run_coroutine_threadsafe(asyncio.sleep(0, result=7), threaded.loop).result(10) == 7
