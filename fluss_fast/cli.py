@@ -84,7 +84,11 @@ def main(argv: list[str] | None = None) -> int:
             print(USAGE)
             return 0
     if command == "server":
-        from .server.cli import main as run
+        from .lake.service import tiering_companion
+        from .server.cli import main as serve
+
+        def run(argv):
+            return serve(argv, companions=[tiering_companion])
     elif command == "cluster":
         from .cluster.cli import main as run
     elif command == "demo":

@@ -261,15 +261,19 @@ class TieringService:
             self._due[path] = time.monotonic() + fresh
         return results
 
-    async def _loop(self) -> None:
+    async def run(self) -> None:
+        """Passes until cancelled (what ``start()`` runs in the background)."""
         while True:
-            await self.run_once(only_due=True)
+            try:
+                await self.run_once(only_due=True)
+            except Exception:  # noqa: BLE001 - the cluster or lake away for a while; next pass retries
+                log.exception("a tiering pass failed")
             await asyncio.sleep(self._poll)
 
     def start(self) -> None:
         """Run passes in the background of the running event loop until ``stop()``."""
         if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._loop())
+            self._task = asyncio.get_running_loop().create_task(self.run())
 
     async def stop(self) -> None:
         if self._task is not None:

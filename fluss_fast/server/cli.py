@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -63,7 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv=None) -> int:
+def main(argv=None, companions=()) -> int:
+    """``fluss-fast server``. ``companions`` are ``(server) -> coroutine or None`` functions run beside
+    the server once it listens and cancelled when it stops: the command line passes the lake tiering
+    (``fluss_fast.lake.service``), which the server itself may not import."""
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.getLevelNamesMapping().get(str(args.log_level).upper(), logging.WARNING),
@@ -111,12 +115,12 @@ def main(argv=None) -> int:
     loop = new_event_loop()
     asyncio.set_event_loop(loop)
     try:
-        return loop.run_until_complete(_serve(server))
+        return loop.run_until_complete(_serve(server, companions))
     finally:
         loop.close()
 
 
-async def _serve(server: FlussServer) -> int:
+async def _serve(server: FlussServer, companions=()) -> int:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -135,6 +139,16 @@ async def _serve(server: FlussServer) -> int:
         return 1
     sys.stdout.write(server.ready_line() + "\n")
     sys.stdout.flush()
+    tasks = []
+    for companion in companions:
+        job = companion(server)
+        if job is not None:
+            tasks.append(loop.create_task(job))
     await stop.wait()
+    for t in tasks:
+        t.cancel()
+    for t in tasks:
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await t
     await server.stop()
     return 0
