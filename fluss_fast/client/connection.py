@@ -152,7 +152,8 @@ class FlussConnection:
 
     @on_runtime
     async def server_connections(self) -> list[dict]:
-        """The open sockets of this connection to the cluster's servers, one per server (fluss_fast only).
+        """The open sockets of this connection to the cluster's servers (fluss_fast only): one per tablet
+        server in use, the coordinator's, and the bootstrap server's while it is open.
 
         Returns:
             One dict per open socket: ``address`` ("host:port"), ``server_type`` (1 coordinator,
