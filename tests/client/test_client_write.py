@@ -444,13 +444,23 @@ def test_dynamic_batch_size_estimator_grows_and_shrinks():
     assert off.target("p") == 1000
 
 
-async def test_dynamic_batch_size_shrinks_for_small_batches(fluss_server, unique_name):
-    conn = await connect(fluss_server.bootstrap_servers, {"writer.batch-timeout-ms": "1"})
+@pytest.mark.parametrize("dynamic", [True, False])
+async def test_dynamic_batch_size_shrinks_for_small_batches(fluss_server, unique_name, dynamic):
+    conn = await connect(fluss_server.bootstrap_servers, {
+        "writer.batch-timeout-ms": "1", "writer.dynamic-batch-size.enabled": str(dynamic).lower()})
     path, t = await make_table(conn, unique_name(), bucket_count=1)
     w = t.new_append().create_writer()
     for i in range(20):
         await w.append([i, "x", 0.0]).wait()
-    assert w._acc.target_size(None) < 2 * 1024 * 1024
+    # 20 one-row batches shrank the target below the 2 MiB batch size (to ~0.95 ** 20 of it): a
+    # 1.4 MB table, one batch at the full size, is now cut into several
+    n = 12_000
+    w.write_arrow(pa.table([pa.array(range(n), pa.int32()), pa.array(["y" * 100] * n), pa.array([0.0] * n)],
+                           schema=SCHEMA))
+    await w.flush()
+    big = [h.record_count for h, _ in await fetch_raw(t, 0)][20:]
+    assert sum(big) == n
+    assert (len(big) > 1) is dynamic, big
     await conn.close()
 
 

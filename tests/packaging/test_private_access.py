@@ -63,7 +63,7 @@ BASELINE = {
     "benchmarks/test_rowarrow_benchmarks.py": 1,
     # unit tests of private client parts a user cannot see: accumulator, encode-ahead, decode order, pools
     "client/test_client_runtime.py": 1,
-    "client/test_client_write.py": 6,
+    "client/test_client_write.py": 5,
     "client/test_fetcher_edges.py": 3,
     "client/test_metadata_types.py": 1,
     "client/test_poll_ahead.py": 2,
