@@ -48,7 +48,7 @@ def _best(fn, repeat: int = REPEAT) -> float:
     return best
 
 
-def _ipc_bodies(table: pa.Table) -> list[pa.Buffer]:
+def ipc_bodies(table: pa.Table) -> list[pa.Buffer]:
     out = []
     for rb in table.to_batches(BATCH_ROWS):
         sink = pa.BufferOutputStream()
@@ -60,7 +60,7 @@ def _ipc_bodies(table: pa.Table) -> list[pa.Buffer]:
 
 def codec_limits(table: pa.Table, threads: int | None = None) -> dict[str, float]:
     codec = pa.Codec(*CODEC)
-    bodies = _ipc_bodies(table)
+    bodies = ipc_bodies(table)
     threads = threads or os.cpu_count() or 1
     compressed = [codec.compress(b) for b in bodies]
     sizes = [b.size for b in bodies]

@@ -18,7 +18,7 @@ def test_codec_limits_round_trip_the_data_set():
         assert math.isfinite(out[key]) and out[key] > 0
     # what was timed is what a client decodes: the IPC bodies decompress back to the same batches
     codec = pa.Codec(*limits.CODEC)
-    body = limits._ipc_bodies(table)[0]
+    body = limits.ipc_bodies(table)[0]
     back = codec.decompress(codec.compress(body), decompressed_size=body.size)
     assert pa.ipc.open_stream(back).read_all().equals(table.slice(0, limits.BATCH_ROWS))
 

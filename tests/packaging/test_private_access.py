@@ -59,7 +59,6 @@ BASELINE = {
     "bench/test_bench_cold.py": 3,
     "bench/test_bench_smoke.py": 2,
     "benchmarks/test_codec_benchmarks.py": 1,
-    "benchmarks/test_limits.py": 1,
     "benchmarks/test_rowarrow_benchmarks.py": 1,
     # unit tests of private client parts a user cannot see: accumulator, encode-ahead, decode order, pools
     "client/test_client_runtime.py": 1,
