@@ -102,7 +102,24 @@ def ensure_table(catalog, lake: LakeTableInfo):
     schema = pypaimon.Schema.from_pyarrow_schema(paimon_arrow_schema(lake), partition_keys=lake.partition_keys or None,
                                                  primary_keys=lake.primary_key or None, options=options)
     catalog.create_table(lake.identifier, schema, True)
-    return catalog.get_table(lake.identifier)
+    table = catalog.get_table(lake.identifier)
+    have = field_names(table)
+    missing = [f for f in lake.arrow_schema if f.name not in have]
+    if missing:
+        # columns added to the Fluss table since: added to Paimon before the system columns, as
+        # Fluss's lake catalog does; files written before read them as null
+        from pypaimon.schema.data_types import PyarrowFieldParser
+        from pypaimon.schema.schema_change import Move, SchemaChange
+
+        changes = [SchemaChange.add_column(f.name, PyarrowFieldParser.to_paimon_type(f.type, True),
+                                           move=Move.before(f.name, "__bucket")) for f in missing]
+        catalog.alter_table(lake.identifier, changes)
+        table = catalog.get_table(lake.identifier)
+    return table
+
+
+def field_names(table) -> set[str]:
+    return {f.name for f in table.table_schema.fields}
 
 
 def get_table(catalog, lake: LakeTableInfo):
@@ -123,14 +140,15 @@ _LEAVES = {0: "equal", 1: "not_equal", 2: "less_than", 3: "less_or_equal", 4: "g
 _PLAIN_KINDS = ("Bool", "Int64", "Float64", "String")
 
 
-def paimon_predicate(builder, predicate: Any):
-    """A pypaimon predicate for a fluss_fast ``Predicate``, or ``None`` where one part cannot be
-    expressed (the caller filters exactly afterwards, so pushing less only reads more files)."""
+def paimon_predicate(builder, predicate: Any, columns: set[str]):
+    """A pypaimon predicate for a fluss_fast ``Predicate`` over the Paimon table's ``columns``, or
+    ``None`` where one part cannot be expressed (the caller filters exactly afterwards, so pushing
+    less only reads more files)."""
     if predicate is None:
         return None
     kind = predicate._kind
     if kind == "compound":
-        parts = [paimon_predicate(builder, c) for c in predicate._children]
+        parts = [paimon_predicate(builder, c, columns) for c in predicate._children]
         if predicate._function == 0:  # AND: the parts that can go down still narrow the read
             parts = [p for p in parts if p is not None]
             if not parts:
@@ -141,7 +159,7 @@ def paimon_predicate(builder, predicate: Any):
         return builder.or_predicates(parts)
     name = _LEAVES.get(predicate._function)
     lits = predicate._literals
-    if name is None or any(lit.kind not in _PLAIN_KINDS for lit in lits):
+    if name is None or predicate._field not in columns or any(lit.kind not in _PLAIN_KINDS for lit in lits):
         return None
     field = predicate._field
     if name in ("is_null", "is_not_null"):

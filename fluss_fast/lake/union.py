@@ -25,7 +25,7 @@ from ..errors import FlussError
 from ..metadata.log import OffsetSpec
 from ..metadata.table import TablePath
 from .offsets import BucketKey, lake_offsets, log_offsets, partition_names, subscribe, table_bucket
-from .paimon import LakeTableInfo, get_table, open_catalog, paimon_predicate
+from .paimon import LakeTableInfo, field_names, get_table, open_catalog, paimon_predicate
 
 __all__ = ["LakeUnionScan", "union_read"]
 
@@ -71,15 +71,19 @@ def _read_lake(lake: LakeTableInfo, snapshot_id: int, columns: list[str], predic
     # the snapshot the coordinator named, not Paimon's latest: a later round may have committed to
     # Paimon and not yet to the coordinator, and its rows are still read from the log
     table = table.copy({"scan.snapshot-id": str(snapshot_id)})
-    builder = table.new_read_builder().with_projection(list(columns))
-    pushed = paimon_predicate(builder.new_predicate_builder(), predicate)
+    have = field_names(table)
+    # a column added to the Fluss table after the last tiering round is not in Paimon yet: null
+    present = [c for c in columns if c in have]
+    builder = table.new_read_builder().with_projection(present)
+    pushed = paimon_predicate(builder.new_predicate_builder(), predicate, set(present))
     if pushed is not None:
         builder = builder.with_filter(pushed)
     splits = builder.new_scan().plan().splits()
     got = builder.new_read().to_arrow(splits)
-    if got is None:
-        return schema.empty_table()
-    return got.select(columns).cast(schema)
+    n = 0 if got is None else got.num_rows
+    arrays = [got.column(c) if c in present and got is not None else pa.nulls(n, schema.field(c).type)
+              for c in columns]
+    return pa.Table.from_arrays([a.cast(f.type) for a, f in zip(arrays, schema, strict=True)], schema=schema)
 
 
 async def _read_log(conn, info, starts: dict[BucketKey, int], ends: dict[BucketKey, int], columns: list[str],
