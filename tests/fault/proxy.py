@@ -127,7 +127,8 @@ class _Link:
                         kind, rid = F.response_kind_and_id(body)
                         if kind == F.SUCCESS_RESPONSE and rid in self.metadata_rids:
                             self.metadata_rids.discard(rid)
-                            body = body[:F.RESPONSE_HEADER_SIZE] + await proxy._rewrite(body[F.RESPONSE_HEADER_SIZE:])
+                            rewritten = await proxy.rewrite_metadata(body[F.RESPONSE_HEADER_SIZE:])
+                            body = body[:F.RESPONSE_HEADER_SIZE] + rewritten
                             head = F.LENGTH.pack(len(body))
                     if self.cut_next:
                         # half a frame, then the connection is gone: the reader must not hang or misparse
@@ -210,7 +211,8 @@ class FaultProxy:
             await r.listen()
         return r
 
-    async def _rewrite(self, body) -> bytes:
+    async def rewrite_metadata(self, body) -> bytes:
+        """A MetadataResponse body with every server's address replaced by its route through the proxy."""
         resp = pb.MetadataResponse()
         resp.ParseFromString(bytes(body))
         if resp.HasField("coordinator_server"):

@@ -48,7 +48,6 @@ BASELINE = {
     "client/test_client_kv.py": 4,
     "client/test_codec_pool_order.py": 2,
     "client/test_leader_wait.py": 8,
-    "fault/proxy.py": 1,
     "fault/test_fault_fuzz.py": 4,
     # the embedded server's own tests of its internals: connections, read pools, RocksDB, listeners
     "server/test_kv_keyfilter.py": 1,
@@ -61,7 +60,6 @@ BASELINE = {
     "benchmarks/test_codec_benchmarks.py": 1,
     "benchmarks/test_rowarrow_benchmarks.py": 1,
     # unit tests of private client parts a user cannot see: accumulator, encode-ahead, decode order, pools
-    "client/test_client_runtime.py": 1,
     "client/test_client_write.py": 5,
     "client/test_fetcher_edges.py": 3,
     "client/test_metadata_types.py": 1,
