@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("pypaimon", reason="the lake tests need pypaimon (the test extra)")
+pytest.importorskip("pypaimon", reason="the lake tests need pypaimon: pip install 'fluss-fast[lake]', "
+                    "or .ci/install_pypaimon.sh beside a newer pyarrow")
 
 
 @pytest.fixture
