@@ -11,10 +11,16 @@ from ..metadata.table import TablePath
 from .tiering import TieringResult, TieringService, commit_round, tier_table, write_round
 from .union import LakeUnionScan, union_read
 
-__all__ = ["LakeUnionScan", "TieringResult", "TieringService", "commit_round", "tier_table", "union_read",
-           "union_scan", "write_round"]
+__all__ = ["LakeUnionScan", "TieringResult", "TieringService", "commit_round", "lake_scan", "tier_table",
+           "union_read", "union_scan", "write_round"]
 
 
 def union_scan(conn, table_path: TablePath) -> LakeUnionScan:
     """A union read of ``table_path`` (lake snapshot + log tail); narrow it, then ``await to_arrow()``."""
     return LakeUnionScan(conn, table_path)
+
+
+def lake_scan(conn, table_path: TablePath) -> LakeUnionScan:
+    """The lake snapshot of ``table_path`` alone, with the system columns ``__bucket``, ``__offset``
+    and ``__timestamp`` (Java's ``table$lake``): what the coordinator's latest lake snapshot holds."""
+    return LakeUnionScan(conn, table_path, lake_only=True)

@@ -25,7 +25,16 @@ from ..errors import FlussError
 from ..metadata.log import OffsetSpec
 from ..metadata.table import TablePath
 from .offsets import BucketKey, lake_offsets, log_offsets, partition_names, subscribe, table_bucket
-from .paimon import LakeTableInfo, field_names, get_table, open_catalog, paimon_predicate
+from .paimon import (
+    CHANGE_TYPE_COLUMN,
+    SYSTEM_COLUMNS,
+    LakeTableInfo,
+    field_names,
+    get_table,
+    open_catalog,
+    paimon_arrow_schema,
+    paimon_predicate,
+)
 
 __all__ = ["LakeUnionScan", "union_read"]
 
@@ -34,20 +43,22 @@ class LakeUnionScan:
     """A union read of one data-lake table; build with ``fluss_fast.lake.union_scan(conn, path)``,
     narrow with ``project`` / ``where``, then ``await to_arrow()``."""
 
-    def __init__(self, conn, table_path: TablePath, columns: list[str] | None = None, predicate: Any = None):
+    def __init__(self, conn, table_path: TablePath, columns: list[str] | None = None, predicate: Any = None,
+                 lake_only: bool = False):
         self._conn = conn
         self._path = table_path
         self._columns = list(columns) if columns is not None else None
         self._predicate = predicate
+        self._lake_only = lake_only
 
     def project(self, columns: list[str]) -> LakeUnionScan:
         """Only these columns, in this order (read so from the lake and the log alike)."""
-        return LakeUnionScan(self._conn, self._path, columns, self._predicate)
+        return LakeUnionScan(self._conn, self._path, columns, self._predicate, self._lake_only)
 
     def where(self, predicate) -> LakeUnionScan:
         """Only the rows matching ``predicate`` (``fluss_fast.col(...)`` expressions)."""
         both = predicate if self._predicate is None else self._predicate & predicate
-        return LakeUnionScan(self._conn, self._path, self._columns, both)
+        return LakeUnionScan(self._conn, self._path, self._columns, both, self._lake_only)
 
     async def to_arrow(self) -> pa.Table:
         """The table's rows (log tables) or current state (primary-key tables) as one Arrow table.
@@ -56,16 +67,18 @@ class LakeUnionScan:
             FlussError: ``LAKE_STORAGE_NOT_CONFIGURED_EXCEPTION`` (40) for a table that is not a Paimon
                 data-lake table; a bad column or filter as a log scan reports it.
         """
-        return await union_read(self._conn, self._path, self._columns, self._predicate)
+        return await union_read(self._conn, self._path, self._columns, self._predicate, lake_only=self._lake_only)
 
     def __repr__(self) -> str:
-        return f"LakeUnionScan(table={self._path}, columns={self._columns}, where={self._predicate!r})"
+        kind = "lake only" if self._lake_only else "lake + log"
+        return f"LakeUnionScan(table={self._path}, {kind}, columns={self._columns}, where={self._predicate!r})"
 
 
 def _read_lake(lake: LakeTableInfo, snapshot_id: int, columns: list[str], predicate) -> pa.Table:
     catalog = open_catalog(lake)
     table = get_table(catalog, lake)
-    schema = pa.schema([lake.arrow_schema.field(c) for c in columns])
+    fields = paimon_arrow_schema(lake)
+    schema = pa.schema([fields.field(c) for c in columns])
     if table is None:
         return schema.empty_table()
     # the snapshot the coordinator named, not Paimon's latest: a later round may have committed to
@@ -74,12 +87,18 @@ def _read_lake(lake: LakeTableInfo, snapshot_id: int, columns: list[str], predic
     have = field_names(table)
     # a column added to the Fluss table after the last tiering round is not in Paimon yet: null
     present = [c for c in columns if c in have]
-    builder = table.new_read_builder().with_projection(present)
+    # pypaimon 2.1 returns a key's folded delete record as a row when no other file overlaps it (a
+    # merge of overlapping files drops it): the row kind column tells such records apart
+    kinds = lake.has_primary_key and CHANGE_TYPE_COLUMN in have
+    builder = table.new_read_builder().with_projection(present + [CHANGE_TYPE_COLUMN] if kinds else present)
     pushed = paimon_predicate(builder.new_predicate_builder(), predicate, set(present))
     if pushed is not None:
         builder = builder.with_filter(pushed)
     splits = builder.new_scan().plan().splits()
     got = builder.new_read().to_arrow(splits)
+    if got is not None and kinds:
+        retracted = pc.is_in(got.column(CHANGE_TYPE_COLUMN), pa.array(["-D", "-U"]))
+        got = got.filter(pc.invert(pc.fill_null(retracted, False)))
     n = 0 if got is None else got.num_rows
     arrays = [got.column(c) if c in present and got is not None else pa.nulls(n, schema.field(c).type)
               for c in columns]
@@ -129,16 +148,19 @@ def _merge(lake_rows: pa.Table, changes: pa.Table, key: list[str], columns: list
     return winners.select(columns)
 
 
-async def union_read(conn, table_path: TablePath, columns: list[str] | None = None, predicate: Any = None) -> pa.Table:
-    """The union read (see the module docstring); ``LakeUnionScan`` is the builder around it."""
+async def union_read(conn, table_path: TablePath, columns: list[str] | None = None, predicate: Any = None, *,
+                     lake_only: bool = False) -> pa.Table:
+    """The union read (see the module docstring); ``LakeUnionScan`` is the builder around it. With
+    ``lake_only`` just the lake snapshot, with the system columns (Java's ``$lake`` table)."""
     admin = conn.get_admin()
     info = await admin.get_table_info(table_path)
     lake = LakeTableInfo(info)
-    wanted = list(columns) if columns is not None else list(lake.columns)
+    known = list(lake.columns) + (list(SYSTEM_COLUMNS) if lake_only else [])
+    wanted = list(columns) if columns is not None else known
     for c in wanted:
-        if c not in lake.columns:
+        if c not in known:
             raise FlussError(f"Column '{c}' does not exist in table '{table_path}' (columns: "
-                             f"{', '.join(lake.columns)}).", Errors.INVALID_COLUMN_PROJECTION)
+                             f"{', '.join(known)}).", Errors.INVALID_COLUMN_PROJECTION)
     bound = None
     if predicate is not None:
         from ..client.predicate import bind_predicate
@@ -159,13 +181,22 @@ async def union_read(conn, table_path: TablePath, columns: list[str] | None = No
     if snapshot_id is not None:
         lake_rows = await asyncio.to_thread(_read_lake, lake, snapshot_id, read_cols, predicate)
     else:
-        lake_rows = pa.schema([lake.arrow_schema.field(c) for c in read_cols]).empty_table()
-    log_rows = await _read_log(conn, info, starts, ends, read_cols, predicate if not pk else None, pk)
-    if pk:
-        rows = _merge(lake_rows, log_rows, list(lake.primary_key), read_cols)
+        fields = paimon_arrow_schema(lake)
+        lake_rows = pa.schema([fields.field(c) for c in read_cols]).empty_table()
+    if lake_only:
+        rows = lake_rows
     else:
-        rows = pa.concat_tables([lake_rows, log_rows.select(read_cols).cast(lake_rows.schema)])
+        rows = await _union(conn, info, lake, starts, ends, lake_rows, read_cols, predicate)
     if bound is not None and rows.num_rows:
-        positions = {lake.columns.index(c): i for i, c in enumerate(read_cols)}
+        positions = {lake.columns.index(c): i for i, c in enumerate(read_cols) if c in lake.columns}
         rows = rows.filter(bound.mask(rows, positions))
     return rows.select(wanted)
+
+
+async def _union(conn, info, lake: LakeTableInfo, starts, ends, lake_rows: pa.Table, read_cols: list[str],
+                 predicate) -> pa.Table:
+    pk = lake.has_primary_key
+    log_rows = await _read_log(conn, info, starts, ends, read_cols, predicate if not pk else None, pk)
+    if pk:
+        return _merge(lake_rows, log_rows, list(lake.primary_key), read_cols)
+    return pa.concat_tables([lake_rows, log_rows.select(read_cols).cast(lake_rows.schema)])

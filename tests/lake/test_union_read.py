@@ -27,13 +27,21 @@ async def _full_log(conn, path, buckets: int) -> pa.Table:
     return await s.to_arrow()
 
 
-async def _replayed_state(conn, path, key=("id",)) -> list[dict]:
-    """The current state from the whole changelog, replayed row by row in each bucket's order."""
+async def _replayed_state(conn, path, key=("id",), upto: dict | None = None) -> list[dict]:
+    """The current state from the whole changelog, replayed row by row in each bucket's order (with
+    ``upto``, a non-partitioned table's changelog before those bucket offsets only)."""
     cl = await conn.get_table(fluss.TablePath(path.database_name, f"{path.table_name}$changelog"))
     s = await cl.new_scan().create_log_scanner()
-    await s.subscribe_all("earliest")
     state: dict = {}
-    for r in (await s.to_arrow()).to_pylist():
+    if upto is None:
+        await s.subscribe_all("earliest")
+        rows = (await s.to_arrow()).to_pylist()
+    else:
+        rows = []
+        for b, end in upto.items():
+            s.subscribe(b, 0)
+            rows += [r for r in (await s.to_arrow()).to_pylist() if r["_log_offset"] < end]
+    for r in rows:
         kind = r.pop("_change_type")
         r.pop("_log_offset")
         r.pop("_commit_timestamp")
@@ -100,6 +108,9 @@ async def test_log_table_union_is_the_whole_log(lake_conn):
     assert _sorted(await lake.union_scan(conn, path).to_arrow(), ["id"]) == _sorted(full, ["id"])
     nothing = await lake.tier_table(conn, path)
     assert nothing.snapshot_id is None and nothing.rows == 0
+    only_lake = await lake.lake_scan(conn, path).project(["id", "__bucket"]).where(fluss.col("id") < 10).to_arrow()
+    assert sorted(only_lake.column("id").to_pylist()) == list(range(10))
+    assert set(only_lake.column("__bucket").to_pylist()) <= {0, 1, 2}
 
 
 async def test_primary_key_table_union_is_the_current_state(lake_conn):
@@ -117,6 +128,7 @@ async def test_primary_key_table_union_is_the_current_state(lake_conn):
     for i in range(0, 50, 5):
         w.upsert({"id": i, "name": f"v{i}", "age": 100 + i})   # updates before the snapshot
     w.delete({"id": 1})
+    w.delete({"id": 2})   # deleted in the tiered part and never written again
     await w.flush()
     assert (await lake.tier_table(conn, path)).rows > 50
 
@@ -131,10 +143,21 @@ async def test_primary_key_table_union_is_the_current_state(lake_conn):
     w.delete({"id": 55})
     await w.flush()
 
+    # the lake alone holds the state as of the snapshot: deletes and updates inside one round applied
+    snap = await admin.get_latest_lake_snapshot(path)
+    upto = {tb.bucket_id: off for tb, off in snap.table_buckets_offset.items()}
+    in_lake = await lake.lake_scan(conn, path).to_arrow()
+    assert in_lake.column_names == ["id", "name", "age", "__bucket", "__offset", "__timestamp"]
+    assert _sorted(in_lake.select(["id", "name", "age"]), ["id"]) == await _replayed_state(conn, path, upto=upto)
+    assert 1 not in in_lake.column("id").to_pylist()
+    for r in in_lake.to_pylist():
+        assert r["__offset"] < upto[r["__bucket"]]
+
     want = await _replayed_state(conn, path)
     union = await lake.union_scan(conn, path).to_arrow()
     assert _sorted(union, ["id"]) == want
-    assert union.num_rows == len(want) == 50 - 2 + 10 - 1
+    assert union.num_rows == len(want) == 50 - 3 + 10 - 1
+    assert 2 not in union.column("id").to_pylist()
     # the lookup path agrees too
     lk = table.new_lookup().create_lookuper()
     assert (await lk.lookup({"id": 0}))["name"] == "w0"
@@ -158,6 +181,7 @@ async def test_union_with_nothing_tiered_reads_the_log(lake_conn):
     assert e.value.error_code == Errors.LAKE_SNAPSHOT_NOT_EXIST
     got = await lake.union_scan(conn, path).to_arrow()
     assert _sorted(got, ["id"]) == [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}, {"id": 3, "name": "c"}]
+    assert (await lake.lake_scan(conn, path).to_arrow()).num_rows == 0
 
 
 async def test_table_without_lake_is_refused_by_name(lake_conn):
