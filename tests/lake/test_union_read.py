@@ -162,6 +162,14 @@ async def test_primary_key_table_union_is_the_current_state(lake_conn):
     lk = table.new_lookup().create_lookuper()
     assert (await lk.lookup({"id": 0}))["name"] == "w0"
 
+    # a second round: the lake merges the new files' updates and deletes over the first round's
+    assert (await lake.tier_table(conn, path)).rows > 0
+    assert _sorted((await lake.lake_scan(conn, path).project(["id", "name", "age"]).to_arrow()), ["id"]) == want
+    w.upsert({"id": 7, "name": "late", "age": 7})
+    await w.flush()
+    want = await _replayed_state(conn, path)
+    assert _sorted(await lake.union_scan(conn, path).to_arrow(), ["id"]) == want
+
     # a filter on a column an update changed: the lake's old value must not leak through
     old_young = await lake.union_scan(conn, path).project(["id", "age"]).where(fluss.col("age") < 100).to_arrow()
     assert _sorted(old_young, ["id"]) == [{"id": r["id"], "age": r["age"]} for r in want if r["age"] < 100]
