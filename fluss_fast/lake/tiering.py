@@ -18,6 +18,7 @@ import time
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..error_codes import Errors
 from ..errors import FlussError
 from ..metadata.log import OffsetSpec
 from ..metadata.table import TableBucket, TablePath
@@ -96,7 +97,7 @@ async def tier_table(conn, table_path: TablePath) -> TieringResult:
     catalog = await asyncio.to_thread(open_catalog, lake)
     paimon = await asyncio.to_thread(ensure_table, catalog, lake)
     committed_id, _ = await lake_offsets(admin, table_path)
-    in_lake = await asyncio.to_thread(_lake_state, paimon, info.table_id)
+    in_lake = await asyncio.to_thread(_lake_state, paimon, info.table_id, lake.identifier)
     if in_lake is not None and in_lake.snapshot_id != committed_id:
         await commit_round(conn, table_path, in_lake)
     result = await write_round(conn, table_path)
@@ -115,7 +116,7 @@ async def write_round(conn, table_path: TablePath) -> TieringResult:
     lake = LakeTableInfo(info)
     catalog = await asyncio.to_thread(open_catalog, lake)
     paimon = await asyncio.to_thread(ensure_table, catalog, lake)
-    in_lake = await asyncio.to_thread(_lake_state, paimon, info.table_id)
+    in_lake = await asyncio.to_thread(_lake_state, paimon, info.table_id, lake.identifier)
     if in_lake is not None:
         # what Paimon holds is the truth about the lake, also when the coordinator lags behind it
         starts = {(tb.partition_id, tb.bucket_id): off for tb, off in in_lake.offsets.items()}
@@ -139,7 +140,7 @@ async def write_round(conn, table_path: TablePath) -> TieringResult:
     # buckets this round did not see (a partition dropped since) keep the lake's last offsets
     offsets = {**starts, **ends}
     data = pa.concat_tables(chunks)
-    snapshot_id = await asyncio.to_thread(_write, paimon, data, _offsets_property(offsets))
+    snapshot_id = await asyncio.to_thread(_write, paimon, data, _offsets_property(info.table_id, offsets))
     result = TieringResult(snapshot_id, {table_bucket(info.table_id, k): v for k, v in offsets.items()},
                            data.num_rows)
     result.max_timestamps = {table_bucket(info.table_id, k): v for k, v in max_ts.items()}
@@ -173,12 +174,12 @@ async def commit_round(conn, table_path: TablePath, result: TieringResult) -> No
 _OFFSETS_PROPERTY = "fluss-offsets"
 
 
-def _offsets_property(offsets: dict[BucketKey, int]) -> dict[str, str]:
+def _offsets_property(table_id: int, offsets: dict[BucketKey, int]) -> dict[str, str]:
     rows = [[pid, b, off] for (pid, b), off in sorted(offsets.items(), key=lambda kv: (kv[0][0] or -1, kv[0][1]))]
-    return {_OFFSETS_PROPERTY: json.dumps({"version": 1, "bucket_offsets": rows})}
+    return {_OFFSETS_PROPERTY: json.dumps({"version": 1, "table_id": table_id, "bucket_offsets": rows})}
 
 
-def _lake_state(paimon, table_id: int) -> TieringResult | None:
+def _lake_state(paimon, table_id: int, name: str) -> TieringResult | None:
     """The latest Paimon snapshot with the bucket offsets its round wrote, or ``None`` before one."""
     manager = paimon.snapshot_manager()
     snap = manager.get_latest_snapshot()
@@ -188,7 +189,15 @@ def _lake_state(paimon, table_id: int) -> TieringResult | None:
     if snap is None or _OFFSETS_PROPERTY not in (snap.properties or {}):
         return None  # no round yet, or data written by another writer: nothing to resume from
     props = snap.properties
-    rows = json.loads(props[_OFFSETS_PROPERTY])["bucket_offsets"]
+    state = json.loads(props[_OFFSETS_PROPERTY])
+    if state.get("table_id", table_id) != table_id:
+        # the lake table of a dropped Fluss table of the same name: its offsets mean nothing here, and
+        # its rows would show up in this table's union reads
+        raise FlussError(f"The Paimon table {name} holds the "
+                         f"tiered data of another Fluss table (id {state['table_id']}, dropped since?), not of "
+                         f"table id {table_id}; drop it from the Paimon warehouse to tier this table.",
+                         Errors.LAKE_TABLE_ALREADY_EXIST)
+    rows = state["bucket_offsets"]
     offsets = {table_bucket(table_id, (pid, b)): int(off) for pid, b, off in rows}
     return TieringResult(int(snap.id), offsets, 0)
 

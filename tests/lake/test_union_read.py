@@ -330,3 +330,27 @@ async def test_round_lost_before_its_coordinator_commit_is_finished_not_repeated
     got = await lake.union_scan(conn, path).to_arrow()
     assert sorted(got.column("id").to_pylist()) == list(range(30))
     assert _sorted(got, ["id"]) == _sorted(await _full_log(conn, path, 2), ["id"])
+
+
+async def test_recreated_table_does_not_take_the_dropped_tables_lake(lake_conn):
+    conn = lake_conn
+    admin = conn.get_admin()
+    path = fluss.TablePath("lake_db", "again")
+    schema = fluss.Schema(pa.schema([("id", pa.int64())]))
+    desc = fluss.TableDescriptor(schema, bucket_count=1, properties=LAKE_ON)
+    await admin.create_table(path, desc)
+    w = (await conn.get_table(path)).new_append().create_writer()
+    w.write_arrow(pa.table({"id": [1, 2]}))
+    await w.flush()
+    await lake.tier_table(conn, path)
+    await admin.drop_table(path)
+    await admin.create_table(path, desc)
+    w = (await conn.get_table(path)).new_append().create_writer()
+    w.write_arrow(pa.table({"id": [3]}))
+    await w.flush()
+    with pytest.raises(FlussError) as e:
+        await lake.tier_table(conn, path)
+    assert e.value.error_code == Errors.LAKE_TABLE_ALREADY_EXIST
+    assert "lake_db.again" in str(e.value)
+    # nothing of the old table leaks into the new one's reads
+    assert (await lake.union_scan(conn, path).to_arrow()).column("id").to_pylist() == [3]
