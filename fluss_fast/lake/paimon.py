@@ -52,6 +52,10 @@ class LakeTableInfo:
                              "(set datalake.format=paimon on the server).",
                              Errors.LAKE_STORAGE_NOT_CONFIGURED_EXCEPTION)
         self.catalog_options = {k[len(_PREFIX):]: v for k, v in props.items() if k.startswith(_PREFIX)}
+        # Paimon table options given to the Fluss table as custom properties 'paimon.<option>', as in
+        # Java ('paimon.file.format' = 'orc')
+        self.table_options = {k[len("paimon."):]: str(v) for k, v in info.get_custom_properties().items()
+                              if k.startswith("paimon.")}
         if "warehouse" not in self.catalog_options:
             raise FlussError(f"Table '{path}' names no Paimon warehouse ('{_PREFIX}warehouse'; the server's "
                              "datalake.paimon.warehouse).", Errors.LAKE_STORAGE_NOT_CONFIGURED_EXCEPTION)
@@ -89,7 +93,7 @@ def paimon_arrow_schema(lake: LakeTableInfo) -> pa.Schema:
 def ensure_table(catalog, lake: LakeTableInfo):
     """The Paimon table of ``lake``, created on first use."""
     pypaimon = _pypaimon()
-    options: dict[str, str] = {}
+    options: dict[str, str] = dict(lake.table_options)
     if lake.bucket_key:
         options["bucket"] = str(lake.num_buckets)
         options["bucket-key"] = ",".join(lake.bucket_key)

@@ -119,7 +119,8 @@ async def test_primary_key_table_union_is_the_current_state(lake_conn):
     path = fluss.TablePath("lake_db", "users")
     schema = fluss.Schema(pa.schema([("id", pa.int32()), ("name", pa.string()), ("age", pa.int64())]),
                           primary_keys=["id"])
-    await admin.create_table(path, fluss.TableDescriptor(schema, bucket_count=2, properties=LAKE_ON))
+    await admin.create_table(path, fluss.TableDescriptor(schema, bucket_count=2, properties=LAKE_ON,
+                                                         custom_properties={"paimon.file.format": "orc"}))
     table = await conn.get_table(path)
     w = table.new_upsert().create_writer()
     for i in range(50):
@@ -152,6 +153,13 @@ async def test_primary_key_table_union_is_the_current_state(lake_conn):
     assert 1 not in in_lake.column("id").to_pylist()
     for r in in_lake.to_pylist():
         assert r["__offset"] < upto[r["__bucket"]]
+
+    from pypaimon import CatalogFactory
+
+    props = (await admin.get_table_info(path)).get_properties()
+    paimon = CatalogFactory.create({"warehouse": props["table.datalake.paimon.warehouse"]}).get_table("lake_db.users")
+    assert paimon.table_schema.options["file.format"] == "orc"
+    assert paimon.table_schema.options["bucket"] == "2"
 
     want = await _replayed_state(conn, path)
     union = await lake.union_scan(conn, path).to_arrow()
