@@ -260,7 +260,9 @@ class TieringService:
         results = {}
         self.errors = []
         for path, fresh in await self._lake_tables():
-            if only_due and self._due.get(path, 0.0) > now:
+            # a table seen for the first time is due one freshness interval later, as Java's tiering
+            # manager schedules a new lake table
+            if only_due and self._due.setdefault(path, now + fresh) > now:
                 continue
             try:
                 results[path] = await tier_table(self._conn, path)
