@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from ..metadata.table import TablePath
 from .tiering import TieringResult, TieringService, commit_round, tier_table, write_round
-from .union import LakeUnionScan, union_read
+from .union import LakeBucketPlan, LakeUnionScan, plan_buckets, read_bucket, union_read
 
-__all__ = ["LakeUnionScan", "TieringResult", "TieringService", "commit_round", "lake_scan", "tier_table",
-           "union_read", "union_scan", "write_round"]
+__all__ = ["LakeBucketPlan", "LakeUnionScan", "TieringResult", "TieringService", "commit_round", "lake_scan",
+           "plan_buckets", "read_bucket", "tier_table", "union_read", "union_scan", "write_round"]
 
 
 def union_scan(conn, table_path: TablePath) -> LakeUnionScan:

@@ -15,6 +15,7 @@ and only pushed to the lake, whose rows the changelog can still replace.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -36,7 +37,7 @@ from .paimon import (
     paimon_predicate,
 )
 
-__all__ = ["LakeUnionScan", "union_read"]
+__all__ = ["LakeBucketPlan", "LakeUnionScan", "plan_buckets", "read_bucket", "union_read"]
 
 
 class LakeUnionScan:
@@ -74,7 +75,8 @@ class LakeUnionScan:
         return f"LakeUnionScan(table={self._path}, {kind}, columns={self._columns}, where={self._predicate!r})"
 
 
-def _read_lake(lake: LakeTableInfo, snapshot_id: int, columns: list[str], predicate) -> pa.Table:
+def _read_lake(lake: LakeTableInfo, snapshot_id: int, columns: list[str], predicate,
+               only: LakeBucketPlan | None = None) -> pa.Table:
     catalog = open_catalog(lake)
     table = get_table(catalog, lake)
     fields = paimon_arrow_schema(lake)
@@ -87,15 +89,28 @@ def _read_lake(lake: LakeTableInfo, snapshot_id: int, columns: list[str], predic
     have = field_names(table)
     # a column added to the Fluss table after the last tiering round is not in Paimon yet: null
     present = [c for c in columns if c in have]
+    extra = []
+    if only is not None:
+        # one bucket (of one partition) of the lake: the rows its bucket and partition columns name
+        extra = [c for c in ["__bucket", *(only.partition or {})] if c not in present]
     # pypaimon 2.1 returns a key's folded delete record as a row when no other file overlaps it (a
     # merge of overlapping files drops it): the row kind column tells such records apart
     kinds = lake.has_primary_key and CHANGE_TYPE_COLUMN in have
-    builder = table.new_read_builder().with_projection(present + [CHANGE_TYPE_COLUMN] if kinds else present)
-    pushed = paimon_predicate(builder.new_predicate_builder(), predicate, set(present))
+    builder = table.new_read_builder().with_projection(present + extra + ([CHANGE_TYPE_COLUMN] if kinds else []))
+    pb = builder.new_predicate_builder()
+    pushed = paimon_predicate(pb, predicate, set(present))
+    if only is not None:
+        mine = pb.equal("__bucket", only.bucket)
+        pushed = mine if pushed is None else pb.and_predicates([pushed, mine])
     if pushed is not None:
         builder = builder.with_filter(pushed)
     splits = builder.new_scan().plan().splits()
     got = builder.new_read().to_arrow(splits)
+    if got is not None and only is not None:
+        keep = pc.equal(got.column("__bucket"), only.bucket)
+        for k, v in (only.partition or {}).items():
+            keep = pc.and_(keep, pc.equal(got.column(k).cast(pa.string()), v))
+        got = got.filter(pc.fill_null(keep, False))
     if got is not None and kinds:
         retracted = pc.is_in(got.column(CHANGE_TYPE_COLUMN), pa.array(["-D", "-U"]))
         got = got.filter(pc.invert(pc.fill_null(retracted, False)))
@@ -148,8 +163,44 @@ def _merge(lake_rows: pa.Table, changes: pa.Table, key: list[str], columns: list
     return winners.select(columns)
 
 
+@dataclass(frozen=True)
+class LakeBucketPlan:
+    """What one bucket (of one partition) of a union read reads: the lake snapshot's rows of it and
+    its log from ``start`` (the snapshot's offset) to ``end`` (fixed when planned)."""
+
+    partition_id: int | None
+    partition: dict[str, str] | None  # partition key -> value, for a partitioned table
+    bucket: int
+    snapshot_id: int | None
+    start: int
+    end: int
+
+
+async def plan_buckets(conn, table_path: TablePath) -> list[LakeBucketPlan]:
+    """A union read cut into buckets, for engines that read them in parallel (``read_bucket``); the
+    log's end offsets are fixed here, so every bucket reads the table as of now."""
+    admin = conn.get_admin()
+    info = await admin.get_table_info(table_path)
+    LakeTableInfo(info)  # a table without a lake fails here, named
+    snapshot_id, starts = await lake_offsets(admin, table_path)
+    specs: dict = {None: None}
+    if info.is_partitioned():
+        keys = info.get_partition_keys()
+        specs = {p.partition_id: dict(p.partition_spec) or dict(zip(keys, p.partition_name.split("$"), strict=False))
+                 for p in await admin.list_partition_infos(table_path)}
+    ends = await log_offsets(admin, info, await partition_names(admin, info), OffsetSpec.latest())
+    return [LakeBucketPlan(pid, specs.get(pid), b, snapshot_id, starts.get((pid, b), 0), end)
+            for (pid, b), end in sorted(ends.items(), key=lambda kv: (kv[0][0] or -1, kv[0][1]))]
+
+
+async def read_bucket(conn, table_path: TablePath, plan: LakeBucketPlan, columns: list[str] | None = None,
+                      predicate: Any = None) -> pa.Table:
+    """One planned bucket of a union read; the buckets of ``plan_buckets`` together are ``union_read``."""
+    return await union_read(conn, table_path, columns, predicate, only=plan)
+
+
 async def union_read(conn, table_path: TablePath, columns: list[str] | None = None, predicate: Any = None, *,
-                     lake_only: bool = False) -> pa.Table:
+                     lake_only: bool = False, only: LakeBucketPlan | None = None) -> pa.Table:
     """The union read (see the module docstring); ``LakeUnionScan`` is the builder around it. With
     ``lake_only`` just the lake snapshot, with the system columns (Java's ``$lake`` table)."""
     admin = conn.get_admin()
@@ -166,9 +217,13 @@ async def union_read(conn, table_path: TablePath, columns: list[str] | None = No
         from ..client.predicate import bind_predicate
 
         bound = bind_predicate(predicate, info.descriptor.schema)  # bad columns/literals fail here, named
-    # the snapshot first, then the log's ends: rows tiered meanwhile are still read from the log
-    snapshot_id, starts = await lake_offsets(admin, table_path)
-    ends = await log_offsets(admin, info, await partition_names(admin, info), OffsetSpec.latest())
+    if only is not None:
+        key = (only.partition_id, only.bucket)
+        snapshot_id, starts, ends = only.snapshot_id, {key: only.start}, {key: only.end}
+    else:
+        # the snapshot first, then the log's ends: rows tiered meanwhile are still read from the log
+        snapshot_id, starts = await lake_offsets(admin, table_path)
+        ends = await log_offsets(admin, info, await partition_names(admin, info), OffsetSpec.latest())
     pk = lake.has_primary_key
     # the merge needs the key, the exact filter its columns: read them and drop them at the end
     read_cols = list(wanted)
@@ -179,7 +234,7 @@ async def union_read(conn, table_path: TablePath, columns: list[str] | None = No
         if c not in read_cols:
             read_cols.append(c)
     if snapshot_id is not None:
-        lake_rows = await asyncio.to_thread(_read_lake, lake, snapshot_id, read_cols, predicate)
+        lake_rows = await asyncio.to_thread(_read_lake, lake, snapshot_id, read_cols, predicate, only)
     else:
         fields = paimon_arrow_schema(lake)
         lake_rows = pa.schema([fields.field(c) for c in read_cols]).empty_table()
