@@ -24,8 +24,10 @@ if TYPE_CHECKING:
 
     from .datasink import FlussDatasink, WriteStats
     from .datasource import FlussDatasource
+    from .lake import FlussLakeDatasource
 
-__all__ = ["FlussDatasink", "FlussDatasource", "WriteStats", "read_fluss", "write_fluss"]
+__all__ = ["FlussDatasink", "FlussDatasource", "FlussLakeDatasource", "WriteStats", "read_fluss", "read_fluss_lake",
+           "write_fluss"]
 
 
 def __getattr__(name: str):
@@ -33,6 +35,9 @@ def __getattr__(name: str):
         from .datasource import FlussDatasource
 
         return FlussDatasource
+    if name == "FlussLakeDatasource":
+        from .lake import FlussLakeDatasource
+        return FlussLakeDatasource
     if name in ("FlussDatasink", "WriteStats"):
         from . import datasink
 
@@ -73,6 +78,36 @@ def read_fluss(bootstrap_servers: str, table: str | TablePath, *, columns: Seque
 
     source = FlussDatasource(bootstrap_servers, table, columns=columns, filter=filter, config=config,
                              max_offsets_per_task=max_offsets_per_task, poll_timeout_ms=poll_timeout_ms)
+    return ray.data.read_datasource(source, concurrency=concurrency, ray_remote_args=ray_remote_args)
+
+
+def read_fluss_lake(bootstrap_servers: str, table: str | TablePath, *, columns: Sequence[str] | None = None,
+                    filter: Predicate | None = None, config: Mapping[str, str] | None = None,
+                    concurrency: int | None = None, ray_remote_args: dict[str, Any] | None = None) -> ray.data.Dataset:
+    """A Ray Dataset of a data-lake table's union read: its lake snapshot (Paimon) plus its log after
+    it, one read task per bucket (and partition); a log table's rows or a primary-key table's state.
+
+    Args:
+        bootstrap_servers: ``host:port`` of a Fluss coordinator.
+        table: ``"database.table"`` or a TablePath of a table with ``table.datalake.enabled``.
+        columns: The columns to read, in this order; all when None.
+        filter: A predicate built with `fluss_fast.col`; pushed to the lake reader too.
+        config: More client settings.
+        concurrency: At most this many read tasks at once.
+        ray_remote_args: Ray options of the read tasks.
+
+    Returns:
+        The dataset. The lake snapshot and each bucket's log end are fixed now.
+
+    Raises:
+        FlussError: A table without a Paimon lake (40), an unknown column, a filter that does not fit
+            the table, or no server at ``bootstrap_servers``.
+    """
+    import ray.data
+
+    from .lake import FlussLakeDatasource
+
+    source = FlussLakeDatasource(bootstrap_servers, table, columns=columns, filter=filter, config=config)
     return ray.data.read_datasource(source, concurrency=concurrency, ray_remote_args=ray_remote_args)
 
 
