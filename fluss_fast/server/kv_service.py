@@ -18,7 +18,7 @@ from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
 from ..rpc.wire import PUT_KV
 from .bucket_reqs import bucket_reply, check_acks, set_error
-from .kv_scan import Scanner, value_batch
+from .kv_scan import Scanner, scan_answer, value_batch
 from .kvstore import put_batch
 from .protocol import HandlerEntry, RawParsed
 from .row_merger import Merger
@@ -224,23 +224,25 @@ class KvService:
         try:
             self._expire()
             if req.HasField("scanner_id"):
-                self._continue(req, resp)
+                values = self._continue(req, resp)
             elif req.HasField("bucket_scan_req"):
-                await self._open(ctx, req, resp)
+                values = await self._open(ctx, req, resp)
             else:
                 raise FlussError("A scan request needs a scanner id or a bucket to scan", Errors.INVALID_SCAN_REQUEST)
         except FlussError as e:
             resp.Clear()
             resp.error_code = e.error_code
             resp.error_message = e.message
-        return resp
+            return resp
+        # the rows go into the serialized answer directly (one copy, not the protobuf field's three)
+        return scan_answer(resp, values) if values else resp
 
     def _batch_size(self, req) -> int:
         if not req.HasField("batch_size_bytes") or req.batch_size_bytes <= 0:
             raise FlussError("batch_size_bytes must be set and positive", Errors.INVALID_SCAN_REQUEST)
         return min(req.batch_size_bytes, MAX_SCAN_BATCH_BYTES)
 
-    async def _open(self, ctx, req, resp) -> None:
+    async def _open(self, ctx, req, resp) -> list[bytes]:
         b = req.bucket_scan_req
         if req.HasField("call_seq_id") and req.call_seq_id != 0:
             raise FlussError(f"call_seq_id of a new scan must be 0, got {req.call_seq_id}", Errors.INVALID_SCAN_REQUEST)
@@ -255,13 +257,14 @@ class KvService:
         limit = b.limit if b.HasField("limit") and b.limit > 0 else None
         resp.log_offset = bkv.blog.high_watermark
         sc = Scanner(key, bkv, limit)
-        self._fill(sc, size, resp)
+        values = self._fill(sc, size, resp)
         if resp.has_more_results:
             sid = uuid.uuid4().hex.encode()
             self._scanners[sid] = sc
             resp.scanner_id = sid
+        return values
 
-    def _continue(self, req, resp) -> None:
+    def _continue(self, req, resp) -> list[bytes]:
         sid = bytes(req.scanner_id)
         if sid not in self._scanners:
             raise FlussError(f"Unknown scanner id {sid.decode('utf-8', 'replace')}", Errors.UNKNOWN_SCANNER_ID)
@@ -273,7 +276,7 @@ class KvService:
             del self._scanners[sid]
             resp.scanner_id = sid
             resp.has_more_results = False
-            return
+            return []
         if not req.HasField("call_seq_id") or req.call_seq_id != sc.seq + 1:
             got = req.call_seq_id if req.HasField("call_seq_id") else None
             raise FlussError(f"Out of order call_seq_id {got} for scanner {sid.decode()}: expected {sc.seq + 1}",
@@ -282,17 +285,18 @@ class KvService:
         sc.seq += 1
         sc.touched = time.monotonic()
         resp.scanner_id = sid
-        self._fill(sc, size, resp)
+        values = self._fill(sc, size, resp)
         if not resp.has_more_results:
             del self._scanners[sid]
+        return values
 
     @staticmethod
-    def _fill(sc: Scanner, size: int, resp) -> None:
+    def _fill(sc: Scanner, size: int, resp) -> list[bytes]:
+        """The values of the next answer (``scan_answer`` puts them in); sets has_more_results."""
         try:
             out = sc.take(size)
             more = sc.more()
         except Exception as e:  # noqa: BLE001 - the store went away under the scanner (bucket dropped)
             raise FlussError(f"Scan of {_bucket_name(*sc.key)} failed: {e}", Errors.UNKNOWN_SERVER_ERROR) from None
-        if out:
-            resp.records = value_batch(out)
         resp.has_more_results = more
+        return out

@@ -96,3 +96,37 @@ def test_empty_store(tmp_path):
         assert sc.take(100) == []
     finally:
         db.close()
+
+
+@pytest.mark.parametrize("size", [100, 65536, 4 << 20])
+def test_holds_about_one_answer(store, size):
+    """The chunks follow the bytes an answer needs (by the mean size of the values read so far): a
+    cursor over rows of 0 to 5 kB holds about one answer of values it has not sent."""
+    sc = kv_scan.Scanner(("t", None, 0), store, None)
+    first = kv_scan.FIRST_READ * 5002  # the first read, before the cursor knows the sizes
+    while sc.more():
+        sc.take(size)
+        assert sc.held() <= 2 * size + first + 4 * 5002
+
+
+@pytest.mark.parametrize("sid", [None, b"0123456789abcdef0123456789abcdef"])
+@pytest.mark.parametrize("more", [False, True])
+@pytest.mark.parametrize("log_offset", [None, 0, 1, 300, (1 << 40) + 7])
+@pytest.mark.parametrize("n", [1, 3, 200])
+def test_scan_answer_is_the_protobuf_bytes(sid, more, log_offset, n):
+    from fluss_fast.rpc import fluss_api_pb2 as pb
+
+    values = [b"\x01\x00" + bytes([i % 256]) * (i * 7 % 300) for i in range(n)]
+
+    def response():
+        resp = pb.ScanKvResponse()
+        if log_offset is not None:
+            resp.log_offset = log_offset
+        resp.has_more_results = more
+        if sid is not None:
+            resp.scanner_id = sid
+        return resp
+
+    want = response()
+    want.records = kv_scan.value_batch(values)
+    assert kv_scan.scan_answer(response(), values) == want.SerializeToString()
