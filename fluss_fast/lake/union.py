@@ -156,11 +156,12 @@ def _merge(lake_rows: pa.Table, changes: pa.Table, key: list[str], columns: list
     both = pa.concat_tables([lake_part, log_part.cast(lake_part.schema)])
     if not both.num_rows:
         return both.select(columns)
-    last = both.group_by(key, use_threads=False).aggregate([("__seq", "max")])
-    last = last.rename_columns([*key, "__seq"])
-    winners = both.join(last, [*key, "__seq"], join_type="inner", use_threads=False)
+    # the join carries row numbers only: Arrow joins take no list, map or struct payload columns
+    index = both.select([*key, "__seq", "__gone"]).append_column("__row", pa.array(range(both.num_rows), pa.int64()))
+    last = index.group_by(key, use_threads=False).aggregate([("__seq", "max")]).rename_columns([*key, "__seq"])
+    winners = index.join(last, [*key, "__seq"], join_type="inner", use_threads=False)
     winners = winners.filter(pc.invert(winners.column("__gone")))
-    return winners.select(columns)
+    return both.take(winners.sort_by("__row").column("__row")).select(columns)
 
 
 @dataclass(frozen=True)
