@@ -3,6 +3,7 @@ gives the older rows null in it, as a scan of the log does."""
 from __future__ import annotations
 
 import pyarrow as pa
+import pytest
 
 import fluss_fast as fluss
 from fluss_fast import lake
@@ -46,3 +47,21 @@ async def test_added_column_is_added_to_the_lake_and_null_in_older_rows(lake_con
     paimon = catalog.get_table("lake_db.evolving")
     assert [f.name for f in paimon.table_schema.fields] == ["id", "name", "score", "__bucket", "__offset",
                                                             "__timestamp"]
+
+
+async def test_lake_enabled_later_with_alter_table(lake_conn):
+    conn = lake_conn
+    admin = conn.get_admin()
+    path = fluss.TablePath("lake_db", "late")
+    schema = fluss.Schema(pa.schema([("id", pa.int64())]))
+    await admin.create_table(path, fluss.TableDescriptor(schema, bucket_count=2))
+    w = (await conn.get_table(path)).new_append().create_writer()
+    w.write_arrow(pa.table({"id": [1, 2, 3]}))
+    await w.flush()
+    with pytest.raises(fluss.FlussError, match="table.datalake.enabled"):
+        await lake.tier_table(conn, path)
+    await admin.alter_table(path, [TableChange.set("table.datalake.enabled", "true")])
+    assert (await lake.tier_table(conn, path)).rows == 3
+    w.write_arrow(pa.table({"id": [4]}))
+    await w.flush()
+    assert sorted((await lake.union_scan(conn, path).to_arrow()).column("id").to_pylist()) == [1, 2, 3, 4]
