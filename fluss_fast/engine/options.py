@@ -24,6 +24,8 @@ class SourceOptions:
     max_records_per_trigger: int | None = None
     pushdown: bool = False
     stats_dir: str | None = None
+    # a data-lake table's lake snapshot only (Java's read.optimized), not the union with the log
+    read_optimized: bool = False
     extra: dict[str, str] = field(default_factory=dict, compare=False)
 
     @property

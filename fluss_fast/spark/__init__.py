@@ -47,9 +47,16 @@ class FlussDataSource(DataSource):
         return cls(opts, schema)
 
     def streamReader(self, schema):
+        from ..errors import ErrorCode, FlussError
         from .stream import FlussStreamReader
 
-        return FlussStreamReader(self._opts(), schema)
+        opts = self._opts()
+        if opts.virtual == "lake" or opts.read_optimized:
+            # as Java's connector, a stream reads the Fluss log; the lake snapshot is a batch read
+            what = f"'{opts.name}'" if opts.virtual == "lake" else "option 'read.optimized' = true"
+            raise FlussError(f"Streaming reads take no lake snapshot: {what} is for batch reads "
+                             "(spark.read)", ErrorCode.CLIENT_ERROR)
+        return FlussStreamReader(opts, schema)
 
     def writer(self, schema, overwrite: bool):
         from .writer import FlussBatchWriter

@@ -16,7 +16,7 @@ from ..engine.options import SourceOptions
 from ..errors import ErrorCode, FlussError
 
 STARTUP_MODES = ("full", "earliest", "latest", "timestamp")
-VIRTUAL_SUFFIXES = ("changelog", "binlog")
+VIRTUAL_SUFFIXES = ("changelog", "binlog", "lake")
 
 # Scala connector options (and ours), lower-cased as Spark delivers them
 SCAN_STARTUP_MODE = "scan.startup.mode"
@@ -94,7 +94,7 @@ def _table_name(options: Mapping[str, str]) -> tuple[str, str, str | None]:
     if "$" in raw:
         name, virtual = raw.split("$", 1)
         if virtual.lower() not in VIRTUAL_SUFFIXES:
-            raise _err(f"Unknown virtual table '${virtual}' in '{raw}': expected $changelog or $binlog")
+            raise _err(f"Unknown virtual table '${virtual}' in '{raw}': expected $changelog, $binlog or $lake")
         virtual = virtual.lower()
     parts = name.split(".")
     if len(parts) != 2 or not all(parts):
@@ -118,7 +118,7 @@ def parse(options: Mapping[str, str]) -> SourceOptions:
             raise _err(f"Unknown option '{key}' for the fluss data source. Known options: table, "
                        f"scan.startup.mode, scan.startup.timestamp, scan.incremental.start.timestamp, "
                        f"scan.incremental.end.timestamp, scan.maxRecordsPerPartition, scan.poll.timeout, "
-                       f"maxRecordsPerTrigger, {SCAN_PUSHDOWN}, {SCAN_STATS_DIR}, and the client keys "
+                       f"maxRecordsPerTrigger, read.optimized, {SCAN_PUSHDOWN}, {SCAN_STATS_DIR}, and the client keys "
                        f"({', '.join(sorted(_BY_KEY))})")
         client[ALIASES.get(canonical, canonical)] = value
     if "bootstrap.servers" not in client:
@@ -149,9 +149,14 @@ def parse(options: Mapping[str, str]) -> SourceOptions:
         if inc_end < inc_start:
             raise _err(f"Option 'scan.incremental.end.timestamp' ({inc_end}) is before "
                        f"'scan.incremental.start.timestamp' ({inc_start})")
-    if READ_OPTIMIZED in opts and _bool(READ_OPTIMIZED, opts[READ_OPTIMIZED]):
-        raise _err("Option 'read.optimized' = true (lake/KV snapshot only) is not supported by the "
-                   "fluss_fast data source")
+    read_optimized = _bool(READ_OPTIMIZED, opts[READ_OPTIMIZED]) if READ_OPTIMIZED in opts else False
+    if read_optimized and inc_start is not None:
+        # as Java's connector: a time-range read folds only the log, read.optimized skips the log
+        raise _err("Option 'read.optimized' = true (the lake snapshot only) cannot be combined with "
+                   "'scan.incremental.start.timestamp' (a time-range read of the Fluss log only)")
+    if virtual == "lake" and inc_start is not None:
+        raise _err(f"'{database}.{table}$lake' is the lake snapshot: it takes no "
+                   "'scan.incremental.start.timestamp'")
     return SourceOptions(
         database=database, table=table, virtual=virtual,
         client=tuple(sorted(client.items())),
@@ -168,4 +173,5 @@ def parse(options: Mapping[str, str]) -> SourceOptions:
         # would apply stale filters (PythonDataSourceV2.readInfo is only replaced by a pushdown)
         pushdown=_bool(SCAN_PUSHDOWN, opts[SCAN_PUSHDOWN]) if SCAN_PUSHDOWN in opts else False,
         stats_dir=opts.get(SCAN_STATS_DIR) or None,
+        read_optimized=read_optimized,
     )

@@ -15,6 +15,11 @@ def read_meta(opts: SourceOptions):
     meta = table_meta(opts)
     if opts.virtual is None:
         return meta
+    if opts.virtual == "lake":
+        from .lake import LakeView, lake_info
+
+        lake_info(opts)  # a table without a lake fails here, named
+        return LakeView(meta)
     virtual.check(opts, meta.schema)
     return virtual.View(meta, opts.virtual)
 
@@ -59,16 +64,25 @@ class FlussBatchReader(DataSourceReader):
         self.partition_tests = []
         self.predicate = None
         self._schema_info = meta.schema
-        self.changes = (None if opts.virtual is None else
+        # a data-lake table's batch read: "lake" (the snapshot alone), "union" (lake + log) or None
+        self.lake = None
+        if opts.virtual in (None, "lake"):
+            from . import lake
+
+            self.lake = lake.mode(opts)
+            if opts.virtual == "lake":
+                self._schema_info = meta.base.schema  # filters on the system columns stay with Spark
+        self.changes = (None if opts.virtual in (None, "lake") else
                         virtual.ChangeReader(opts, opts.virtual, False, self.columns, all_names))
 
     def _push(self, pushed):
         """Claims the filters it applies exactly; yields the rest back to Spark."""
         if self.changes is not None:  # a virtual table's scan takes no filter (as in Fluss)
             return pushed
+        # the lake reads apply a predicate exactly after the merge by key, so any table takes one
         rest, tests, pred = filters.split_filters(
             list(pushed), self._schema_info, self.schema_id, self.partition_keys,
-            predicates_allowed=not self.primary_key)
+            predicates_allowed=not self.primary_key or self.lake is not None)
         self.partition_tests = tests
         self.predicate = pred
         return rest
@@ -79,6 +93,10 @@ class FlussBatchReader(DataSourceReader):
         if meta.table_id != self.table_id:
             raise FlussError(f"Table '{opts.name}' was re-created while the query was planned",
                              ErrorCode.CLIENT_ERROR)
+        if self.lake is not None:
+            from . import lake
+
+            return lake.plan(opts, meta.table_id, self.lake == "lake", self.partition_tests)
         parts = ranges.partitions_of(opts, meta)
         if self.partition_tests:
             parts = [p for p in parts if all(test(p[2]) for test in self.partition_tests)]
@@ -91,6 +109,12 @@ class FlussBatchReader(DataSourceReader):
 
     def read(self, partition):
         convert = types.ReadConverter(self.types, self.target)
+        if self.lake is not None and not isinstance(partition, ranges.BucketRange):
+            if not hasattr(partition, "plan"):
+                return iter(())  # Spark plans one empty partition when there is nothing to read
+            from . import lake
+
+            return lake.read(self.opts, partition, self.columns, self.predicate, convert)
         if isinstance(partition, ranges.SnapshotBucket):
             return ranges.read_snapshot(self.opts, partition, self.columns, convert)
         if not isinstance(partition, ranges.BucketRange):

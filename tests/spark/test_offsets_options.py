@@ -41,17 +41,21 @@ def test_options_parse_and_name_what_is_wrong():
     assert (o.database, o.table, o.startup_mode, o.max_records_per_partition) == ("db", "t", "latest", 10)
     assert o.client_config() == {"bootstrap.servers": "h:1", "writer.batch-size": "1024"}
     assert options.parse({"table": "db.t$changelog", "bootstrap.servers": "h:1"}).virtual == "changelog"
+    assert options.parse({"table": "db.t$lake", "bootstrap.servers": "h:1"}).virtual == "lake"
+    assert options.parse({"table": "db.t", "bootstrap.servers": "h:1", "read.optimized": "true"}).read_optimized
     # a client key whose own name starts with "client." is not taken for a prefixed one
     assert options.parse({"table": "db.t", "bootstrap.servers": "h:1", "client.compression-threads": "1"}
                          ).client_config()["client.compression-threads"] == "1"
     for bad, needle in [({"table": "db.t"}, "bootstrap.servers"),
                         ({"table": "t", "bootstrap.servers": "h:1"}, "database.table"),
-                        ({"table": "db.t$lake", "bootstrap.servers": "h:1"}, "$lake"),
+                        ({"table": "db.t$lakes", "bootstrap.servers": "h:1"}, "$lake"),
                         ({"table": "db.t", "bootstrap.servers": "h:1", "scan.startup.mode": "timestamp"},
                          "scan.startup.timestamp"),
                         ({"table": "db.t", "bootstrap.servers": "h:1", "scan.poll.timeout": "soon"},
                          "scan.poll.timeout"),
-                        ({"table": "db.t", "bootstrap.servers": "h:1", "read.optimized": "true"},
+                        ({"table": "db.t", "bootstrap.servers": "h:1", "read.optimized": "true",
+                          "scan.incremental.start.timestamp": "0"}, "read.optimized"),
+                        ({"table": "db.t", "bootstrap.servers": "h:1", "read.optimized": "maybe"},
                          "read.optimized")]:
         with pytest.raises(FlussError, match=needle.replace("$", r"\$")):
             options.parse(bad)
