@@ -85,7 +85,7 @@ def test_changelog_of_a_log_table_and_errors(spark, conn, database, bootstrap, u
     df = spark.createDataFrame(pa.table({"id": [9], "name": ["n"]}))
     with pytest.raises(Exception, match=r"Cannot write to virtual table"):
         df.write.format("fluss").option("bootstrap.servers", bootstrap).mode("append").save(name + "$changelog")
-    with pytest.raises(FlussError, match="expected \\$changelog or \\$binlog"):
+    with pytest.raises(FlussError, match="expected \\$changelog, \\$binlog or \\$lake"):
         from fluss_fast.spark import options
         options.parse({"path": name + "$snapshots", "bootstrap.servers": bootstrap})
 
