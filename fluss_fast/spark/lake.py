@@ -64,21 +64,20 @@ def _call(opts: SourceOptions, fn, *args, **kwargs):
     return runtime.call(fn(inner, opts.path, *args, **kwargs))
 
 
-def lake_info(opts: SourceOptions) -> LakeTableInfo | None:
-    """The table's lake, or None for a table without one (a FlussError naming the table when the
-    read needs one: ``$lake`` or ``read.optimized``)."""
-    info = connections.connection(opts.client).get_admin().get_table_info(opts.path)
-    needs = opts.virtual == "lake" or opts.read_optimized
-    props = info.get_properties()
-    if not needs and str(props.get("table.datalake.enabled", "false")).strip().lower() != "true":
-        return None
+def _enabled(info) -> bool:
+    return str(info.get_properties().get("table.datalake.enabled", "false")).strip().lower() == "true"
+
+
+def lake_info(opts: SourceOptions, info=None) -> LakeTableInfo:
+    """The table's lake, or a FlussError naming the read (``$lake``, ``read.optimized``, the union)
+    when the table has none."""
+    if info is None:
+        info = connections.connection(opts.client).get_admin().get_table_info(opts.path)
     try:
         return LakeTableInfo(info)
     except FlussError as e:
-        if needs:
-            what = f"'{opts.name}'" if opts.virtual == "lake" else f"'{opts.name}' with read.optimized = true"
-            raise FlussError(f"Cannot read {what}: {e.message}", e.error_code) from None
-        raise
+        what = f"'{opts.name}' with read.optimized = true" if opts.read_optimized else f"'{opts.name}'"
+        raise FlussError(f"Cannot read {what}: {e.message}", e.error_code) from None
 
 
 def mode(opts: SourceOptions) -> str | None:
@@ -88,19 +87,24 @@ def mode(opts: SourceOptions) -> str | None:
         return None
     if opts.virtual is None and opts.incremental_start is not None:
         return None  # a time-range read is of the Fluss log, as in Java
-    lake = lake_info(opts)
-    if lake is None:
-        return None
-    _pypaimon()  # a missing pypaimon fails here, on the driver, naming the extra
-    if opts.virtual == "lake" or opts.read_optimized:
-        return "lake"
-    from ..lake.offsets import lake_offsets
-
+    explicit = opts.virtual == "lake" or opts.read_optimized
     conn = connections.connection(opts.client)
-    inner = conn.unwrap()
-    runtime = getattr(inner, "_runtime", None) or get_runtime()
-    snapshot_id, _ = runtime.call(lake_offsets(inner.get_admin(), opts.path))
-    return "union" if snapshot_id is not None else None
+    info = conn.get_admin().get_table_info(opts.path)
+    if not explicit:
+        if not _enabled(info):
+            return None
+        # before the first tiering round the table is all in Fluss: the Fluss read (Java's fallback),
+        # which needs no pypaimon
+        from ..lake.offsets import lake_offsets
+
+        inner = conn.unwrap()
+        runtime = getattr(inner, "_runtime", None) or get_runtime()
+        snapshot_id, _ = runtime.call(lake_offsets(inner.get_admin(), opts.path))
+        if snapshot_id is None:
+            return None
+    lake_info(opts, info)
+    _pypaimon()  # a missing pypaimon fails here, on the driver, naming the extra
+    return "lake" if explicit else "union"
 
 
 def plan(opts: SourceOptions, table_id: int, lake_only: bool, partition_tests) -> list[LakeBucket]:

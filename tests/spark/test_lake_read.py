@@ -71,6 +71,14 @@ async def _prepare(bootstrap: str) -> dict:
     del state[4]
     await w.flush()
     out["pk"] = list(state.values())
+    # a data-lake table not tiered yet
+    path = fluss.TablePath(DB, "fresh")
+    await admin.create_table(path, fluss.TableDescriptor(fluss.Schema(pa.schema([("id", pa.int32())])),
+                                                         bucket_count=2, properties=LAKE_ON))
+    w = (await conn.get_table(path)).new_append().create_writer()
+    for i in range(5):
+        w.append({"id": i})
+    await w.flush()
     # a table without a lake
     path = fluss.TablePath(DB, "plain")
     await admin.create_table(path, fluss.TableDescriptor(fluss.Schema(pa.schema([("id", pa.int32())])),
@@ -168,6 +176,16 @@ def test_primary_key_table(spark, lake_server):
     assert _rows(df, ["id", "v"]) == _want(want["pk"], ["id", "v"], lambda r: r["v"] >= 10)
     df = _read(spark, bootstrap).schema("v bigint, name string").load(f"{DB}.pk")
     assert _rows(df, ["v", "name"]) == _want(want["pk"], ["v", "name"])
+
+
+def test_before_the_first_tiering_round(spark, lake_server):
+    bootstrap, _ = lake_server
+    # no lake snapshot yet: the plain read is the Fluss read, the lake snapshot is empty
+    assert _rows(_read(spark, bootstrap).load(f"{DB}.fresh"), ["id"]) == [(i,) for i in range(5)]
+    assert _read(spark, bootstrap).load(f"{DB}.fresh$lake").count() == 0
+    assert _read(spark, bootstrap, **{"read.optimized": "true"}).load(f"{DB}.fresh").count() == 0
+    src = FlussDataSource({"table": f"{DB}.fresh", "bootstrap.servers": bootstrap})
+    assert FlussPushdownReader(options.parse(src.options), src.schema()).lake is None
 
 
 def test_errors(spark, lake_server):
