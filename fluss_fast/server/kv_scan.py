@@ -20,6 +20,7 @@ from itertools import accumulate, islice, repeat
 from operator import add
 
 from ..codec.kv.valuebatch import VALUE_HEADER_SIZE, VALUE_MAGIC
+from ..codec.wire.varint import encode_varint
 from .kvstore import FIRST_KEY
 
 __all__ = ["READ_CHUNK", "Scanner", "scan_answer", "value_batch"]
@@ -50,15 +51,6 @@ def value_batch(values: list[bytes]) -> bytes:
     return b"".join(_value_batch_parts(values)[0])
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 _RECORDS_TAG = b"\x2a"  # ScanKvResponse.records: field 5, length-delimited
 
 
@@ -72,7 +64,7 @@ def scan_answer(resp, values: list[bytes]) -> bytes:
     if resp.HasField("log_offset"):  # field 6, after the records
         tail = type(resp)(log_offset=resp.log_offset).SerializeToString()
         resp.ClearField("log_offset")
-    parts[0] = resp.SerializeToString() + _RECORDS_TAG + _varint(size) + parts[0]
+    parts[0] = resp.SerializeToString() + _RECORDS_TAG + encode_varint(size) + parts[0]
     parts.append(tail)
     return b"".join(parts)
 
