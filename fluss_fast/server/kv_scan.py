@@ -7,48 +7,24 @@ Python statement runs per row. The answers are the same bytes as a row-by-row cu
 holds whole rows, at least one, and no more than fit in the request's ``batch_size_bytes`` (each
 row counted with its 4-byte length).
 
-A stored value is the int16 schema id and the row (``kvbatch.encode_value``), and a value batch's
-record is its int32 length and those same bytes (``codec.kv.valuebatch``), so the batch is built by
-joining the stored values with their lengths, without decoding a single one.
+The value batches are joined from the stored values without decoding one
+(``codec.kv.valuebatch.stored_value_batch_parts``).
 """
 from __future__ import annotations
 
-import struct
 import time
 from bisect import bisect_right
 from itertools import accumulate, islice, repeat
 from operator import add
 
-from ..codec.kv.valuebatch import VALUE_HEADER_SIZE, VALUE_MAGIC
+from ..codec.kv.valuebatch import stored_value_batch_parts
 from ..codec.wire.varint import encode_varint
 from .kvstore import FIRST_KEY
 
-__all__ = ["READ_CHUNK", "Scanner", "scan_answer", "value_batch"]
+__all__ = ["READ_CHUNK", "Scanner", "scan_answer"]
 
 READ_CHUNK = 8192  # at most this many values per call into the binding
 FIRST_READ = 8  # values of a cursor's first read, before it knows their size
-_HEAD = struct.Struct("<ibi")
-_LEN = struct.Struct("<i")
-
-
-def _value_batch_parts(values: list[bytes]) -> tuple[list[bytes], int]:
-    """The pieces of the value batch of ``values`` (the header first) and its size."""
-    n = len(values)
-    lens = list(map(len, values))
-    if n and min(lens) < 2:
-        raise ValueError("a stored value of fewer than 2 bytes has no schema id")
-    size = VALUE_HEADER_SIZE + 4 * n + sum(lens)
-    parts: list[bytes] = [b""] * (2 * n + 1)
-    parts[0] = _HEAD.pack(size - 4, VALUE_MAGIC, n)
-    parts[1::2] = list(map(_LEN.pack, lens))
-    parts[2::2] = values
-    return parts, size
-
-
-def value_batch(values: list[bytes]) -> bytes:
-    """The value batch of stored values (int16 schema id + row each): the bytes
-    ``valuebatch.build_value_batch([kvbatch.decode_value(v) for v in values])`` makes."""
-    return b"".join(_value_batch_parts(values)[0])
 
 
 _RECORDS_TAG = b"\x2a"  # ScanKvResponse.records: field 5, length-delimited
@@ -59,7 +35,7 @@ def scan_answer(resp, values: list[bytes]) -> bytes:
     ``values`` as its records: the bytes of ``resp.records = value_batch(values)`` then
     ``resp.SerializeToString()`` (fields in number order), with the values copied once instead of
     three times. ``resp`` is used up."""
-    parts, size = _value_batch_parts(values)
+    parts, size = stored_value_batch_parts(values)
     tail = b""
     if resp.HasField("log_offset"):  # field 6, after the records
         tail = type(resp)(log_offset=resp.log_offset).SerializeToString()

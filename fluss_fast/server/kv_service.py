@@ -11,6 +11,7 @@ import time
 import uuid
 
 from ..codec.kv.kvbatch import build_kv_batch
+from ..codec.kv.valuebatch import build_stored_value_batch
 from ..codec.rows.compacted import CompactedRowDecoder
 from ..error_codes import Errors
 from ..errors import FlussError
@@ -18,7 +19,7 @@ from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
 from ..rpc.wire import PUT_KV
 from .bucket_reqs import bucket_reply, check_acks, set_error
-from .kv_scan import Scanner, scan_answer, value_batch
+from .kv_scan import Scanner, scan_answer
 from .kvstore import put_batch
 from .protocol import HandlerEntry, RawParsed
 from .row_merger import Merger
@@ -210,7 +211,7 @@ class KvService:
             return resp
         values = bkv.values(req.limit)
         if values:
-            resp.records = value_batch(values)
+            resp.records = build_stored_value_batch(values)
         return resp
 
     # -- SCAN_KV ---------------------------------------------------------------------------------

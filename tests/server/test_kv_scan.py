@@ -8,7 +8,7 @@ import random
 import pytest
 
 from fluss_fast.codec.kv.kvbatch import decode_value
-from fluss_fast.codec.kv.valuebatch import build_value_batch, value_records
+from fluss_fast.codec.kv.valuebatch import build_stored_value_batch, build_value_batch, value_records
 from fluss_fast.server import kv_scan
 from fluss_fast.server.kvstore import FIRST_KEY
 from fluss_fast.server.rocksdb_options import open_db
@@ -65,7 +65,7 @@ def _chunked(store, size: int, limit: int | None) -> list[bytes]:
     sc = kv_scan.Scanner(("t", None, 0), store, limit)
     answers = []
     while sc.more():
-        answers.append(kv_scan.value_batch(sc.take(size)))
+        answers.append(build_stored_value_batch(sc.take(size)))
     assert sc.take(size) == []
     return answers
 
@@ -82,10 +82,10 @@ def test_same_answers_as_row_by_row(store, monkeypatch, chunk, size, limit):
 
 def test_value_batch_bytes():
     values = [b"\x01\x00", b"\x02\x00abc", b"\xff\x7f" + bytes(range(256))]
-    assert kv_scan.value_batch(values) == build_value_batch([decode_value(v) for v in values])
-    assert kv_scan.value_batch([]) == build_value_batch([])
+    assert build_stored_value_batch(values) == build_value_batch([decode_value(v) for v in values])
+    assert build_stored_value_batch([]) == build_value_batch([])
     with pytest.raises(ValueError):
-        kv_scan.value_batch([b"\x01"])
+        build_stored_value_batch([b"\x01"])
 
 
 def test_empty_store(tmp_path):
@@ -128,5 +128,5 @@ def test_scan_answer_is_the_protobuf_bytes(sid, more, log_offset, n):
         return resp
 
     want = response()
-    want.records = kv_scan.value_batch(values)
+    want.records = build_stored_value_batch(values)
     assert kv_scan.scan_answer(response(), values) == want.SerializeToString()

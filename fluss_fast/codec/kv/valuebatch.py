@@ -14,13 +14,15 @@ from collections.abc import Iterator, Sequence
 
 from ..errors import CorruptBatchError
 
-__all__ = ["VALUE_HEADER_SIZE", "build_value_batch", "iter_value_records", "value_records"]
+__all__ = ["VALUE_HEADER_SIZE", "build_stored_value_batch", "build_value_batch", "iter_value_records",
+           "stored_value_batch_parts", "value_records"]
 
 VALUE_HEADER_SIZE = 9
 VALUE_MAGIC = 0
 
 _HEAD = struct.Struct("<ibi")
 _REC = struct.Struct("<ih")
+_LEN = struct.Struct("<i")
 
 
 def build_value_batch(records: Sequence[tuple[int, bytes]]) -> bytes:
@@ -33,6 +35,27 @@ def build_value_batch(records: Sequence[tuple[int, bytes]]) -> bytes:
         parts.append(row)
         size += 6 + len(row)
     return _HEAD.pack(size - 4, VALUE_MAGIC, len(records)) + b"".join(parts)
+
+
+def stored_value_batch_parts(values: list[bytes]) -> tuple[list[bytes], int]:
+    """The pieces (the header first) and the size of the batch of ``values`` as a KV store keeps
+    them (int16 schema id + row each, ``kvbatch.encode_value``): a record is its int32 length and
+    those same bytes, so the batch joins them without decoding one."""
+    n = len(values)
+    lens = list(map(len, values))
+    if n and min(lens) < 2:
+        raise ValueError("a stored value of fewer than 2 bytes has no schema id")
+    size = VALUE_HEADER_SIZE + 4 * n + sum(lens)
+    parts: list[bytes] = [b""] * (2 * n + 1)
+    parts[0] = _HEAD.pack(size - 4, VALUE_MAGIC, n)
+    parts[1::2] = list(map(_LEN.pack, lens))
+    parts[2::2] = values
+    return parts, size
+
+
+def build_stored_value_batch(values: list[bytes]) -> bytes:
+    """The batch of stored values: the bytes ``build_value_batch`` makes of them decoded."""
+    return b"".join(stored_value_batch_parts(values)[0])
 
 
 def iter_value_records(buf) -> Iterator[tuple[int, bytes]]:
