@@ -49,7 +49,8 @@ async def _await(awaitable):
     return await awaitable
 
 
-def _runtime_of(obj):
+def runtime_of(obj):
+    """The runtime a client object runs on (the process's default one for others)."""
     return getattr(obj, "_runtime", None) or get_runtime()
 
 
@@ -81,7 +82,7 @@ class SyncProxy:
 
     def __init__(self, obj):
         object.__setattr__(self, "_obj", obj)
-        object.__setattr__(self, "_rt", _runtime_of(obj))
+        object.__setattr__(self, "_rt", runtime_of(obj))
 
     def unwrap(self):
         """The async object behind this proxy (for code that wants to ``await`` it)."""

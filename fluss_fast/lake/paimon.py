@@ -33,6 +33,16 @@ def _pypaimon():
     return pypaimon
 
 
+def datalake_enabled(info: TableInfo) -> bool:
+    """Whether the table's ``table.datalake.enabled`` is true."""
+    return str(info.get_properties().get("table.datalake.enabled", "false")).strip().lower() == "true"
+
+
+def datalake_format(info: TableInfo) -> str:
+    """The table's ``table.datalake.format``, lower-case ("" when unset)."""
+    return str(info.get_properties().get("table.datalake.format", "")).strip().lower()
+
+
 class LakeTableInfo:
     """What the lake side needs of a Fluss table: its Paimon catalog options and key layout."""
 
@@ -42,9 +52,8 @@ class LakeTableInfo:
         self.info = info
         self.path = path
         self.identifier = f"{path.database_name}.{path.table_name}"
-        enabled = str(props.get("table.datalake.enabled", "false")).strip().lower() == "true"
-        fmt = str(props.get("table.datalake.format", "")).strip().lower()
-        if not enabled:
+        fmt = datalake_format(info)
+        if not datalake_enabled(info):
             raise FlussError(f"Table '{path}' is not a data-lake table: 'table.datalake.enabled' is not true, "
                              "so it has no lake data to read or tier.", Errors.LAKE_STORAGE_NOT_CONFIGURED_EXCEPTION)
         if fmt != "paimon":

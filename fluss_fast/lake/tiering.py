@@ -25,7 +25,7 @@ from ..metadata.table import TableBucket, TablePath
 from ..rpc import fluss_api_pb2 as pb
 from ..rpc.api import Api
 from .offsets import BucketKey, lake_offsets, log_offsets, partition_names, subscribe, table_bucket
-from .paimon import LakeTableInfo, ensure_table, open_catalog, paimon_arrow_schema
+from .paimon import LakeTableInfo, datalake_enabled, datalake_format, ensure_table, open_catalog, paimon_arrow_schema
 
 __all__ = ["TieringResult", "TieringService", "tier_table", "write_round", "commit_round"]
 
@@ -216,9 +216,7 @@ def _write(paimon, data: pa.Table, properties: dict[str, str]) -> int:
 
 
 def _is_lake_table(info) -> bool:
-    props = info.get_properties()
-    return (str(props.get("table.datalake.enabled", "")).strip().lower() == "true"
-            and str(props.get("table.datalake.format", "")).strip().lower() == "paimon")
+    return datalake_enabled(info) and datalake_format(info) == "paimon"
 
 
 class TieringService:

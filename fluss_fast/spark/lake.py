@@ -15,12 +15,12 @@ from collections.abc import Iterator
 from pyspark.sql.datasource import InputPartition
 
 from .. import datatypes as T
-from ..client.runtime import get_runtime
 from ..engine import connections
 from ..engine.options import SourceOptions
 from ..errors import ErrorCode, FlussError
 from ..lake import LakeBucketPlan, plan_buckets, union_read
-from ..lake.paimon import LakeTableInfo, _pypaimon
+from ..lake.paimon import LakeTableInfo, _pypaimon, datalake_enabled
+from ..sync import runtime_of
 
 # the lake snapshot's system columns after the table's (Java's $lake; fluss_fast.lake.lake_scan)
 _SYSTEM = (T.Column("__bucket", T.DataType(T.INTEGER)),
@@ -58,14 +58,15 @@ class LakeBucket(InputPartition):
 
 
 def _call(opts: SourceOptions, fn, *args, **kwargs):
-    conn = connections.connection(opts.client)
-    inner = conn.unwrap()
-    runtime = getattr(inner, "_runtime", None) or get_runtime()
-    return runtime.call(fn(inner, opts.path, *args, **kwargs))
+    """``fn(connection, path, ...)`` on the worker's cached connection, blocking."""
+    inner = connections.connection(opts.client).unwrap()
+    return runtime_of(inner).call(fn(inner, opts.path, *args, **kwargs))
 
 
-def _enabled(info) -> bool:
-    return str(info.get_properties().get("table.datalake.enabled", "false")).strip().lower() == "true"
+async def _latest_snapshot_id(conn, path):
+    from ..lake.offsets import lake_offsets
+
+    return (await lake_offsets(conn.get_admin(), path))[0]
 
 
 def lake_info(opts: SourceOptions, info=None) -> LakeTableInfo:
@@ -91,16 +92,11 @@ def mode(opts: SourceOptions) -> str | None:
     conn = connections.connection(opts.client)
     info = conn.get_admin().get_table_info(opts.path)
     if not explicit:
-        if not _enabled(info):
+        if not datalake_enabled(info):
             return None
         # before the first tiering round the table is all in Fluss: the Fluss read (Java's fallback),
         # which needs no pypaimon
-        from ..lake.offsets import lake_offsets
-
-        inner = conn.unwrap()
-        runtime = getattr(inner, "_runtime", None) or get_runtime()
-        snapshot_id, _ = runtime.call(lake_offsets(inner.get_admin(), opts.path))
-        if snapshot_id is None:
+        if _call(opts, _latest_snapshot_id) is None:
             return None
     lake_info(opts, info)
     _pypaimon()  # a missing pypaimon fails here, on the driver, naming the extra
