@@ -213,10 +213,13 @@ class ClientContext:
     async def tablet(self, node_id: int, api_key: int, req, timeout: float | None = None):
         return await self._send(lambda: self.connection(node_id), api_key, req, timeout)
 
-    async def tablet_raw(self, node_id: int, api_key: int, body, timeout: float | None = None) -> memoryview:
+    async def tablet_write_raw(self, node_id: int, api_key: int, body,
+                               timeout: float | None = None) -> asyncio.Future:
+        """A serialized request to tablet server ``node_id`` (its connection opened first if need
+        be), returned once written: the future of the response body."""
         self._check_open()
         conn = await self.connection(node_id)
-        return await conn.request_raw(api_key, body, timeout)
+        return await conn.write_raw(api_key, body, timeout)
 
     async def any_tablet(self, api_key: int, req, timeout: float | None = None):
         """Send to a random tablet server (the coordinator when none is known)."""

@@ -330,11 +330,17 @@ class Connection:
     async def request_raw(self, api_key: int, body, timeout: float | None = None) -> memoryview:
         """Send an already-serialized body (bytes or a list of chunks); returns the response body
         as a memoryview, without parsing or copying it."""
+        return await (await self.write_raw(api_key, body, timeout))
+
+    async def write_raw(self, api_key: int, body, timeout: float | None = None) -> asyncio.Future:
+        """``request_raw`` in two steps: returns once the request is written (after the send buffer
+        has drained), with the future of its response body. A caller that must keep requests in
+        order on the wire holds its turn until this returns, not until the answer."""
         if not self._ready:
             raise FlussError(f"Connection to {self.address} is not ready", NETWORK_EXCEPTION)
         if self._drain_waiter is not None:
             await self._wait_writable()
-        return await self._enqueue(api_key, body, True, timeout)
+        return self._enqueue(api_key, body, True, timeout)
 
     def send_raw(self, api_key: int, body, timeout: float | None = None) -> asyncio.Future | None:
         """``request_raw`` written at once, from a plain callback: the response body's future, or

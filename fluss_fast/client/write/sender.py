@@ -408,10 +408,17 @@ class Sender:
         try:
             if ticket is not None:
                 await self._gate.wait(ticket)
-                # wakes the next request once this step has handed ours to the connection
-                self._gate.done(ticket)
-            sent_at = time.monotonic()
-            raw = await self._ctx.tablet_raw(node, Api.PUT_KV if kv else Api.PRODUCE_LOG, body, timeout)
+            try:
+                sent_at = time.monotonic()
+                # the turn is held until the request is on the socket: a first request that waits
+                # for the connection to open (or the send buffer to drain) must not be overtaken
+                # by a later one that finds it open (a new leader's first batches, out of order)
+                answer = await self._ctx.tablet_write_raw(
+                    node, Api.PUT_KV if kv else Api.PRODUCE_LOG, body, timeout)
+            finally:
+                if ticket is not None:
+                    self._gate.done(ticket)
+            raw = await answer
             self._m.latency.record(time.monotonic() - sent_at)
             body = None
             try:
