@@ -113,6 +113,8 @@ class LogFetcher:
         self._buffer: collections.deque = collections.deque()
         # FetchLogs in flight per tablet server
         self._node_reqs: dict[int, int] = {}
+        # the tablet servers this fetcher has asked: their receive buffers go back when a read ends
+        self._fetch_nodes: set[int] = set()
         # responses of this fetcher on the decode workers, applied in the order they arrived
         self._decodes = InOrder(self._workers, self._decoded)
         # a bounded read may raise the per-bucket budget unless the user chose one
@@ -317,6 +319,7 @@ class LogFetcher:
                 for _tb, st, _off in group:
                     st.inflight = True
                 self._node_reqs[node] = self._node_reqs.get(node, 0) + 1
+                self._fetch_nodes.add(node)
                 self.spawn(self._fetch(node, group, req_bytes, self._send_now(node, group, req_bytes)))
         if need_meta and self._meta_task is None:
             self._meta_task = self.spawn(self._refresh_metadata(need_meta))
@@ -468,10 +471,11 @@ class LogFetcher:
                     size += r.records[1] - r.records[0]
             self.send_fetches()
             if self._bounded_read_done_with(node):
-                # this was the bounded read's last answer from the node: the spare receive
-                # buffers can serve no other, so they go now rather than after this answer is
-                # decoded, when the whole result is already in memory (the read's peak)
-                self._trim_receive_pool(node)
+                # this was the bounded read's last answer (from this node, and every other node
+                # already answered its last): the spare receive buffers can serve no other, so
+                # they go now rather than after this answer is decoded, when the whole result is
+                # already in memory (the read's peak)
+                self._trim_idle_nodes()
             memory = self.collect_into
             if self._decodes.pending == 0 and size < _INLINE_DECODE_BYTES:
                 # small (polling) answers: no thread hop; nothing is queued ahead of this one
@@ -480,6 +484,10 @@ class LogFetcher:
                 self._decodes.submit_parts(self._loop, todo,
                                            split_response(self.spec, mv, todo, memory=memory),
                                            node, todo)
+        elif self._done_with(node):
+            # an answer nobody reads any more (it came after its read ended): its buffer goes
+            # back a turn later, once this view of it is gone, not after the idle delay
+            self._loop.call_soon(self._trim_idle_nodes)
         if error is not None:
             raise error
 
@@ -508,7 +516,7 @@ class LogFetcher:
             # as the last answers finish decoding, not an idle delay after the read (they would
             # add to the read's peak memory on top of the whole result); a turn later, once the
             # decode jobs let go of this answer's buffer
-            self._loop.call_soon(self._trim_receive_pool, node)
+            self._loop.call_soon(self._trim_idle_nodes)
         self.wake()
 
     def _fetched_all(self) -> bool:
@@ -524,6 +532,22 @@ class LogFetcher:
     def _bounded_read_done_with(self, node: int) -> bool:
         """A bounded read that needs no more answers from ``node``."""
         return self._stops is not None and not self._node_reqs.get(node) and self._fetched_all()
+
+    def _done_with(self, node: int) -> bool:
+        """No answer from ``node`` is awaited or wanted: a bounded read done with it, or nothing
+        subscribed and no read going on."""
+        if self._bounded_read_done_with(node):
+            return True
+        with self._lock:
+            idle = not self._subs
+        return idle and self._stops is None and not self._node_reqs.get(node)
+
+    def _trim_idle_nodes(self) -> None:
+        """Trim the receive pools of the nodes asked that have nothing in flight: a node whose
+        last answer came while another node still had data to send was not trimmed then."""
+        for node in list(self._fetch_nodes):
+            if not self._node_reqs.get(node):
+                self._trim_receive_pool(node)
 
     def _trim_receive_pool(self, node: int, tries: int = 0) -> None:
         peek = getattr(self.ctx, "open_connection", None)
