@@ -59,6 +59,12 @@ if int(setuptools.__version__.split(".")[0]) < MIN_SETUPTOOLS:
 
 
 class OptionalBuildExt(build_ext):
+    def finalize_options(self):
+        super().finalize_options()
+        # the extensions compile independently of each other: one gcc per core (``-j`` overrides)
+        if not self.parallel:
+            self.parallel = os.cpu_count() or 1
+
     def run(self):
         self.failed = []
         try:
@@ -151,6 +157,7 @@ def extensions():
             "initializedcheck": False,
         },
         quiet=True,
+        nthreads=os.cpu_count() or 1,
     )
 
 
