@@ -8,6 +8,7 @@ table's ``rowkind.field`` option, so a primary-key table carries a fourth system
 """
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import pyarrow as pa
@@ -86,8 +87,14 @@ def lake_info(info: TableInfo) -> LakeTableInfo:
 
 
 def open_catalog(lake: LakeTableInfo):
-    pypaimon = _pypaimon()
-    return pypaimon.CatalogFactory.create(dict(lake.catalog_options))
+    """The Paimon catalog of ``lake``'s warehouse, opened once per process: an engine reads a
+    table one bucket per task, and every task would open it again."""
+    return _catalog(tuple(sorted(dict(lake.catalog_options).items())))
+
+
+@functools.lru_cache(maxsize=16)
+def _catalog(options: tuple):
+    return _pypaimon().CatalogFactory.create(dict(options))
 
 
 def paimon_arrow_schema(lake: LakeTableInfo) -> pa.Schema:

@@ -138,8 +138,7 @@ async def _read_log(conn, info, starts: dict[BucketKey, int], ends: dict[BucketK
         if start < end:
             subscribe(scanner, key, start)
             stops[table_bucket(info.table_id, key)] = end
-    if not stops:
-        return scanner._reader_schema().empty_table()
+    # nothing to read (no stop) gives an empty table of the scanner's schema
     reader = scanner.to_arrow_batch_reader_until(stops)
     return await asyncio.to_thread(reader.read_all)
 

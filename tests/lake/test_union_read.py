@@ -13,6 +13,8 @@ from fluss_fast import lake
 from fluss_fast.error_codes import Errors
 from fluss_fast.errors import FlussError
 
+from lake_util import partly_tiered_partitioned
+
 LAKE_ON = {"table.datalake.enabled": "true", "table.datalake.freshness": "30s"}
 
 
@@ -366,27 +368,10 @@ async def test_recreated_table_does_not_take_the_dropped_tables_lake(lake_conn):
 
 async def test_buckets_planned_and_read_one_by_one_make_the_union(lake_conn):
     conn = lake_conn
-    admin = conn.get_admin()
     for name, pk in (("cut_log", False), ("cut_pk", True)):
         path = fluss.TablePath("lake_db", name)
-        schema = fluss.Schema(pa.schema([("id", pa.int32()), ("day", pa.string()), ("v", pa.int64())]),
-                              primary_keys=["id", "day"] if pk else None)
-        await admin.create_table(path, fluss.TableDescriptor(schema, partition_keys=["day"], bucket_count=3,
-                                                             properties=LAKE_ON))
-        for day in ("d1", "d2"):
-            await admin.create_partition(path, {"day": day})
-        table = await conn.get_table(path)
-        w = table.new_upsert().create_writer() if pk else table.new_append().create_writer()
-        rows = [{"id": i, "day": "d1" if i % 2 else "d2", "v": i} for i in range(40)]
-        for r in rows:
-            (w.upsert if pk else w.append)(r)
-        await w.flush()
-        await lake.tier_table(conn, path)
-        for r in rows[:10]:
-            (w.upsert if pk else w.append)({**r, "v": r["v"] + 1000})
-        if pk:
-            w.delete({"id": 11, "day": "d1"})
-        await w.flush()
+        await partly_tiered_partitioned(conn, path, pk=pk, buckets=3, rows=40, updated=range(10), bump=1000,
+                                        deleted=11, properties=LAKE_ON)
 
         plans = await lake.plan_buckets(conn, path)
         assert len(plans) == 2 * 3 and all(p.snapshot_id is not None for p in plans)

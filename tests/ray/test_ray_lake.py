@@ -12,6 +12,8 @@ from fluss_fast import lake
 from fluss_fast.error_codes import Errors
 from fluss_fast.errors import FlussError
 
+from lake_util import partly_tiered_partitioned
+
 pytest.importorskip("pypaimon", reason="the lake union read needs pypaimon (the lake extra)")
 
 from fluss_fast.ray import FlussLakeDatasource, read_fluss_lake  # noqa: E402
@@ -29,27 +31,9 @@ def lake_bootstrap(start_server, tmp_path):
 async def _prepare(bootstrap: str, pk: bool) -> list[dict]:
     """A partitioned table, tiered part way and written to after; returns what a full read gives."""
     conn = await fluss.FlussConnection.create(fluss.Config({"bootstrap.servers": bootstrap}))
-    admin = conn.get_admin()
-    await admin.create_database("ray_lake", ignore_if_exists=True)
     path = fluss.TablePath("ray_lake", "pk" if pk else "log")
-    schema = fluss.Schema(pa.schema([("id", pa.int32()), ("day", pa.string()), ("v", pa.int64())]),
-                          primary_keys=["id", "day"] if pk else None)
-    await admin.create_table(path, fluss.TableDescriptor(schema, partition_keys=["day"], bucket_count=2,
-                                                         properties=LAKE_ON))
-    for day in ("d1", "d2"):
-        await admin.create_partition(path, {"day": day})
-    table = await conn.get_table(path)
-    w = table.new_upsert().create_writer() if pk else table.new_append().create_writer()
-    write = w.upsert if pk else w.append
-    for i in range(30):
-        write({"id": i, "day": "d1" if i % 2 else "d2", "v": i})
-    await w.flush()
-    assert (await lake.tier_table(conn, path)).rows == 30
-    for i in range(0, 30, 3):
-        write({"id": i, "day": "d1" if i % 2 else "d2", "v": 100 + i})
-    if pk:
-        w.delete({"id": 1, "day": "d1"})
-    await w.flush()
+    await partly_tiered_partitioned(conn, path, pk=pk, buckets=2, rows=30, updated=range(0, 30, 3), bump=100,
+                                    deleted=1, properties=LAKE_ON)
     want = (await lake.union_scan(conn, path).to_arrow()).to_pylist()
     await conn.close()
     return want
