@@ -546,8 +546,7 @@ class LogFetcher:
         """Trim the receive pools of the nodes asked that have nothing in flight: a node whose
         last answer came while another node still had data to send was not trimmed then."""
         for node in list(self._fetch_nodes):
-            if not self._node_reqs.get(node):
-                self._trim_receive_pool(node)
+            self._trim_receive_pool(node)  # skips a node with a fetch in flight
 
     def _trim_receive_pool(self, node: int, tries: int = 0) -> None:
         peek = getattr(self.ctx, "open_connection", None)
